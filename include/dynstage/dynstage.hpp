@@ -1,0 +1,4 @@
+// dynstage: everything, the LLVM backend (dyn::jit) included.
+#pragma once
+
+#include "core.hpp"

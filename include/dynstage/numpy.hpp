@@ -1,0 +1,445 @@
+// dynstage: the numpy-level layer, non-template code over detail::Value.
+//
+// User operations (operators and dyn:: free functions) are one-line templates
+// that land here. This layer does what jax.numpy does above lax: dtype
+// promotion with weak types, numpy broadcasting (inserting broadcast_in_dim),
+// axis normalisation, and the choice of primitives; then it calls bind. The
+// primitives below require equal dtypes and shapes (rank-0 operands excepted),
+// exactly as lax does. The same code serves eager arrays and tracers: bind
+// decides whether to run or to record.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace.hpp"
+
+namespace dyn::detail {
+
+// ---------------------------------------------------------------------------
+// Conversions and promotion.
+
+// Convert to `dt`. Concrete scalars are converted on the spot (they stay
+// literals); everything else goes through convert_element_type.
+inline Value convert(const Value& v, DType dt, bool weak = false) {
+  if (v.dtype() == dt && v.weak == weak) return v;
+  if (!v.is_tracer() && v.array.rank() == 0) {
+    Scalar s = scalar_of(v.array);
+    Scalar r;
+    r.dtype = dt;
+    visit_dtype(dt, [&](auto t) {
+      using T = decltype(t);
+      T x = visit_dtype(s.dtype, [&](auto u) -> T {
+        using U = decltype(u);
+        U val = s.as<U>();
+        if constexpr (std::is_floating_point_v<U> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          if (std::isnan(val)) return T(0);
+          if (val <= static_cast<U>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+          if (val >= static_cast<U>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+        }
+        if constexpr (std::is_same_v<T, bool>) return val != U(0);
+        else return static_cast<T>(val);
+      });
+      r = Scalar::of<T>(x);
+    });
+    return scalar_value(r, weak);
+  }
+  if (v.dtype() == dt) {
+    Value r = v;
+    r.weak = weak;
+    return r;
+  }
+  return bind1(Prim::convert_element_type, {v}, ConvertParams{dt, weak});
+}
+
+// When any operand is traced, concrete non-scalar operands become constvars
+// first, so that conversions and broadcasts of them are staged (reference
+// 001: constants are never folded into the program).
+inline void lift_all(std::vector<Value>& vs) {
+  if (!any_tracer(vs)) return;
+  TraceState* t = current_trace();
+  if (!t) return;  // bind reports the escaped tracer
+  for (auto& v : vs) v = t->lift(v);
+}
+
+inline TypeInfo result_type(const std::vector<Value>& vs) {
+  TypeInfo r = vs.at(0).type_info();
+  for (std::size_t i = 1; i < vs.size(); ++i) r = promote_types(r, vs[i].type_info());
+  return r;
+}
+
+inline void promote_to(std::vector<Value>& vs, TypeInfo t) {
+  for (auto& v : vs) v = convert(v, t.dtype, t.weak);
+}
+
+// numpy broadcasting of shapes; rank-0 operands never constrain.
+inline Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs) {
+  std::size_t rank = 0;
+  for (const auto& v : vs) rank = std::max(rank, static_cast<std::size_t>(v.rank()));
+  Shape out(rank, Dim(1));
+  for (const auto& v : vs) {
+    Shape s = v.shape();
+    std::size_t off = rank - s.size();
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      Dim& o = out[off + i];
+      if (s[i] == o || s[i] == Dim(1)) continue;
+      if (o == Dim(1)) {
+        o = s[i];
+        continue;
+      }
+      std::string shapes;
+      for (std::size_t k = 0; k < vs.size(); ++k) shapes += (k ? ", " : "") + shape_str(vs[k].shape());
+      fail<ShapeError>(std::string(op) + " got incompatible shapes for broadcasting: " + shapes);
+    }
+  }
+  return out;
+}
+
+// Broadcast `v` to `shape` (numpy rules: trailing alignment, 1s stretch).
+inline Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op = "broadcast_to") {
+  Shape s = v.shape();
+  if (s == shape) return v;
+  if (s.size() > shape.size())
+    fail<ShapeError>(std::string(op) + ": cannot broadcast an array of shape " + shape_str(s) + " to shape " +
+                     shape_str(shape));
+  std::size_t off = shape.size() - s.size();
+  BroadcastInDimParams p;
+  for (const Dim& d : shape) p.shape.push_back(d.value());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!(s[i] == shape[off + i] || s[i] == Dim(1)))
+      fail<ShapeError>(std::string(op) + ": cannot broadcast an array of shape " + shape_str(s) + " to shape " +
+                       shape_str(shape));
+    p.broadcast_dimensions.push_back(static_cast<std::int64_t>(off + i));
+  }
+  return bind1(Prim::broadcast_in_dim, {v}, p);
+}
+
+// Promote and broadcast operands of an elementwise primitive. Rank-0
+// operands are left for the primitive's scalar broadcasting (`add a 1.0`).
+inline void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t) {
+  lift_all(vs);
+  Shape out = broadcast_shapes(op, vs);
+  promote_to(vs, t);
+  for (auto& v : vs)
+    if (v.rank() != 0) v = broadcast_to_shape(v, out, op);
+}
+
+// ---------------------------------------------------------------------------
+// Elementwise families.
+
+inline bool is_float_only(Prim p) {
+  switch (p) {
+    case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::rsqrt:
+    case Prim::sin: case Prim::cos: case Prim::tan: case Prim::tanh: case Prim::logistic:
+    case Prim::atan2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The dtype an operand of a float-only op is computed in: ints and bools go
+// to the default float f32 (jnp.sin(int32) is float32).
+inline TypeInfo inexact(TypeInfo t) { return is_float(t.dtype) ? t : TypeInfo{DType::f32, false}; }
+
+inline Value unary(Prim p, const Value& x) {
+  if (is_float_only(p)) return bind1(p, {convert(x, inexact(x.type_info()).dtype, x.weak)});
+  if ((p == Prim::floor || p == Prim::ceil || p == Prim::round) && !is_float(x.dtype())) return x;
+  if (p == Prim::round) return bind1(p, {x}, RoundParams{1});
+  return bind1(p, {x});
+}
+
+inline Value binary(Prim p, Value a, Value b) {
+  std::vector<Value> vs{std::move(a), std::move(b)};
+  TypeInfo t = result_type(vs);
+  if (is_float_only(p)) t = inexact(t);
+  promote_and_broadcast(prim_name(p), vs, t);
+  return bind1(p, vs);
+}
+
+inline Value compare(Prim p, Value a, Value b) {
+  std::vector<Value> vs{std::move(a), std::move(b)};
+  promote_and_broadcast(prim_name(p), vs, result_type(vs));
+  return bind1(p, vs);
+}
+
+// where(pred, a, b) = select_n(pred, b, a): lax's case 0 is the false case.
+inline Value where(Value pred, Value a, Value b) {
+  if (pred.dtype() != DType::bool_)
+    fail<TypeError>("where: the predicate must have dtype bool, got " + std::string(dtype_name(pred.dtype())));
+  std::vector<Value> vs{std::move(pred), std::move(a), std::move(b)};
+  lift_all(vs);
+  Shape out = broadcast_shapes("where", vs);
+  std::vector<Value> cases{vs[1], vs[2]};
+  TypeInfo t = result_type(cases);
+  promote_to(cases, t);
+  Value p = vs[0];
+  // select_n needs its cases at the full shape unless everything is rank 0.
+  if (!out.empty()) {
+    for (auto& c : cases) c = broadcast_to_shape(c, out, "where");
+    if (p.rank() != 0) p = broadcast_to_shape(p, out, "where");
+  }
+  return bind1(Prim::select_n, {p, cases[1], cases[0]});
+}
+
+// ---------------------------------------------------------------------------
+// Axes.
+
+inline std::int64_t normalize_axis(std::string_view op, std::int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank)
+    fail<IndexError>(std::string(op) + ": axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
+                     std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+inline std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<std::int64_t>& axes, int rank,
+                                                bool all_if_empty) {
+  std::vector<std::int64_t> r;
+  if (axes.empty() && all_if_empty) {
+    for (int i = 0; i < rank; ++i) r.push_back(i);
+    return r;
+  }
+  for (auto a : axes) {
+    std::int64_t n = normalize_axis(op, a, rank);
+    if (std::find(r.begin(), r.end(), n) != r.end())
+      fail<IndexError>(std::string(op) + ": repeated axis " + std::to_string(a));
+    r.push_back(n);
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Reductions. Summing (or multiplying) booleans gives i64 (API.md §8).
+
+inline Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty = true) {
+  ReduceParams params{normalize_axes(prim_name(p), axes, x.rank(), all_if_empty)};
+  Value v = x;
+  if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
+  return bind1(p, {v}, params);
+}
+
+// mean = sum / count, computed in a floating type (jnp.mean of ints is f32).
+inline Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
+  std::vector<std::int64_t> ax = normalize_axes("mean", axes, x.rank(), all_if_empty);
+  Value v = convert(x, inexact(x.type_info()).dtype);
+  Value s = reduce(Prim::reduce_sum, v, ax, false);
+  Shape sh = x.shape();
+  std::int64_t count = 1;
+  for (auto a : ax) count *= sh[static_cast<std::size_t>(a)].value();
+  Value n = convert(scalar_value(Scalar::of<double>(static_cast<double>(count)), true), s.dtype(), false);
+  return bind1(Prim::div, {s, n});
+}
+
+// ---------------------------------------------------------------------------
+// Shape operations.
+
+inline Value reshape(const Value& x, const Shape& sizes) {
+  Shape in = x.shape();
+  std::int64_t total = 1;
+  for (const Dim& d : in) total *= d.value();
+  int infer = -1;
+  std::int64_t known = 1;
+  ReshapeParams p;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::int64_t d = sizes[i].value();
+    if (d == -1) {
+      if (infer >= 0) fail<ShapeError>("reshape: can only specify one unknown dimension (-1), got " + shape_str(sizes));
+      infer = static_cast<int>(i);
+    } else {
+      if (d < 0) fail<ShapeError>("reshape: negative dimension in new shape " + shape_str(sizes));
+      known *= d;
+    }
+    p.new_sizes.push_back(d);
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0)
+      fail<ShapeError>("reshape: cannot reshape array of shape " + shape_str(in) + " (size " + std::to_string(total) +
+                       ") into shape " + shape_str(sizes));
+    p.new_sizes[static_cast<std::size_t>(infer)] = total / known;
+  }
+  if (to_shape(p.new_sizes) == in) return x;
+  return bind1(Prim::reshape, {x}, p);
+}
+
+inline Value transpose(const Value& x, std::vector<std::int64_t> perm) {
+  int r = x.rank();
+  if (perm.empty())
+    for (int i = r - 1; i >= 0; --i) perm.push_back(i);
+  for (auto& a : perm) a = normalize_axis("transpose", a, r);
+  return bind1(Prim::transpose, {x}, TransposeParams{perm});
+}
+
+inline Value expand_dims(const Value& x, std::int64_t axis) {
+  int r = x.rank();
+  std::int64_t ax = normalize_axis("expand_dims", axis, r + 1);
+  Shape in = x.shape();
+  BroadcastInDimParams p;
+  for (int i = 0, k = 0; i <= r; ++i) {
+    if (i == ax) {
+      p.shape.push_back(1);
+      continue;
+    }
+    p.shape.push_back(in[static_cast<std::size_t>(k)].value());
+    p.broadcast_dimensions.push_back(i);
+    ++k;
+  }
+  return bind1(Prim::broadcast_in_dim, {x}, p);
+}
+
+inline Value squeeze(const Value& x, const std::vector<std::int64_t>& axes) {
+  Shape in = x.shape();
+  std::vector<std::int64_t> ax;
+  if (axes.empty()) {
+    for (std::size_t i = 0; i < in.size(); ++i)
+      if (in[i] == Dim(1)) ax.push_back(static_cast<std::int64_t>(i));
+  } else {
+    ax = normalize_axes("squeeze", axes, x.rank(), false);
+  }
+  if (ax.empty()) return x;
+  return bind1(Prim::squeeze, {x}, SqueezeParams{ax});
+}
+
+inline Value concatenate(std::vector<Value> xs, std::int64_t axis) {
+  if (xs.empty()) fail<ShapeError>("concatenate: needs at least one array");
+  lift_all(xs);
+  TypeInfo t = result_type(xs);
+  promote_to(xs, t);
+  for (const auto& v : xs)
+    if (v.rank() == 0) fail<ShapeError>("concatenate: zero-dimensional arrays cannot be concatenated");
+  std::int64_t ax = normalize_axis("concatenate", axis, xs[0].rank());
+  if (xs.size() == 1) return xs[0];
+  return bind1(Prim::concatenate, xs, ConcatenateParams{ax});
+}
+
+inline Value slice(const Value& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
+                   const std::vector<std::int64_t>& strides) {
+  SliceParams p{starts, limits, strides};
+  bool unit = std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
+  if (unit) p.strides.clear();
+  return bind1(Prim::slice, {x}, p);
+}
+
+// Start indices of dynamic slices: scalar integers, i32 or i64 (promoted to a
+// common integer type, as JAX does).
+inline std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts) {
+  lift_all(starts);
+  for (const auto& s : starts) {
+    if (s.rank() != 0 || !is_integer(s.dtype()) )
+      fail<TypeError>(std::string(op) + ": start indices must be scalar integers, got " + aval_str(s.aval()));
+  }
+  if (!starts.empty()) {
+    TypeInfo t = result_type(starts);
+    if (t.weak) t = TypeInfo{DType::i32, false};
+    promote_to(starts, TypeInfo{t.dtype, false});
+  }
+  return starts;
+}
+
+inline Value dynamic_slice(const Value& x, std::vector<Value> starts, const std::vector<std::int64_t>& sizes) {
+  if (static_cast<int>(starts.size()) != x.rank())
+    fail<IndexError>("dynamic_slice: " + std::to_string(starts.size()) + " start indices for an array of rank " +
+                     std::to_string(x.rank()));
+  std::vector<Value> ops{x};
+  for (auto& s : index_operands("dynamic_slice", std::move(starts))) ops.push_back(std::move(s));
+  lift_all(ops);
+  return bind1(Prim::dynamic_slice, ops, DynamicSliceParams{sizes});
+}
+
+inline Value dynamic_update_slice(const Value& x, const Value& update, std::vector<Value> starts) {
+  if (static_cast<int>(starts.size()) != x.rank())
+    fail<IndexError>("dynamic_update_slice: " + std::to_string(starts.size()) +
+                     " start indices for an array of rank " + std::to_string(x.rank()));
+  std::vector<Value> xu{x, update};
+  lift_all(xu);
+  TypeInfo t = TypeInfo{x.dtype(), false};
+  xu[1] = convert(xu[1], t.dtype);
+  std::vector<Value> ops{xu[0], xu[1]};
+  for (auto& s : index_operands("dynamic_update_slice", std::move(starts))) ops.push_back(std::move(s));
+  lift_all(ops);
+  return bind1(Prim::dynamic_update_slice, ops, NoParams{});
+}
+
+// ---------------------------------------------------------------------------
+// Creation.
+
+inline Value full(const Shape& shape, const Value& fill, DType dt, bool stage = false) {
+  Value v = convert(fill, dt);
+  BroadcastInDimParams p;
+  for (const Dim& d : shape) {
+    if (d.value() < 0) fail<ShapeError>("full: negative dimension in shape " + shape_str(shape));
+    p.shape.push_back(d.value());
+  }
+  return bind1(Prim::broadcast_in_dim, {v}, p, stage);
+}
+
+inline Value iota(DType dt, std::int64_t n) {
+  if (n < 0) fail<ShapeError>("arange: negative size " + std::to_string(n));
+  return bind1(Prim::iota, {}, IotaParams{dt, {n}, 0});
+}
+
+// ---------------------------------------------------------------------------
+// Linear algebra: numpy dot and matmul in terms of dot_general.
+
+inline Value dot_general(const Value& a, const Value& b, DotGeneralParams p) {
+  std::vector<Value> vs{a, b};
+  lift_all(vs);
+  TypeInfo t = result_type(vs);
+  promote_to(vs, TypeInfo{t.dtype, false});
+  return bind1(Prim::dot_general, vs, p);
+}
+
+inline Value dot(const Value& a, const Value& b) {
+  int ra = a.rank(), rb = b.rank();
+  if (ra == 0 || rb == 0) return binary(Prim::mul, a, b);
+  DotGeneralParams p;
+  p.lhs_contracting = {ra - 1};
+  p.rhs_contracting = {rb == 1 ? 0 : rb - 2};
+  return dot_general(a, b, p);
+}
+
+inline Value matmul(Value a, Value b) {
+  int ra = a.rank(), rb = b.rank();
+  if (ra == 0 || rb == 0) fail<ShapeError>("matmul: operands must have rank >= 1, got " + shape_str(a.shape()) +
+                                           " and " + shape_str(b.shape()));
+  if (ra <= 2 && rb <= 2) return dot(a, b);
+  // Batched: broadcast the batch dimensions, then contract with batch dims.
+  Shape sa = a.shape(), sb = b.shape();
+  bool a_vec = ra == 1, b_vec = rb == 1;
+  if (a_vec) { a = expand_dims(a, 0); sa = a.shape(); ra = 2; }
+  if (b_vec) { b = expand_dims(b, 1); sb = b.shape(); rb = 2; }
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  std::size_t nb = std::max(ba.size(), bb.size());
+  Shape batch(nb, Dim(1));
+  auto merge = [&](const Shape& s) {
+    std::size_t off = nb - s.size();
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == batch[off + i] || s[i] == Dim(1)) continue;
+      if (batch[off + i] == Dim(1)) { batch[off + i] = s[i]; continue; }
+      fail<ShapeError>("matmul got incompatible batch shapes for broadcasting: " + shape_str(sa) + ", " + shape_str(sb));
+    }
+  };
+  merge(ba);
+  merge(bb);
+  Shape fa = batch, fb = batch;
+  fa.push_back(sa[sa.size() - 2]); fa.push_back(sa.back());
+  fb.push_back(sb[sb.size() - 2]); fb.push_back(sb.back());
+  a = broadcast_to_shape(a, fa, "matmul");
+  b = broadcast_to_shape(b, fb, "matmul");
+  DotGeneralParams p;
+  auto n = static_cast<std::int64_t>(nb);
+  p.lhs_contracting = {n + 1};
+  p.rhs_contracting = {n};
+  for (std::int64_t i = 0; i < n; ++i) { p.lhs_batch.push_back(i); p.rhs_batch.push_back(i); }
+  Value r = dot_general(a, b, p);
+  if (b_vec) r = squeeze(r, {-1});
+  if (a_vec) r = squeeze(r, {-2 + (b_vec ? 1 : 0)});
+  return r;
+}
+
+}  // namespace dyn::detail

@@ -1,0 +1,357 @@
+// dynstage: the user-facing operations (API.md §4, §8).
+//
+// Every function here is a one-liner: compute the static result type, turn
+// the operands into detail::Values, call the numpy layer (numpy.hpp), wrap the
+// result. Operands may be tracers, concrete arrays or C++ scalars (weak
+// literals); the result is a Tracer<T> if any operand is traced, else an
+// Array<T> computed at once. The static element type is computed with the
+// same promote_types the runtime uses, so the two cannot disagree.
+//
+// Named functions take a defaulted std::source_location so that errors name
+// the user's line; operators cannot, and rely on the trace's location.
+#pragma once
+
+#include <initializer_list>
+#include <source_location>
+#include <vector>
+
+#include "numpy.hpp"
+#include "tracer.hpp"
+
+namespace dyn {
+
+namespace detail {
+
+template <class A, class B>
+using promoted_t = element_t<promote_types(info_of<A>(), info_of<B>()).dtype>;
+
+template <class T>
+using inexact_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+
+template <class A, class B>
+concept BinaryOperands = Operand<A> && Operand<B> && (ArrayLike<A> || ArrayLike<B>);
+
+template <Prim P, class A, class B>
+auto arith(const A& a, const B& b) {
+  using T = promoted_t<A, B>;
+  return from_value<result_of_t<T, A, B>>(binary(P, to_value(a), to_value(b)));
+}
+
+template <Prim P, class A, class B>
+auto cmp(const A& a, const B& b) {
+  return from_value<result_of_t<bool, A, B>>(compare(P, to_value(a), to_value(b)));
+}
+
+template <Prim P, class T, class X>
+auto un(const X& x, const std::source_location& loc) {
+  OpSite site(loc);
+  return from_value<result_of_t<T, X>>(unary(P, to_value(x)));
+}
+
+using Loc = std::source_location;
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Operators.
+
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator+(const A& a, const B& b) { return detail::arith<detail::Prim::add>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator-(const A& a, const B& b) { return detail::arith<detail::Prim::sub>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator*(const A& a, const B& b) { return detail::arith<detail::Prim::mul>(a, b); }
+// Integer operands divide with truncation toward zero (lax.div, C++ `/`).
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator/(const A& a, const B& b) { return detail::arith<detail::Prim::div>(a, b); }
+// Remainder with the dividend's sign (lax.rem, C++ `%`, std::fmod).
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator%(const A& a, const B& b) { return detail::arith<detail::Prim::rem>(a, b); }
+
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator==(const A& a, const B& b) { return detail::cmp<detail::Prim::eq>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator!=(const A& a, const B& b) { return detail::cmp<detail::Prim::ne>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator<(const A& a, const B& b) { return detail::cmp<detail::Prim::lt>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator<=(const A& a, const B& b) { return detail::cmp<detail::Prim::le>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator>(const A& a, const B& b) { return detail::cmp<detail::Prim::gt>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator>=(const A& a, const B& b) { return detail::cmp<detail::Prim::ge>(a, b); }
+
+// Logical on bool, bitwise on integers.
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator&(const A& a, const B& b) { return detail::arith<detail::Prim::and_>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator|(const A& a, const B& b) { return detail::arith<detail::Prim::or_>(a, b); }
+
+template <ArrayLike X>
+auto operator-(const X& x) { return detail::un<detail::Prim::neg, detail::elem_t<X>>(x, std::source_location::current()); }
+template <ArrayLike X>
+auto operator!(const X& x) { return detail::un<detail::Prim::not_, detail::elem_t<X>>(x, std::source_location::current()); }
+
+// ---------------------------------------------------------------------------
+// Elementwise functions.
+
+#define DYN_UNARY(name, prim, ResultT)                                               \
+  template <ArrayLike X>                                                             \
+  auto name(const X& x, detail::Loc loc = detail::Loc::current()) {                  \
+    return detail::un<detail::Prim::prim, ResultT>(x, loc);                          \
+  }
+DYN_UNARY(neg, neg, detail::elem_t<X>)
+DYN_UNARY(abs, abs, detail::elem_t<X>)
+DYN_UNARY(sign, sign, detail::elem_t<X>)
+DYN_UNARY(floor, floor, detail::elem_t<X>)
+DYN_UNARY(ceil, ceil, detail::elem_t<X>)
+DYN_UNARY(round, round, detail::elem_t<X>)
+DYN_UNARY(exp, exp, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(log, log, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(log1p, log1p, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(sqrt, sqrt, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(rsqrt, rsqrt, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(sin, sin, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(cos, cos, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(tan, tan, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(tanh, tanh, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(logistic, logistic, detail::inexact_t<detail::elem_t<X>>)
+#undef DYN_UNARY
+
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto pow(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::arith<detail::Prim::pow>(a, b);
+}
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto maximum(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::arith<detail::Prim::max>(a, b);
+}
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto minimum(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::arith<detail::Prim::min>(a, b);
+}
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto atan2(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  using T = detail::inexact_t<detail::promoted_t<A, B>>;
+  return detail::from_value<detail::result_of_t<T, A, B>>(
+      detail::binary(detail::Prim::atan2, detail::to_value(a), detail::to_value(b)));
+}
+
+// where(pred, a, b): a where pred is true, else b (numpy broadcasting).
+template <class P, class A, class B>
+  requires Operand<P> && Operand<A> && Operand<B> && (ArrayLike<P> || ArrayLike<A> || ArrayLike<B>)
+auto where(const P& pred, const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  static_assert(std::is_same_v<detail::elem_t<P>, bool>, "dyn::where: the predicate must be a bool array or tracer");
+  detail::OpSite site(loc);
+  using T = detail::promoted_t<A, B>;
+  return detail::from_value<detail::result_of_t<T, P, A, B>>(
+      detail::where(detail::to_value(pred), detail::to_value(a), detail::to_value(b)));
+}
+
+// astype<U>(x): convert_element_type.
+template <class U, ArrayLike X>
+auto astype(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<U, X>>(detail::convert(detail::to_value(x), dtype_v<U>));
+}
+
+// ---------------------------------------------------------------------------
+// Reductions: over all axes, or over the given ones.
+
+namespace detail {
+template <class T>
+using sum_t = std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>;
+}
+
+#define DYN_REDUCTION(name, prim, ResultT)                                                             \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, detail::Loc loc = detail::Loc::current()) {                                    \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
+        detail::reduce(detail::Prim::prim, detail::to_value(x), {}, true));                            \
+  }                                                                                                    \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = detail::Loc::current()) { \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
+        detail::reduce(detail::Prim::prim, detail::to_value(x), axes, false));                         \
+  }
+DYN_REDUCTION(sum, reduce_sum, detail::sum_t<detail::elem_t<X>>)
+DYN_REDUCTION(prod, reduce_prod, detail::sum_t<detail::elem_t<X>>)
+DYN_REDUCTION(max, reduce_max, detail::elem_t<X>)
+DYN_REDUCTION(min, reduce_min, detail::elem_t<X>)
+#undef DYN_REDUCTION
+
+template <ArrayLike X>
+auto mean(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::mean(detail::to_value(x), {}, true));
+}
+template <ArrayLike X>
+auto mean(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::mean(detail::to_value(x), axes, false));
+}
+
+// ---------------------------------------------------------------------------
+// Linear algebra.
+
+template <ArrayLike A, ArrayLike B>
+auto dot(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::promoted_t<A, B>, A, B>>(
+      detail::dot(detail::to_value(a), detail::to_value(b)));
+}
+template <ArrayLike A, ArrayLike B>
+auto matmul(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::promoted_t<A, B>, A, B>>(
+      detail::matmul(detail::to_value(a), detail::to_value(b)));
+}
+
+// ---------------------------------------------------------------------------
+// Shape operations.
+
+template <ArrayLike X>
+auto reshape(const X& x, const Shape& sizes, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::reshape(detail::to_value(x), sizes));
+}
+template <ArrayLike X>
+auto transpose(const X& x, const std::vector<std::int64_t>& perm = {}, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::transpose(detail::to_value(x), perm));
+}
+template <ArrayLike X>
+auto broadcast_to(const X& x, const Shape& shape, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
+      detail::broadcast_to_shape(detail::to_value(x), shape));
+}
+template <ArrayLike X>
+auto expand_dims(const X& x, std::int64_t axis, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::expand_dims(detail::to_value(x), axis));
+}
+// squeeze(x): all size-1 axes; squeeze(x, {axes}): those (each must be 1).
+template <ArrayLike X>
+auto squeeze(const X& x, const std::vector<std::int64_t>& axes = {}, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::squeeze(detail::to_value(x), axes));
+}
+template <ArrayLike X>
+auto concatenate(const std::vector<X>& xs, std::int64_t axis = 0, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  std::vector<detail::Value> vs;
+  for (const auto& x : xs) vs.push_back(detail::to_value(x));
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::concatenate(std::move(vs), axis));
+}
+template <ArrayLike X>
+auto concatenate(std::initializer_list<X> xs, std::int64_t axis = 0, detail::Loc loc = detail::Loc::current()) {
+  return concatenate(std::vector<X>(xs), axis, loc);
+}
+template <ArrayLike X>
+auto slice(const X& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
+           const std::vector<std::int64_t>& strides = {}, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
+      detail::slice(detail::to_value(x), starts, limits, strides));
+}
+
+// A start index of a dynamic slice: an integer, or a scalar integer tracer
+// or array.
+class Index {
+public:
+  template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+  Index(I i) : v_(detail::to_value(static_cast<std::int64_t>(i))) {}  // NOLINT
+  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  Index(const Tracer<T>& t) : v_(t.value()) {}  // NOLINT
+  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  Index(const Array<T>& a) : v_(detail::to_value(a)) {}  // NOLINT
+  const detail::Value& value() const { return v_; }
+
+private:
+  detail::Value v_;
+};
+
+namespace detail {
+inline std::vector<Value> index_values(const std::vector<Index>& starts) {
+  std::vector<Value> r;
+  for (const auto& s : starts) r.push_back(s.value());
+  return r;
+}
+// A concrete operand with traced start indices yields a tracer; the static
+// result type of a dyn::Array operand cannot hold one.
+inline void require_concrete(const Value& v, const char* op) {
+  if (v.is_tracer())
+    fail<TypeError>(std::string(op) +
+                    ": the operand is a concrete dyn::Array but a start index is traced; the result would be "
+                    "traced. Pass the array as an argument of the traced function instead.");
+}
+}  // namespace detail
+
+template <ArrayLike X>
+auto dynamic_slice(const X& x, const std::vector<Index>& starts, const std::vector<std::int64_t>& sizes,
+                   detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::Value r = detail::dynamic_slice(detail::to_value(x), detail::index_values(starts), sizes);
+  if constexpr (!is_tracer_v<X>) detail::require_concrete(r, "dynamic_slice");
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(r);
+}
+template <ArrayLike X, ArrayLike U>
+auto dynamic_update_slice(const X& x, const U& update, const std::vector<Index>& starts,
+                          detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::Value r =
+      detail::dynamic_update_slice(detail::to_value(x), detail::to_value(update), detail::index_values(starts));
+  if constexpr (!is_tracer_v<X> && !is_tracer_v<U>) detail::require_concrete(r, "dynamic_update_slice");
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X, U>>(r);
+}
+
+// ---------------------------------------------------------------------------
+// Creation. With integer sizes these are concrete arrays (constants when a
+// trace uses them); the *_like forms follow their argument's kind.
+
+template <class T>
+Array<T> full(const std::vector<std::int64_t>& shape, T value, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<Array<T>>(
+      detail::full(detail::to_shape(shape), detail::to_value(value), dtype_v<T>));
+}
+template <class T>
+Array<T> zeros(const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(shape, T(0), loc);
+}
+template <class T>
+Array<T> ones(const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(shape, T(1), loc);
+}
+template <class T>
+Array<T> arange(std::int64_t n, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<Array<T>>(detail::iota(dtype_v<T>, n));
+}
+
+template <ArrayLike X, class V> requires is_scalar_v<V>
+auto full_like(const X& x, V value, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  using T = detail::elem_t<X>;
+  return detail::from_value<detail::result_of_t<T, X>>(
+      detail::full(detail::to_value(x).shape(), detail::to_value(static_cast<T>(value)), dtype_v<T>, is_tracer_v<X>));
+}
+template <ArrayLike X>
+auto zeros_like(const X& x, detail::Loc loc = detail::Loc::current()) {
+  return full_like(x, detail::elem_t<X>(0), loc);
+}
+template <ArrayLike X>
+auto ones_like(const X& x, detail::Loc loc = detail::Loc::current()) {
+  return full_like(x, detail::elem_t<X>(1), loc);
+}
+
+}  // namespace dyn
