@@ -1,10 +1,9 @@
 // dynstage: entry points that run a user's function — make_jaxpr and eager —
 // and the options they share with jit.
 //
-// make_jaxpr and jit are class templates used through class template argument
-// deduction, so `dyn::make_jaxpr(f, options...)` reads as a call while a
-// defaulted std::source_location after the options records where the user
-// asked for the trace: errors raised while tracing name that place.
+// make_jaxpr(f, options...) and jit(f, options...) record where the user
+// asked for the trace (a defaulted std::source_location): errors raised while
+// tracing name that place.
 #pragma once
 
 #include <cstddef>
@@ -113,10 +112,9 @@ auto trace_to_jaxpr(const F& f, const std::source_location& loc, const Args&... 
 // make_jaxpr(f, options...)(args...) -> ClosedJaxpr
 
 template <class F, class... Opts>
-class make_jaxpr {
+class MakeJaxpr {
 public:
-  make_jaxpr(F f, Opts..., std::source_location loc = std::source_location::current())  // NOLINT
-      : f_(std::move(f)), loc_(loc) {}
+  MakeJaxpr(F f, std::source_location loc) : f_(std::move(f)), loc_(loc) {}
 
   template <class... Args>
   ClosedJaxpr operator()(const Args&... args) const {
@@ -127,17 +125,35 @@ private:
   F f_;
   std::source_location loc_;
 };
-template <class F, class... Opts>
-make_jaxpr(F, Opts...) -> make_jaxpr<F, Opts...>;
+
+// Fixed arities rather than a pack, so that a defaulted source_location can
+// follow the options (errors name where the user asked for the trace). Each
+// option type appears at most once; there are four kinds.
+template <class F>
+auto make_jaxpr(F f, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F>(std::move(f), loc);
+}
+template <class F, class O1>
+auto make_jaxpr(F f, O1, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1>(std::move(f), loc);
+}
+template <class F, class O1, class O2>
+auto make_jaxpr(F f, O1, O2, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1, O2>(std::move(f), loc);
+}
+template <class F, class O1, class O2, class O3>
+auto make_jaxpr(F f, O1, O2, O3, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1, O2, O3>(std::move(f), loc);
+}
 
 // ---------------------------------------------------------------------------
 // eager(f)(args...): run f on concrete arrays, with the pytree conventions of
 // jit (C++ scalars in results become rank-0 arrays, pairs become tuples).
 
-template <class F, class... Opts>
-class eager {
+template <class F>
+class Eager {
 public:
-  eager(F f, Opts...) : f_(std::move(f)) {}  // NOLINT
+  explicit Eager(F f) : f_(std::move(f)) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -147,7 +163,12 @@ public:
 private:
   F f_;
 };
+
+// Options are accepted for symmetry with jit and make_jaxpr; eagerly every
+// argument is passed as it is anyway.
 template <class F, class... Opts>
-eager(F, Opts...) -> eager<F, Opts...>;
+Eager<F> eager(F f, Opts...) {
+  return Eager<F>(std::move(f));
+}
 
 }  // namespace dyn
