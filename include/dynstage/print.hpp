@@ -1,0 +1,536 @@
+// dynstage: printing jaxprs in JAX's text format.
+//
+// The output is byte-for-byte what JAX prints for the same jaxpr, because the
+// layout is computed the way JAX computes it:
+//
+//  * detail::pp is a port of jax/_src/pretty_printer.py (Wadler/Lindig
+//    "strictly pretty" documents: text, concat, brk, group, nest; width 80).
+//    A group prints flat iff its own flat width fits in what is left of the
+//    line (JAX deliberately ignores the text after the group), otherwise its
+//    breaks become newlines at the current nesting.
+//  * the jaxpr -> document functions mirror jax/_src/core.py (pp_jaxpr_skeleton,
+//    _pp_eqn, pp_eqns, pp_vars, pp_kv_pairs, pp_kv_pair, pp_jaxprs), including
+//    the order in which variables are named, since names are handed out while
+//    the document is built: constvars, invars, then per equation its outputs,
+//    its params (nested jaxprs continue the sequence), its operands; then the
+//    outvars. Names are a..z, ba, bb, ... (_encode_digits_alphabetic).
+//
+// Consequences worth knowing (all are JAX's behaviour, not choices of ours):
+//  * a jaxpr whose text fits in 80 columns prints on one line, with
+//    equations separated by "; ":  { lambda ; a:f64[3]. let b:f64[3] = neg a in (b,) }
+//    The same holds for a nested jaxpr inside params. The closing " }" is
+//    outside the group that must fit, so such a line can reach 82 columns.
+//  * an equation's params break one per line when `[...]` does not fit; its
+//    operands wrap (indented 2 more) only when the line is already full: each
+//    separator between variables is its own group, so a line may run past
+//    column 80 by the length of one variable.
+//  * with constvars the header reads `{ lambda a:f32[16]; b:f32[16]. let`.
+//  * literals print as str(np.asarray(val).item()) + ":" + type, so an f32
+//    literal prints the Python repr of its value widened to double
+//    (0.1f -> 0.10000000149011612:f32[], 1e-6f -> 9.999999974752427e-07:f32[]).
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "dtype.hpp"
+#include "errors.hpp"
+#include "jaxpr.hpp"
+#include "prims.hpp"
+
+namespace dyn {
+
+namespace detail {
+
+// ---------------------------------------------------------------------------
+// The document printer (jax/_src/pretty_printer.py without colours and
+// annotations, which jaxpr printing does not use by default).
+namespace pp {
+
+enum class DocKind : std::uint8_t {
+  nil,     // nothing
+  text,    // literal text, never broken
+  concat,  // children one after the other
+  brk,     // `text` when its group is flat, else a newline + indentation
+  group,   // one child, laid out flat if it fits
+  nest,    // one child, breaks inside it indent `n` more
+};
+
+struct DocNode;
+using Doc = std::shared_ptr<const DocNode>;
+
+struct DocNode {
+  DocKind kind = DocKind::nil;
+  std::string text;            // text, brk
+  int n = 0;                   // nest
+  std::vector<Doc> children;   // concat; group and nest hold exactly one
+};
+
+inline Doc make_doc(DocKind kind, std::string text = {}, int n = 0, std::vector<Doc> children = {}) {
+  auto d = std::make_shared<DocNode>();
+  d->kind = kind;
+  d->text = std::move(text);
+  d->n = n;
+  d->children = std::move(children);
+  return d;
+}
+
+inline Doc nil() {
+  static const Doc d = make_doc(DocKind::nil);
+  return d;
+}
+inline Doc text(std::string s) { return make_doc(DocKind::text, std::move(s)); }
+// As JAX: a one-element concat is that element.
+inline Doc concat(std::vector<Doc> docs) {
+  if (docs.size() == 1) return docs.front();
+  return make_doc(DocKind::concat, {}, 0, std::move(docs));
+}
+inline Doc brk(std::string s = " ") { return make_doc(DocKind::brk, std::move(s)); }
+inline Doc group(Doc d) { return make_doc(DocKind::group, {}, 0, {std::move(d)}); }
+inline Doc nest(int n, Doc d) { return make_doc(DocKind::nest, {}, n, {std::move(d)}); }
+
+// docs[0] sep docs[1] sep ... ; nil for no docs.
+inline Doc join(const Doc& sep, const std::vector<Doc>& docs) {
+  if (docs.empty()) return nil();
+  std::vector<Doc> xs;
+  xs.reserve(2 * docs.size() - 1);
+  xs.push_back(docs.front());
+  for (std::size_t i = 1; i < docs.size(); ++i) {
+    xs.push_back(sep);
+    xs.push_back(docs[i]);
+  }
+  return concat(std::move(xs));
+}
+
+// Does `doc`, laid out flat, fit in `width` columns? (pretty_printer._fits;
+// stops as soon as the width is exceeded, so it is cheap on long documents.)
+inline bool fits(const DocNode* doc, long width) {
+  std::vector<const DocNode*> agenda{doc};
+  while (width >= 0 && !agenda.empty()) {
+    const DocNode* d = agenda.back();
+    agenda.pop_back();
+    switch (d->kind) {
+      case DocKind::nil: break;
+      case DocKind::text:
+      case DocKind::brk: width -= static_cast<long>(d->text.size()); break;
+      case DocKind::concat:
+        for (auto it = d->children.rbegin(); it != d->children.rend(); ++it) agenda.push_back(it->get());
+        break;
+      case DocKind::group:
+      case DocKind::nest: agenda.push_back(d->children.front().get()); break;
+    }
+  }
+  return width >= 0;
+}
+
+// Lay the document out in `width` columns (pretty_printer._format).
+inline std::string format(const Doc& doc, int width = 80) {
+  struct Item {
+    int indent;
+    bool flat;
+    const DocNode* doc;
+  };
+  std::vector<Item> agenda{{0, false, doc.get()}};
+  std::string out;
+  long k = 0;  // column
+  while (!agenda.empty()) {
+    Item it = agenda.back();
+    agenda.pop_back();
+    const DocNode* d = it.doc;
+    switch (d->kind) {
+      case DocKind::nil: break;
+      case DocKind::text:
+        out += d->text;
+        k += static_cast<long>(d->text.size());
+        break;
+      case DocKind::concat:
+        for (auto c = d->children.rbegin(); c != d->children.rend(); ++c)
+          agenda.push_back({it.indent, it.flat, c->get()});
+        break;
+      case DocKind::brk:
+        if (it.flat) {
+          out += d->text;
+          k += static_cast<long>(d->text.size());
+        } else {
+          out += '\n';
+          out.append(static_cast<std::size_t>(it.indent), ' ');
+          k = it.indent;
+        }
+        break;
+      case DocKind::nest: agenda.push_back({it.indent + d->n, it.flat, d->children.front().get()}); break;
+      case DocKind::group:
+        // Only the group itself must fit, not the rest of the line (JAX's
+        // deliberate deviation from Lindig).
+        agenda.push_back({it.indent, fits(d, width - k), d->children.front().get()});
+        break;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The jaxpr layout of jax/_src/core.py, on already-rendered pieces. These are
+// separate from the IR walk so that nested-jaxpr params (control flow) reuse
+// them and so the layout can be tested against JAX's printed examples.
+
+// pp_vars: `items` separated by `sep` and a break that is its own group.
+inline Doc vars(const std::vector<std::string>& items, std::string_view sep = "") {
+  std::vector<Doc> docs;
+  docs.reserve(items.size());
+  for (const auto& s : items) docs.push_back(text(s));
+  return nest(2, group(join(concat({text(std::string(sep)), group(brk())}), docs)));
+}
+
+// pp_kv_pair: `key=value`.
+struct KeyValue {
+  std::string key;
+  Doc value;
+};
+
+// pp_kv_pairs: `[k1=v1 k2=v2]`, one per line when it does not fit; nil when
+// empty. Pairs are printed in the order given (callers sort by key).
+inline Doc kv_pairs(const std::vector<KeyValue>& kvs) {
+  if (kvs.empty()) return nil();
+  std::vector<Doc> items;
+  items.reserve(kvs.size());
+  for (const auto& kv : kvs) items.push_back(concat({text(kv.key + "="), kv.value}));
+  return group(concat({nest(2, concat({text("["), brk(""), join(brk(), items)})), brk(""), text("]")}));
+}
+
+// _pp_eqn: `outs = prim[params] operands`; `lhs` is nil for no outputs.
+inline Doc eqn(Doc lhs, bool has_outputs, std::string_view prim, Doc params, Doc operands) {
+  std::vector<Doc> rhs{text(std::string(prim)), std::move(params), concat({text(" "), std::move(operands)})};
+  if (!has_outputs) return concat(std::move(rhs));
+  std::vector<Doc> all{std::move(lhs), text(" = ")};
+  for (auto& d : rhs) all.push_back(std::move(d));
+  return concat(std::move(all));
+}
+
+// pp_jaxpr_skeleton (pp_eqns inlined): `outvars` is vars(outs, ",").
+inline Doc jaxpr(Doc constvars, Doc invars, const std::vector<Doc>& eqns, Doc outvars, std::size_t n_outvars) {
+  Doc outs = concat({text("("), std::move(outvars), text(n_outvars == 1 ? ",)" : ")")});
+  return concat({group(nest(2, concat({text("{ "), text("lambda "), std::move(constvars), text("; "),
+                                       std::move(invars), text(". "), text("let"),
+                                       nest(2, concat({brk(), join(brk("; "), eqns)})), brk(), text("in "),
+                                       std::move(outs)}))),
+                 text(" }")});
+}
+
+// pp_jaxprs: a tuple of jaxprs (cond's branches=).
+inline Doc jaxprs(const std::vector<Doc>& docs) {
+  return group(concat({nest(2, concat({text("("), brk(""), join(brk(), docs)})), brk(""), text(")")}));
+}
+
+}  // namespace pp
+
+// ---------------------------------------------------------------------------
+// Values as Python prints them.
+
+// Python's repr of a double: shortest round-trip digits; scientific notation
+// when the decimal exponent is < -4 or >= 16 ("1e-05", "1e+16"), else
+// positional with at least one fractional digit ("1.0", "0.0001",
+// "1000000000000000.0"); "inf", "-inf", "nan", "-0.0".
+inline std::string py_float_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  if (res.ec != std::errc{}) internal_error("py_float_repr: to_chars failed");
+  std::string_view s(buf, static_cast<std::size_t>(res.ptr - buf));
+  std::string out;
+  if (s.front() == '-') {
+    out += '-';
+    s.remove_prefix(1);
+  }
+  // s is "d[.ddd]e[+-]xx": collect the digits and the exponent.
+  auto e_pos = s.find('e');
+  std::string digits;
+  for (char c : s.substr(0, e_pos))
+    if (c != '.') digits += c;
+  int exp10 = 0;
+  {
+    std::string_view es = s.substr(e_pos + 1);
+    if (!es.empty() && es.front() == '+') es.remove_prefix(1);
+    std::from_chars(es.data(), es.data() + es.size(), exp10);
+  }
+  const int ndigits = static_cast<int>(digits.size());
+  if (exp10 < -4 || exp10 >= 16) {
+    out += digits[0];
+    if (ndigits > 1) {
+      out += '.';
+      out.append(digits, 1, std::string::npos);
+    }
+    out += 'e';
+    out += exp10 < 0 ? '-' : '+';
+    int a = exp10 < 0 ? -exp10 : exp10;
+    if (a < 10) out += '0';
+    out += std::to_string(a);
+    return out;
+  }
+  const int decpt = exp10 + 1;  // digits before the decimal point
+  if (decpt <= 0) {
+    out += "0.";
+    out.append(static_cast<std::size_t>(-decpt), '0');
+    out += digits;
+  } else if (decpt < ndigits) {
+    out.append(digits, 0, static_cast<std::size_t>(decpt));
+    out += '.';
+    out.append(digits, static_cast<std::size_t>(decpt), std::string::npos);
+  } else {
+    out += digits;
+    out.append(static_cast<std::size_t>(decpt - ndigits), '0');
+    out += ".0";
+  }
+  return out;
+}
+
+// A literal's value as JAX prints it: str(np.asarray(val).item()), i.e.
+// Python's str of a bool, int or float. An f32 value is widened to double
+// first, as .item() does, so it shows all digits of the float32 value.
+inline std::string format_scalar(const Scalar& s) {
+  switch (s.dtype) {
+    case DType::bool_: return s.i != 0 ? "True" : "False";
+    case DType::i32:
+    case DType::i64: return std::to_string(s.i);
+    case DType::f32: return py_float_repr(static_cast<double>(static_cast<float>(s.f)));
+    case DType::f64: return py_float_repr(s.f);
+  }
+  internal_error("format_scalar: bad dtype tag");
+}
+
+// Python's str of a tuple of ints: "()", "(3,)", "(3, 4)"; kDynamicDim
+// (a size given at run time) prints None.
+inline std::string py_tuple(const std::vector<std::int64_t>& xs) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (i) r += ", ";
+    r += xs[i] == kDynamicDim ? std::string("None") : std::to_string(xs[i]);
+  }
+  if (xs.size() == 1) r += ",";
+  return r + ")";
+}
+
+// Python's str of a list of ints: "[]", "[1]", "[0, 1]".
+inline std::string py_list(const std::vector<std::int64_t>& xs) {
+  std::string r = "[";
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(xs[i]);
+  }
+  return r + "]";
+}
+
+inline std::string py_bool(bool b) { return b ? "True" : "False"; }
+
+// ---------------------------------------------------------------------------
+// Naming.
+
+// a..z, ba, bb, ... (core._encode_digits_alphabetic): base-26 digits a..z,
+// so 26 -> "ba" (there is no "aa").
+inline std::string encode_digits_alphabetic(std::int64_t n) {
+  std::string s;
+  do {
+    s.insert(s.begin(), static_cast<char>('a' + n % 26));
+    n /= 26;
+  } while (n);
+  return s;
+}
+
+// Hands out names in order of first request, across a jaxpr and its nested
+// jaxprs (core.JaxprPpContext). A variable is (its jaxpr, its index).
+class PpContext {
+public:
+  const std::string& name(const Jaxpr& j, int var) {
+    auto& table = names_[&j];
+    if (var < 0) internal_error("print: negative variable index");
+    if (table.size() <= static_cast<std::size_t>(var)) table.resize(static_cast<std::size_t>(var) + 1);
+    auto& n = table[static_cast<std::size_t>(var)];
+    if (n.empty()) n = encode_digits_alphabetic(next_++);
+    return n;
+  }
+
+private:
+  std::unordered_map<const Jaxpr*, std::vector<std::string>> names_;
+  std::int64_t next_ = 0;
+};
+
+// `f64[3,a]`: a type with its variable dimensions named by `var_name(int)`.
+template <class VarName>
+std::string type_str(const Type& t, VarName&& var_name) {
+  std::string r(dtype_name(t.dtype));
+  r += '[';
+  for (std::size_t i = 0; i < t.shape.size(); ++i) {
+    if (i) r += ',';
+    const JDim& d = t.shape[i];
+    if (d.is_static()) r += std::to_string(d.value);
+    else r += var_name(d.var);
+  }
+  return r + ']';
+}
+
+// A type inside jaxpr `j`, naming its dimension variables in `ctx`.
+inline std::string type_str(const Type& t, const Jaxpr& j, PpContext& ctx) {
+  return type_str(t, [&](int v) -> std::string { return ctx.name(j, v); });
+}
+
+// ---------------------------------------------------------------------------
+// Params: `key=value` pairs of one equation, sorted by key as JAX does
+// (pp_kv_pair prints str(value)). A jaxpr-valued param (control flow) is one
+// more overload that captures ctx, so names continue into the body:
+//   [&ctx](const ForLoopParams& p) {
+//     return std::vector<pp::KeyValue>{{"body_jaxpr", pp_jaxpr(*p.body, ctx)},
+//                                      {"body_nconsts", text(std::to_string(p.nconsts))}, ...};
+//   }
+// and a tuple of jaxprs (cond's branches) is pp::jaxprs({pp_jaxpr(*b, ctx)...}).
+
+inline pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx);
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+inline std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpContext& ctx) {
+  using pp::text;
+  // One overload per Params alternative and no catch-all, so a new params
+  // type fails to compile here until it is given a spelling.
+  auto kvs = std::visit(
+      Overloaded{
+          [](const NoParams&) { return std::vector<pp::KeyValue>{}; },
+          [](const ConvertParams& p) {
+            return std::vector<pp::KeyValue>{{"new_dtype", text(std::string(dtype_numpy_name(p.new_dtype)))},
+                                             {"weak_type", text(py_bool(p.weak_type))}};
+          },
+          [](const RoundParams& p) {
+            return std::vector<pp::KeyValue>{{"rounding_method", text(std::to_string(p.rounding_method))}};
+          },
+          [](const BroadcastInDimParams& p) {
+            return std::vector<pp::KeyValue>{{"broadcast_dimensions", text(py_tuple(p.broadcast_dimensions))},
+                                             {"shape", text(py_tuple(p.shape))}};
+          },
+          [](const ReshapeParams& p) {
+            return std::vector<pp::KeyValue>{{"dimensions", text("None")}, {"new_sizes", text(py_tuple(p.new_sizes))}};
+          },
+          [](const TransposeParams& p) {
+            return std::vector<pp::KeyValue>{{"permutation", text(py_tuple(p.permutation))}};
+          },
+          [](const SqueezeParams& p) {
+            return std::vector<pp::KeyValue>{{"dimensions", text(py_tuple(p.dimensions))}};
+          },
+          [](const ConcatenateParams& p) {
+            return std::vector<pp::KeyValue>{{"dimension", text(std::to_string(p.dimension))}};
+          },
+          [](const SliceParams& p) {
+            return std::vector<pp::KeyValue>{{"limit_indices", text(py_tuple(p.limit_indices))},
+                                             {"start_indices", text(py_tuple(p.start_indices))},
+                                             {"strides", text(p.strides.empty() ? "None" : py_tuple(p.strides))}};
+          },
+          [](const DynamicSliceParams& p) {
+            return std::vector<pp::KeyValue>{{"slice_sizes", text(py_tuple(p.slice_sizes))}};
+          },
+          [](const IotaParams& p) {
+            return std::vector<pp::KeyValue>{{"dimension", text(std::to_string(p.dimension))},
+                                             {"dtype", text(std::string(dtype_numpy_name(p.dtype)))},
+                                             {"shape", text(py_tuple(p.shape))}};
+          },
+          [](const ReduceParams& p) { return std::vector<pp::KeyValue>{{"axes", text(py_tuple(p.axes))}}; },
+          [](const DotGeneralParams& p) {
+            return std::vector<pp::KeyValue>{
+                {"dimension_numbers", text("((" + py_list(p.lhs_contracting) + ", " + py_list(p.rhs_contracting) +
+                                           "), (" + py_list(p.lhs_batch) + ", " + py_list(p.rhs_batch) + "))")}};
+          },
+      },
+      params);
+  std::stable_sort(kvs.begin(), kvs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return kvs;
+}
+
+// ---------------------------------------------------------------------------
+// The IR walk. Each step names variables in JAX's order, so statements are
+// sequenced explicitly (never two naming calls in one expression).
+
+inline const Type& var_type(const Jaxpr& j, int v) {
+  if (v < 0 || static_cast<std::size_t>(v) >= j.types.size())
+    internal_error("print: variable " + std::to_string(v) + " is outside the jaxpr's table of " +
+                   std::to_string(j.types.size()) + " variables");
+  return j.types[static_cast<std::size_t>(v)];
+}
+
+// `a:f64[3,4]`: a binder, named before its type's dimensions (as pp_vars).
+inline std::string binder_str(const Jaxpr& j, int v, PpContext& ctx) {
+  std::string s = ctx.name(j, v);
+  s += ':';
+  s += type_str(var_type(j, v), j, ctx);
+  return s;
+}
+
+// An operand: a variable's name, or a literal `1.0:f64[]`.
+inline std::string atom_str(const Jaxpr& j, const Atom& a, PpContext& ctx) {
+  if (a.is_var()) return ctx.name(j, a.var);
+  return format_scalar(a.lit) + ":" + std::string(dtype_name(a.lit.dtype)) + "[]";
+}
+
+inline pp::Doc binders_doc(const Jaxpr& j, const std::vector<int>& vs, PpContext& ctx) {
+  std::vector<std::string> items;
+  items.reserve(vs.size());
+  for (int v : vs) items.push_back(binder_str(j, v, ctx));
+  return pp::vars(items);
+}
+
+inline pp::Doc atoms_doc(const Jaxpr& j, const std::vector<Atom>& as, PpContext& ctx, std::string_view sep = "") {
+  std::vector<std::string> items;
+  items.reserve(as.size());
+  for (const Atom& a : as) items.push_back(atom_str(j, a, ctx));
+  return pp::vars(items, sep);
+}
+
+inline pp::Doc pp_eqn(const Jaxpr& j, const Eqn& e, PpContext& ctx) {
+  pp::Doc lhs = binders_doc(j, e.outputs, ctx);
+  pp::Doc params = pp::kv_pairs(param_kvs(e.params, ctx));
+  pp::Doc operands = atoms_doc(j, e.inputs, ctx);
+  return pp::eqn(std::move(lhs), !e.outputs.empty(), prim_name(e.prim), std::move(params), std::move(operands));
+}
+
+inline pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx) {
+  pp::Doc constvars = binders_doc(j, j.constvars, ctx);
+  pp::Doc invars = binders_doc(j, j.invars, ctx);
+  std::vector<pp::Doc> eqns;
+  eqns.reserve(j.eqns.size());
+  for (const Eqn& e : j.eqns) eqns.push_back(pp_eqn(j, e, ctx));
+  pp::Doc outvars = atoms_doc(j, j.outvars, ctx, ",");
+  return pp::jaxpr(std::move(constvars), std::move(invars), eqns, std::move(outvars), j.outvars.size());
+}
+
+// The text of a jaxpr laid out in `width` columns (JAX's default is 80).
+inline std::string format_jaxpr(const Jaxpr& j, int width = 80) {
+  PpContext ctx;
+  return pp::format(pp_jaxpr(j, ctx), width);
+}
+
+}  // namespace detail
+
+inline std::string to_string(const Jaxpr& j) { return detail::format_jaxpr(j); }
+
+// A ClosedJaxpr prints as its jaxpr (JAX does not print the constants).
+inline std::string to_string(const ClosedJaxpr& cj) {
+  if (!cj.jaxpr) detail::internal_error("print: ClosedJaxpr without a jaxpr");
+  return detail::format_jaxpr(*cj.jaxpr);
+}
+
+inline std::ostream& operator<<(std::ostream& os, const Jaxpr& j) { return os << to_string(j); }
+inline std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj) { return os << to_string(cj); }
+
+}  // namespace dyn
