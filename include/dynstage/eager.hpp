@@ -1,0 +1,799 @@
+// dynstage: eager kernels, the impl rule of every primitive.
+//
+// impl validates and types its operands through abstract_eval, allocates the
+// outputs and fills them with plain loops over contiguous row-major data. The
+// element type is resolved once per call (visit_dtype); the per-primitive
+// arithmetic is a lambda instantiated into the loop, so there is no dispatch
+// per element. These kernels are the reference the compiled kernels are
+// tested against, so they are deliberately simple and deterministic: sums
+// run left to right in the element type.
+//
+// Integer arithmetic wraps (two's complement) instead of being undefined:
+// add/sub/mul/neg/abs/pow compute in the unsigned type, INT_MIN / -1 gives
+// INT_MIN and INT_MIN % -1 gives 0. Integer division by zero throws
+// dyn::ArithmeticError. Float -> int conversion truncates, maps NaN to 0 and
+// saturates out-of-range values.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "shape_rules.hpp"
+
+namespace dyn::detail {
+
+// The kernels, in their own namespace so that their short names cannot
+// collide with other dyn::detail code.
+namespace kernels {
+
+using namespace rule_util;
+
+// ---------------------------------------------------------------------------
+// Scalar semantics.
+
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+
+// The type integer arithmetic wraps in: the unsigned type of the same width
+// (floats stay floats).
+template <class T, bool = std::is_integral_v<T>>
+struct WrapType {
+  using type = T;
+};
+template <class T>
+struct WrapType<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
+template <class T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b));
+  else return a + b;
+}
+template <class T>
+T wrap_sub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
+  else return a - b;
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+  else return a * b;
+}
+template <class T>
+T wrap_neg(T a) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(Unsigned<T>{0} - static_cast<Unsigned<T>>(a));
+  else return -a;
+}
+
+template <class T>
+T int_div(T a, T b) {
+  if (b == 0) fail<ArithmeticError>("div: integer division by zero");
+  if (b == -1) return wrap_neg(a);  // INT_MIN / -1 overflows
+  return a / b;
+}
+template <class T>
+T int_rem(T a, T b) {
+  if (b == 0) fail<ArithmeticError>("rem: integer division by zero");
+  if (b == -1) return 0;  // INT_MIN % -1 overflows
+  return a % b;
+}
+
+// Integer power by repeated squaring, wrapping. A negative exponent gives the
+// truncated reciprocal: 1 for base 1, +-1 for base -1, 0 otherwise.
+template <class T>
+T int_pow(T base, T exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exponent & 1) ? T(-1) : T(1);
+    if (base == 0) fail<ArithmeticError>("pow: integer zero raised to a negative power");
+    return 0;
+  }
+  Unsigned<T> result = 1, b = static_cast<Unsigned<T>>(base);
+  for (T e = exponent; e != 0; e >>= 1) {
+    if (e & 1) result *= b;
+    b *= b;
+  }
+  return static_cast<T>(result);
+}
+
+// max/min propagating NaN, as lax.max/lax.min.
+template <class T>
+T max_value(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
+  else return a > b ? a : b;
+}
+template <class T>
+T min_value(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
+  else return a < b ? a : b;
+}
+
+template <class D, class S>
+D convert_value(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return v != S(0);
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    // -min is a power of two, exact in every float type.
+    constexpr S bound = -static_cast<S>(std::numeric_limits<D>::min());
+    if (v != v) return 0;
+    if (v >= bound) return std::numeric_limits<D>::max();
+    if (v < -bound) return std::numeric_limits<D>::min();
+    return static_cast<D>(v);
+  } else {
+    return static_cast<D>(v);  // int -> narrower int wraps (C++20)
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Loops. GCC at -O2 (meson's debugoptimized) vectorizes only loops that need
+// neither run-time alias checks nor a scalar epilogue, so the hot loops take
+// restrict pointers (outputs are always fresh buffers) and run a main part
+// whose trip count is a multiple of kVecBlock, then the tail. They are kept
+// out of line: inlined into the kernels, GCC 12 loses the restrict facts and
+// leaves them scalar.
+
+#if defined(__GNUC__) || defined(__clang__)
+#define DYN_RESTRICT __restrict
+#define DYN_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define DYN_RESTRICT __restrict
+#define DYN_NOINLINE __declspec(noinline)
+#else
+#define DYN_RESTRICT
+#define DYN_NOINLINE
+#endif
+
+inline constexpr std::int64_t kVecBlock = 8;
+
+// r[i] = f(a[i])
+template <class R, class A, class F>
+DYN_NOINLINE void loop_map(R* DYN_RESTRICT r, const A* DYN_RESTRICT a, std::int64_t n, F f) {
+  const std::int64_t m = n & ~(kVecBlock - 1);
+  for (std::int64_t i = 0; i < m; ++i) r[i] = static_cast<R>(f(a[i]));
+  for (std::int64_t i = m; i < n; ++i) r[i] = static_cast<R>(f(a[i]));
+}
+// r[i] = f(a[i], b[i])
+template <class R, class A, class F>
+DYN_NOINLINE void loop_zip(R* DYN_RESTRICT r, const A* DYN_RESTRICT a, const A* DYN_RESTRICT b, std::int64_t n, F f) {
+  const std::int64_t m = n & ~(kVecBlock - 1);
+  for (std::int64_t i = 0; i < m; ++i) r[i] = static_cast<R>(f(a[i], b[i]));
+  for (std::int64_t i = m; i < n; ++i) r[i] = static_cast<R>(f(a[i], b[i]));
+}
+// acc[i] = op(acc[i], x[i])
+template <class A, class F>
+DYN_NOINLINE void loop_accumulate(A* DYN_RESTRICT acc, const A* DYN_RESTRICT x, std::int64_t n, F op) {
+  const std::int64_t m = n & ~(kVecBlock - 1);
+  for (std::int64_t i = 0; i < m; ++i) acc[i] = op(acc[i], x[i]);
+  for (std::int64_t i = m; i < n; ++i) acc[i] = op(acc[i], x[i]);
+}
+// o[i] += a * x[i]
+template <class A>
+DYN_NOINLINE void loop_axpy(A* DYN_RESTRICT o, const A* DYN_RESTRICT x, A a, std::int64_t n) {
+  const std::int64_t m = n & ~(kVecBlock - 1);
+  for (std::int64_t i = 0; i < m; ++i) o[i] += a * x[i];
+  for (std::int64_t i = m; i < n; ++i) o[i] += a * x[i];
+}
+// r[i] = p[i] ? c1[i] : c0[i]
+template <class W>
+DYN_NOINLINE void loop_select(W* DYN_RESTRICT r, const bool* DYN_RESTRICT p, const W* DYN_RESTRICT c0, const W* DYN_RESTRICT c1,
+                 std::int64_t n) {
+  const std::int64_t m = n & ~(kVecBlock - 1);
+  for (std::int64_t i = 0; i < m; ++i) r[i] = p[i] ? c1[i] : c0[i];
+  for (std::int64_t i = m; i < n; ++i) r[i] = p[i] ? c1[i] : c0[i];
+}
+
+// ---------------------------------------------------------------------------
+// Buffers.
+
+template <class T>
+const T* data_as(const AnyArray& a) {
+  return static_cast<const T*>(a.data());
+}
+template <class T>
+T* data_as(Storage& s) {
+  return static_cast<T*>(s.data);
+}
+
+inline Storage alloc_output(const Aval& a) { return Storage::make(a.dtype, static_shape(a.shape), false); }
+
+inline std::vector<Aval> avals_of(Prim p, const std::vector<AnyArray>& in) {
+  std::vector<Aval> r;
+  r.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].valid())
+      fail<TypeError>(prim_str(p) + ": operand #" + std::to_string(i) + " is an empty AnyArray");
+    r.push_back(aval_of(in[i]));
+  }
+  return r;
+}
+
+inline std::int64_t scalar_int(const AnyArray& a) {
+  return a.dtype() == DType::i64 ? *data_as<std::int64_t>(a) : *data_as<std::int32_t>(a);
+}
+
+inline std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size());
+  std::int64_t acc = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+inline std::int64_t product(const std::vector<std::int64_t>& v, std::size_t begin, std::size_t end) {
+  std::int64_t r = 1;
+  for (std::size_t i = begin; i < end; ++i) r *= v[i];
+  return r;
+}
+
+// Call f(T{}) for the dtype's C++ type if it is in the set; other dtypes were
+// rejected by abstract_eval, and not instantiating them keeps kernels that
+// make no sense for them (sin on bool) out of the build.
+template <DTypeSet S, class T>
+constexpr bool type_in() {
+  return dtype_in(dtype_v<T>, S);
+}
+
+template <DTypeSet S, class F>
+void visit_dtype_in(Prim p, DType d, F&& f) {
+  visit_dtype(d, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (type_in<S, T>()) f(t);
+    else internal_error(prim_str(p) + ": eager kernel reached with dtype " + dtype_str(d));
+  });
+}
+
+// Unsigned integer of the element's width: structural kernels only move
+// bytes, so they need one instantiation per width, not per dtype.
+template <class F>
+void visit_width(DType d, F&& f) {
+  switch (dtype_size(d)) {
+    case 1: f(std::uint8_t{}); return;
+    case 4: f(std::uint32_t{}); return;
+    case 8: f(std::uint64_t{}); return;
+    default: internal_error("visit_width: unexpected element size");
+  }
+}
+
+// Calls f(a, b) with the offsets a = idx . sa and b = idx . sb for every
+// index idx of `shape` (row-major order), keeping running offsets instead of
+// recomputing them.
+template <class F>
+void for_each_offset(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& sa,
+                     const std::vector<std::int64_t>& sb, F f) {
+  for (auto n : shape)
+    if (n == 0) return;
+  const std::size_t r = shape.size();
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t a = 0, b = 0;
+  for (;;) {
+    f(a, b);
+    std::size_t ax = r;
+    while (ax-- > 0) {
+      if (++idx[ax] < shape[ax]) {
+        a += sa[ax];
+        b += sb[ax];
+        break;
+      }
+      a -= (shape[ax] - 1) * sa[ax];
+      b -= (shape[ax] - 1) * sb[ax];
+      idx[ax] = 0;
+    }
+    if (ax == static_cast<std::size_t>(-1)) return;
+  }
+}
+
+// A strided block copy: element idx of `shape` is read at offset idx . src
+// and written at idx . dst (strides in elements). Merging axes that are
+// contiguous in both src and dst and dropping size-1 axes turns most copies
+// into few long inner loops; a transposing copy (dst contiguous along one
+// axis, src along another) is tiled so both sides stay in cache.
+struct StridedCopy {
+  std::vector<std::int64_t> shape, src, dst;
+
+  void simplify() {
+    StridedCopy r;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 1) continue;
+      if (!r.shape.empty() && r.src.back() == src[i] * shape[i] && r.dst.back() == dst[i] * shape[i]) {
+        r.shape.back() *= shape[i];
+        r.src.back() = src[i];
+        r.dst.back() = dst[i];
+        continue;
+      }
+      r.shape.push_back(shape[i]);
+      r.src.push_back(src[i]);
+      r.dst.push_back(dst[i]);
+    }
+    *this = std::move(r);
+  }
+
+  template <class T>
+  static void copy_1d(const T* DYN_RESTRICT s, T* DYN_RESTRICT d, std::int64_t n, std::int64_t ss, std::int64_t ds) {
+    if (ss == 1 && ds == 1) std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(T));
+    else if (ss == 0 && ds == 1) std::fill(d, d + n, *s);
+    else for (std::int64_t k = 0; k < n; ++k) d[k * ds] = s[k * ss];
+  }
+
+  template <class T>
+  static void copy_2d_tiled(const T* DYN_RESTRICT s, T* DYN_RESTRICT d, std::int64_t n0, std::int64_t s0,
+                            std::int64_t d0, std::int64_t n1, std::int64_t s1, std::int64_t d1) {
+    constexpr std::int64_t kTile = 32;
+    for (std::int64_t i0 = 0; i0 < n0; i0 += kTile)
+      for (std::int64_t j0 = 0; j0 < n1; j0 += kTile) {
+        const std::int64_t ie = std::min(n0, i0 + kTile), je = std::min(n1, j0 + kTile);
+        for (std::int64_t i = i0; i < ie; ++i)
+          for (std::int64_t j = j0; j < je; ++j) d[i * d0 + j * d1] = s[i * s0 + j * s1];
+      }
+  }
+
+  template <class T>
+  void run(const T* s, T* d) {
+    for (auto n : shape)
+      if (n == 0) return;
+    simplify();
+    const std::size_t r = shape.size();
+    if (r == 0) {
+      *d = *s;
+      return;
+    }
+    // Transposing: some outer axis p is contiguous in src but the last is not.
+    std::size_t p = r;
+    if (r >= 2 && src[r - 1] != 1 && src[r - 1] != 0)
+      for (std::size_t i = 0; i + 1 < r; ++i)
+        if (src[i] == 1) p = i;
+    if (p < r) {
+      // The order of the outer loops is free: make p the second to last axis.
+      std::swap(shape[p], shape[r - 2]);
+      std::swap(src[p], src[r - 2]);
+      std::swap(dst[p], dst[r - 2]);
+      const std::vector<std::int64_t> outer(shape.begin(), shape.end() - 2);
+      const std::int64_t n0 = shape[r - 2], s0 = src[r - 2], d0 = dst[r - 2];
+      const std::int64_t n1 = shape[r - 1], s1 = src[r - 1], d1 = dst[r - 1];
+      for_each_offset(outer, src, dst, [&](std::int64_t so, std::int64_t dof) {
+        copy_2d_tiled(s + so, d + dof, n0, s0, d0, n1, s1, d1);
+      });
+      return;
+    }
+    const std::vector<std::int64_t> outer(shape.begin(), shape.end() - 1);
+    const std::int64_t n = shape[r - 1], ss = src[r - 1], ds = dst[r - 1];
+    for_each_offset(outer, src, dst, [&](std::int64_t so, std::int64_t dof) { copy_1d(s + so, d + dof, n, ss, ds); });
+  }
+};
+
+// Gather from x into a fresh row-major array of `out`'s shape.
+inline AnyArray gather(const AnyArray& x, const Aval& out, std::int64_t src_offset, std::vector<std::int64_t> src_strides) {
+  Storage o = alloc_output(out);
+  StridedCopy c{o.shape, std::move(src_strides), row_major_strides(o.shape)};
+  visit_width(x.dtype(), [&](auto t) {
+    using W = decltype(t);
+    c.run(data_as<W>(x) + src_offset, data_as<W>(o));
+  });
+  return AnyArray(std::move(o));
+}
+
+// ---------------------------------------------------------------------------
+// Elementwise kernels.
+
+template <DTypeSet S, class F>
+AnyArray map_unary(Prim p, const AnyArray& x, const Aval& out, F f) {
+  Storage o = alloc_output(out);
+  visit_dtype_in<S>(p, x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    loop_map(data_as<T>(o), data_as<T>(x), o.size, f);
+  });
+  return AnyArray(std::move(o));
+}
+
+// Binary elementwise (R = T) and comparisons (R = bool); a rank-0 operand
+// broadcasts against the other.
+template <DTypeSet S, bool Compare, class F>
+AnyArray map_binary(Prim p, const std::vector<AnyArray>& in, const Aval& out, F f) {
+  Storage o = alloc_output(out);
+  visit_dtype_in<S>(p, in[0].dtype(), [&](auto t) {
+    using T = decltype(t);
+    using R = std::conditional_t<Compare, bool, T>;
+    const T* a = data_as<T>(in[0]);
+    const T* b = data_as<T>(in[1]);
+    R* r = data_as<R>(o);
+    const std::int64_t n = o.size;
+    if (in[0].rank() == 0 && in[1].rank() != 0) {
+      const T av = a[0];
+      loop_map(r, b, n, [av, &f](T v) { return f(av, v); });
+    } else if (in[1].rank() == 0 && in[0].rank() != 0) {
+      const T bv = b[0];
+      loop_map(r, a, n, [bv, &f](T v) { return f(v, bv); });
+    } else {
+      loop_zip(r, a, b, n, f);
+    }
+  });
+  return AnyArray(std::move(o));
+}
+
+inline AnyArray select_n_impl(const std::vector<AnyArray>& in, const Aval& out) {
+  Storage o = alloc_output(out);
+  const bool* pred = data_as<bool>(in[0]);
+  const bool scalar_pred = in[0].rank() == 0;
+  visit_width(in[1].dtype(), [&](auto t) {
+    using W = decltype(t);
+    const W* c0 = data_as<W>(in[1]);
+    const W* c1 = data_as<W>(in[2]);
+    W* r = data_as<W>(o);
+    const std::int64_t n = o.size;
+    if (scalar_pred) {
+      if (n) std::memcpy(r, pred[0] ? c1 : c0, static_cast<std::size_t>(n) * sizeof(W));
+    } else {
+      loop_select(r, pred, c0, c1, n);
+    }
+  });
+  return AnyArray(std::move(o));
+}
+
+inline AnyArray convert_impl(const AnyArray& x, const Aval& out) {
+  Storage o = alloc_output(out);
+  visit_dtype(x.dtype(), [&](auto s) {
+    using Src = decltype(s);
+    visit_dtype(out.dtype, [&](auto d) {
+      using Dst = decltype(d);
+      loop_map(data_as<Dst>(o), data_as<Src>(x), o.size, [](Src v) { return convert_value<Dst>(v); });
+    });
+  });
+  return AnyArray(std::move(o));
+}
+
+// ---------------------------------------------------------------------------
+// Structural kernels.
+
+inline AnyArray broadcast_in_dim_impl(const AnyArray& x, const Aval& out, const BroadcastInDimParams& bp) {
+  const auto in_strides = row_major_strides(x.shape());
+  std::vector<std::int64_t> src(out.shape.size(), 0);
+  for (std::size_t i = 0; i < bp.broadcast_dimensions.size(); ++i)
+    if (x.shape()[i] != 1) src[static_cast<std::size_t>(bp.broadcast_dimensions[i])] = in_strides[i];
+  return gather(x, out, 0, std::move(src));
+}
+
+// Same elements, new shape: shares the buffer (immutable while shared), except
+// for a borrowed view, whose memory the user may change or write through.
+inline AnyArray reshape_impl(const AnyArray& x, const Aval& out) {
+  Storage s = x.storage().borrowed ? x.storage().clone() : x.storage();
+  s.shape = static_shape(out.shape);
+  return AnyArray(std::move(s));
+}
+
+inline AnyArray transpose_impl(const AnyArray& x, const Aval& out, const TransposeParams& tp) {
+  const auto in_strides = row_major_strides(x.shape());
+  std::vector<std::int64_t> src;
+  for (auto a : tp.permutation) src.push_back(in_strides[static_cast<std::size_t>(a)]);
+  return gather(x, out, 0, std::move(src));
+}
+
+inline AnyArray concatenate_impl(const std::vector<AnyArray>& in, const Aval& out, const ConcatenateParams& cp) {
+  Storage o = alloc_output(out);
+  const auto d = static_cast<std::size_t>(cp.dimension);
+  const std::int64_t outer = product(o.shape, 0, d), inner = product(o.shape, d + 1, o.shape.size());
+  const std::size_t esize = dtype_size(o.dtype);
+  std::vector<std::size_t> chunk;  // bytes of one operand per outer index
+  for (const auto& a : in) chunk.push_back(static_cast<std::size_t>(a.shape()[d] * inner) * esize);
+  auto* dst = static_cast<unsigned char*>(o.data);
+  for (std::int64_t i = 0; i < outer; ++i)
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      if (chunk[k]) std::memcpy(dst, static_cast<const unsigned char*>(in[k].data()) + static_cast<std::size_t>(i) * chunk[k], chunk[k]);
+      dst += chunk[k];
+    }
+  return AnyArray(std::move(o));
+}
+
+inline AnyArray slice_impl(const AnyArray& x, const Aval& out, const SliceParams& sp) {
+  auto strides = row_major_strides(x.shape());
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < strides.size(); ++i) {
+    offset += sp.start_indices[i] * strides[i];
+    if (!sp.strides.empty()) strides[i] *= sp.strides[i];
+  }
+  return gather(x, out, offset, std::move(strides));
+}
+
+// Start indices of dynamic_slice / dynamic_update_slice, clamped into
+// [0, dim - size] as in JAX.
+inline std::int64_t clamped_offset(const std::vector<AnyArray>& in, std::size_t first,
+                                   const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& sizes) {
+  const auto strides = row_major_strides(shape);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const std::int64_t start = std::clamp<std::int64_t>(scalar_int(in[first + i]), 0, shape[i] - sizes[i]);
+    offset += start * strides[i];
+  }
+  return offset;
+}
+
+inline AnyArray dynamic_slice_impl(const std::vector<AnyArray>& in, const Aval& out, const DynamicSliceParams& dp) {
+  const AnyArray& x = in[0];
+  return gather(x, out, clamped_offset(in, 1, x.shape(), dp.slice_sizes), row_major_strides(x.shape()));
+}
+
+inline AnyArray dynamic_update_slice_impl(const std::vector<AnyArray>& in) {
+  const AnyArray &x = in[0], &u = in[1];
+  Storage o = x.storage().clone();
+  const std::int64_t offset = clamped_offset(in, 2, x.shape(), u.shape());
+  StridedCopy c{u.shape(), row_major_strides(u.shape()), row_major_strides(x.shape())};
+  visit_width(x.dtype(), [&](auto t) {
+    using W = decltype(t);
+    c.run(data_as<W>(u), data_as<W>(o) + offset);
+  });
+  return AnyArray(std::move(o));
+}
+
+inline AnyArray iota_impl(const Aval& out, const IotaParams& ip) {
+  Storage o = alloc_output(out);
+  const auto d = static_cast<std::size_t>(ip.dimension);
+  const std::int64_t outer = product(o.shape, 0, d), len = o.shape[d], inner = product(o.shape, d + 1, o.shape.size());
+  visit_dtype_in<DTypeSet::numeric>(Prim::iota, o.dtype, [&](auto t) {
+    using T = decltype(t);
+    T* r = data_as<T>(o);
+    for (std::int64_t i = 0; i < outer; ++i)
+      for (std::int64_t k = 0; k < len; ++k, r += inner) std::fill(r, r + inner, static_cast<T>(k));
+  });
+  return AnyArray(std::move(o));
+}
+
+// ---------------------------------------------------------------------------
+// Reductions: the input is read once in row-major order; each element is
+// combined into the output element it maps to (output stride 0 along reduced
+// axes), so every output accumulates its inputs left to right.
+
+template <DTypeSet S, class Init, class Op>
+AnyArray reduce_impl(Prim p, const AnyArray& x, const Aval& out, const ReduceParams& rp, Init init, Op op) {
+  Storage o = alloc_output(out);
+  // Output stride of every input axis: 0 where reduced.
+  const auto& shape = x.shape();
+  std::vector<std::int64_t> ostr(shape.size(), 0);
+  {
+    std::int64_t acc = 1;
+    for (std::size_t i = shape.size(); i-- > 0;)
+      if (std::find(rp.axes.begin(), rp.axes.end(), static_cast<std::int64_t>(i)) == rp.axes.end()) {
+        ostr[i] = acc;
+        acc *= shape[i];
+      }
+  }
+  // Merge adjacent axes that stay contiguous in the output (or are both reduced).
+  std::vector<std::int64_t> sh, os;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    if (!sh.empty() && os.back() == ostr[i] * shape[i]) {
+      sh.back() *= shape[i];
+      os.back() = ostr[i];
+    } else {
+      sh.push_back(shape[i]);
+      os.push_back(ostr[i]);
+    }
+  }
+  visit_dtype_in<S>(p, x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    T* r = data_as<T>(o);
+    std::fill(r, r + o.size, static_cast<T>(init(t)));
+    if (x.size() == 0) return;
+    const T* a = data_as<T>(x);
+    if (sh.empty()) {
+      r[0] = op(r[0], a[0]);
+      return;
+    }
+    const std::int64_t n = sh.back(), inner_stride = os.back();
+    const std::vector<std::int64_t> outer(sh.begin(), sh.end() - 1);
+    const auto in_strides = row_major_strides(sh);
+    for_each_offset(outer, in_strides, os, [&](std::int64_t in_off, std::int64_t out_off) {
+      const T* row = a + in_off;
+      if (inner_stride == 0) {
+        T acc = r[out_off];
+        for (std::int64_t k = 0; k < n; ++k) acc = op(acc, row[k]);
+        r[out_off] = acc;
+      } else {
+        loop_accumulate(r + out_off, row, n, op);
+      }
+    });
+  });
+  return AnyArray(std::move(o));
+}
+
+// ---------------------------------------------------------------------------
+// dot_general: both operands are brought (by a strided copy, skipped when
+// already so laid out) to [batch, free, contracting] for lhs and
+// [batch, contracting, free] for rhs, then a batched i-k-j matrix product
+// writes [batch, lhs free, rhs free], which is the output's layout.
+
+template <class T>
+void matmul_ikj(const T* l, const T* r, T* o, std::int64_t B, std::int64_t M, std::int64_t K, std::int64_t N) {
+  // Integers wrap: run in the unsigned type of the same width.
+  using A = typename WrapType<T>::type;
+  const A* L = reinterpret_cast<const A*>(l);
+  const A* R = reinterpret_cast<const A*>(r);
+  A* O = reinterpret_cast<A*>(o);
+  for (std::int64_t b = 0; b < B; ++b, L += M * K, R += K * N, O += M * N) {
+    if (N == 1) {
+      for (std::int64_t i = 0; i < M; ++i) {
+        A acc = 0;
+        for (std::int64_t k = 0; k < K; ++k) acc += L[i * K + k] * R[k];
+        O[i] = acc;
+      }
+      continue;
+    }
+    for (std::int64_t i = 0; i < M; ++i) {
+      A* orow = O + i * N;
+      std::fill(orow, orow + N, A(0));
+      for (std::int64_t k = 0; k < K; ++k) {
+        const A a = L[i * K + k];
+        const A* rrow = R + k * N;
+        loop_axpy(orow, rrow, a, N);
+      }
+    }
+  }
+}
+
+// x's axes in the order `perm`, as a contiguous buffer (x itself if perm is
+// the identity).
+inline AnyArray permuted(const AnyArray& x, const std::vector<std::int64_t>& perm) {
+  bool identity = true;
+  for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
+  if (identity) return x;
+  const auto in_strides = row_major_strides(x.shape());
+  Shape shape;
+  std::vector<std::int64_t> src;
+  for (auto a : perm) {
+    shape.emplace_back(x.shape()[static_cast<std::size_t>(a)]);
+    src.push_back(in_strides[static_cast<std::size_t>(a)]);
+  }
+  return gather(x, make_aval(x.dtype(), std::move(shape), false), 0, std::move(src));
+}
+
+inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& out, const DotGeneralParams& dp) {
+  const AnyArray &x = in[0], &y = in[1];
+  const auto lf = free_axes(x.rank(), dp.lhs_batch, dp.lhs_contracting);
+  const auto rf = free_axes(y.rank(), dp.rhs_batch, dp.rhs_contracting);
+  auto size_of = [](const AnyArray& a, const std::vector<std::int64_t>& axes) {
+    std::int64_t n = 1;
+    for (auto i : axes) n *= a.shape()[static_cast<std::size_t>(i)];
+    return n;
+  };
+  const std::int64_t B = size_of(x, dp.lhs_batch), M = size_of(x, lf), K = size_of(x, dp.lhs_contracting),
+                     N = size_of(y, rf);
+  std::vector<std::int64_t> lperm = dp.lhs_batch, rperm = dp.rhs_batch;
+  lperm.insert(lperm.end(), lf.begin(), lf.end());
+  lperm.insert(lperm.end(), dp.lhs_contracting.begin(), dp.lhs_contracting.end());
+  rperm.insert(rperm.end(), dp.rhs_contracting.begin(), dp.rhs_contracting.end());
+  rperm.insert(rperm.end(), rf.begin(), rf.end());
+  const AnyArray l = permuted(x, lperm), r = permuted(y, rperm);
+  Storage o = alloc_output(out);
+  visit_dtype_in<DTypeSet::numeric>(Prim::dot_general, o.dtype, [&](auto t) {
+    using T = decltype(t);
+    matmul_ikj(data_as<T>(l), data_as<T>(r), data_as<T>(o), B, M, K, N);
+  });
+  return AnyArray(std::move(o));
+}
+
+}  // namespace kernels
+
+// ---------------------------------------------------------------------------
+// The table.
+
+inline std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params) {
+  using namespace kernels;
+  using S = DTypeSet;
+  const std::vector<Aval> outs = abstract_eval(prim, avals_of(prim, in), params);
+  const Aval& out = outs.at(0);
+  switch (prim) {
+    case Prim::neg: return {map_unary<S::numeric>(prim, in[0], out, [](auto v) { return wrap_neg(v); })};
+    case Prim::abs:
+      return {map_unary<S::numeric>(prim, in[0], out, [](auto v) {
+        if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
+        else return std::fabs(v);
+      })};
+    case Prim::sign:
+      return {map_unary<S::numeric>(prim, in[0], out, [](auto v) {
+        using T = decltype(v);
+        if constexpr (std::is_integral_v<T>) return static_cast<T>((v > 0) - (v < 0));
+        else return v > 0 ? T(1) : v < 0 ? T(-1) : v;  // keeps -0.0, 0.0 and NaN
+      })};
+    case Prim::floor: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::floor(v); })};
+    case Prim::ceil: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::ceil(v); })};
+    case Prim::round:
+      if (std::get<RoundParams>(params).rounding_method == 0)
+        return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::round(v); })};
+      // Half to even: nearbyint under the default rounding mode.
+      return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::nearbyint(v); })};
+    case Prim::exp: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::exp(v); })};
+    case Prim::log: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::log(v); })};
+    case Prim::log1p: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::log1p(v); })};
+    case Prim::sqrt: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::sqrt(v); })};
+    case Prim::rsqrt:
+      return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return decltype(v)(1) / std::sqrt(v); })};
+    case Prim::sin: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::sin(v); })};
+    case Prim::cos: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::cos(v); })};
+    case Prim::tan: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::tan(v); })};
+    case Prim::tanh: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::tanh(v); })};
+    case Prim::logistic:
+      return {map_unary<S::floating>(prim, in[0], out, [](auto v) {
+        using T = decltype(v);
+        return T(1) / (T(1) + std::exp(-v));
+      })};
+    case Prim::not_:
+      return {map_unary<S::integer_or_bool>(prim, in[0], out, [](auto v) {
+        if constexpr (std::is_same_v<decltype(v), bool>) return !v;
+        else return static_cast<decltype(v)>(~v);
+      })};
+
+    case Prim::add: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return wrap_add(a, b); })};
+    case Prim::sub: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return wrap_sub(a, b); })};
+    case Prim::mul: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return wrap_mul(a, b); })};
+    case Prim::div:
+      return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) {
+        if constexpr (std::is_integral_v<decltype(a)>) return int_div(a, b);
+        else return a / b;
+      })};
+    case Prim::rem:
+      return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) {
+        if constexpr (std::is_integral_v<decltype(a)>) return int_rem(a, b);
+        else return std::fmod(a, b);
+      })};
+    case Prim::pow:
+      return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) {
+        if constexpr (std::is_integral_v<decltype(a)>) return int_pow(a, b);
+        else return std::pow(a, b);
+      })};
+    case Prim::max: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return max_value(a, b); })};
+    case Prim::min: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return min_value(a, b); })};
+    case Prim::atan2:
+      return {map_binary<S::floating, false>(prim, in, out, [](auto a, auto b) { return std::atan2(a, b); })};
+    case Prim::and_: return {map_binary<S::integer_or_bool, false>(prim, in, out, [](auto a, auto b) { return a & b; })};
+    case Prim::or_: return {map_binary<S::integer_or_bool, false>(prim, in, out, [](auto a, auto b) { return a | b; })};
+
+    case Prim::eq: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a == b; })};
+    case Prim::ne: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a != b; })};
+    case Prim::lt: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a < b; })};
+    case Prim::le: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a <= b; })};
+    case Prim::gt: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a > b; })};
+    case Prim::ge: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a >= b; })};
+
+    case Prim::select_n: return {select_n_impl(in, out)};
+    case Prim::convert_element_type: return {convert_impl(in[0], out)};
+
+    case Prim::broadcast_in_dim: return {broadcast_in_dim_impl(in[0], out, std::get<BroadcastInDimParams>(params))};
+    case Prim::reshape:
+    case Prim::squeeze: return {reshape_impl(in[0], out)};
+    case Prim::transpose: return {transpose_impl(in[0], out, std::get<TransposeParams>(params))};
+    case Prim::concatenate: return {concatenate_impl(in, out, std::get<ConcatenateParams>(params))};
+    case Prim::slice: return {slice_impl(in[0], out, std::get<SliceParams>(params))};
+    case Prim::dynamic_slice: return {dynamic_slice_impl(in, out, std::get<DynamicSliceParams>(params))};
+    case Prim::dynamic_update_slice: return {dynamic_update_slice_impl(in)};
+    case Prim::iota: return {iota_impl(out, std::get<IotaParams>(params))};
+
+    case Prim::reduce_sum:
+      return {reduce_impl<S::numeric>(prim, in[0], out, std::get<ReduceParams>(params), [](auto) { return 0; },
+                                      [](auto a, auto b) { return wrap_add(a, b); })};
+    case Prim::reduce_prod:
+      return {reduce_impl<S::numeric>(prim, in[0], out, std::get<ReduceParams>(params), [](auto) { return 1; },
+                                      [](auto a, auto b) { return wrap_mul(a, b); })};
+    case Prim::reduce_max:
+      return {reduce_impl<S::any>(prim, in[0], out, std::get<ReduceParams>(params), [](auto t) {
+        using T = decltype(t);
+        if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+        else return std::numeric_limits<T>::lowest();  // false for bool
+      }, [](auto a, auto b) { return max_value(a, b); })};
+    case Prim::reduce_min:
+      return {reduce_impl<S::any>(prim, in[0], out, std::get<ReduceParams>(params), [](auto t) {
+        using T = decltype(t);
+        if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+        else return std::numeric_limits<T>::max();  // true for bool
+      }, [](auto a, auto b) { return min_value(a, b); })};
+
+    case Prim::dot_general: return {dot_general_impl(in, out, std::get<DotGeneralParams>(params))};
+  }
+  internal_error("impl: unknown primitive tag " + std::to_string(static_cast<int>(prim)));
+}
+
+}  // namespace dyn::detail
