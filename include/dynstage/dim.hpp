@@ -7,6 +7,12 @@
 //
 // Semantics follow JAX shape polymorphism (reference 003): == is total,
 // orderings are decided where provable, integer division and modulo floor.
+//
+// Cost model: a static Dim is a plain int64 with a null expression pointer,
+// and every operation below takes an inline fast path when all operands are
+// static. Only symbolic operands reach the engine in symbolic.hpp (included
+// at the end of this header), which holds expressions as shared immutable
+// `detail::DimExpr` nodes.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +25,47 @@
 
 namespace dyn {
 
+class Dim;
+
 namespace detail {
 struct DimExpr;  // symbolic expression (sum of monomials); see symbolic.hpp
+
+// Integer arithmetic on dimensions: overflow is a user error, not UB.
+[[noreturn]] inline void dim_overflow() {
+  fail<ArithmeticError>("integer overflow in dimension arithmetic");
 }
+inline std::int64_t checked_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) dim_overflow();
+  return r;
+}
+inline std::int64_t checked_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) dim_overflow();
+  return r;
+}
+inline std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) dim_overflow();
+  return r;
+}
+
+// The symbolic engine (defined in symbolic.hpp); reached only when an
+// operand is symbolic.
+inline Dim sym_add(const Dim& a, const Dim& b);
+inline Dim sym_sub(const Dim& a, const Dim& b);
+inline Dim sym_mul(const Dim& a, const Dim& b);
+inline Dim sym_neg(const Dim& a);
+inline Dim sym_floordiv(const Dim& a, const Dim& b);
+inline Dim sym_mod(const Dim& a, const Dim& b);
+inline Dim sym_max(const Dim& a, const Dim& b);
+inline Dim sym_min(const Dim& a, const Dim& b);
+// e1 >= e2, decided or InconclusiveDimensionOperation; the message shows the
+// comparison as the user wrote it: 'lhs' op 'rhs'.
+inline bool sym_geq(const Dim& e1, const Dim& e2, const Dim& lhs, const char* op, const Dim& rhs);
+inline bool sym_equal(const DimExpr& a, const DimExpr& b);
+inline std::string sym_str(const DimExpr& e);
+}  // namespace detail
 
 class Dim {
 public:
@@ -31,6 +75,7 @@ public:
   explicit Dim(std::shared_ptr<const detail::DimExpr> e) : expr_(std::move(e)) {}
 
   bool is_static() const { return expr_ == nullptr; }
+  bool is_symbolic() const { return expr_ != nullptr; }
   // The value of a static dimension; throws InconclusiveDimensionOperation for
   // a symbolic one.
   std::int64_t value() const {
@@ -41,10 +86,51 @@ public:
   }
   const std::shared_ptr<const detail::DimExpr>& expr() const { return expr_; }
 
+  // JAX's printing: "4", "2*b", "a + 1", "b*d + b*c", "floordiv(a, 2)".
   std::string to_string() const;
 
   friend bool operator==(const Dim& a, const Dim& b);
   friend bool operator!=(const Dim& a, const Dim& b) { return !(a == b); }
+
+  // Arithmetic: + - * and unary -, with integers on either side.
+  friend Dim operator+(const Dim& a, const Dim& b) {
+    if (a.is_static() && b.is_static()) return Dim(detail::checked_add(a.value_, b.value_));
+    return detail::sym_add(a, b);
+  }
+  friend Dim operator-(const Dim& a, const Dim& b) {
+    if (a.is_static() && b.is_static()) return Dim(detail::checked_sub(a.value_, b.value_));
+    return detail::sym_sub(a, b);
+  }
+  friend Dim operator*(const Dim& a, const Dim& b) {
+    if (a.is_static() && b.is_static()) return Dim(detail::checked_mul(a.value_, b.value_));
+    return detail::sym_mul(a, b);
+  }
+  friend Dim operator-(const Dim& a) {
+    if (a.is_static()) return Dim(detail::checked_sub(0, a.value_));
+    return detail::sym_neg(a);
+  }
+  Dim& operator+=(const Dim& b) { return *this = *this + b; }
+  Dim& operator-=(const Dim& b) { return *this = *this - b; }
+  Dim& operator*=(const Dim& b) { return *this = *this * b; }
+
+  // Orderings: decided from "every variable >= 1" and the scope's
+  // constraints, else InconclusiveDimensionOperation (reference 003).
+  friend bool operator>=(const Dim& a, const Dim& b) {
+    if (a.is_static() && b.is_static()) return a.value_ >= b.value_;
+    return detail::sym_geq(a, b, a, ">=", b);
+  }
+  friend bool operator<=(const Dim& a, const Dim& b) {
+    if (a.is_static() && b.is_static()) return a.value_ <= b.value_;
+    return detail::sym_geq(b, a, a, "<=", b);
+  }
+  friend bool operator>(const Dim& a, const Dim& b) {
+    if (a.is_static() && b.is_static()) return a.value_ > b.value_;
+    return !detail::sym_geq(b, a, a, ">", b);
+  }
+  friend bool operator<(const Dim& a, const Dim& b) {
+    if (a.is_static() && b.is_static()) return a.value_ < b.value_;
+    return !detail::sym_geq(a, b, a, "<", b);
+  }
 
 private:
   std::int64_t value_ = 0;
@@ -53,15 +139,18 @@ private:
 
 using Shape = std::vector<Dim>;
 
+// Total equality (reference 003): equal iff the canonical forms are equal
+// (same scope, same terms). Unsound only in JAX's documented way: `a == b`
+// is false even though a and b may take equal values.
 inline bool operator==(const Dim& a, const Dim& b) {
   if (a.is_static() && b.is_static()) return a.value_ == b.value_;
   if (a.is_static() != b.is_static()) return false;
-  return a.expr_ == b.expr_;  // refined by the symbolic layer (canonical forms are interned)
+  return a.expr_ == b.expr_ || detail::sym_equal(*a.expr_, *b.expr_);
 }
 
 inline std::string Dim::to_string() const {
   if (is_static()) return std::to_string(value_);
-  return "<symbolic>";
+  return detail::sym_str(*expr_);
 }
 
 inline std::ostream& operator<<(std::ostream& os, const Dim& d) { return os << d.to_string(); }
@@ -75,6 +164,12 @@ inline std::int64_t floordiv_int(std::int64_t a, std::int64_t b) {
   return q;
 }
 inline std::int64_t mod_int(std::int64_t a, std::int64_t b) { return a - floordiv_int(a, b) * b; }
+
+inline void check_divisor(std::int64_t a, std::int64_t b, const char* what) {
+  if (b == 0)
+    fail<ArithmeticError>(std::string("dyn::") + what + "(" + std::to_string(a) + ", 0): division by zero");
+  if (b == -1 && a == INT64_MIN) dim_overflow();
+}
 
 inline bool all_static(const Shape& s) {
   for (const auto& d : s)
@@ -103,4 +198,40 @@ inline std::string shape_str(const Shape& s) {
 }
 
 }  // namespace detail
+
+// Floor division and modulo, as Python's // and % (floordiv(3, -2) == -2,
+// mod(-3, 2) == 1), for static and symbolic dimensions alike:
+// a == b * floordiv(a, b) + mod(a, b). Division by a static 0 throws
+// ArithmeticError.
+inline Dim floordiv(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) {
+    detail::check_divisor(a.value(), b.value(), "floordiv");
+    return Dim(detail::floordiv_int(a.value(), b.value()));
+  }
+  return detail::sym_floordiv(a, b);
+}
+inline Dim mod(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) {
+    detail::check_divisor(a.value(), b.value(), "mod");
+    return Dim(detail::mod_int(a.value(), b.value()));
+  }
+  return detail::sym_mod(a, b);
+}
+
+// max/min of dimensions without deciding a comparison: the result is the
+// operand that is provably larger (smaller), else the symbolic max(a, b)
+// (min(a, b)). Use them instead of std::max or `d > 0 ? d : 0`.
+inline Dim max_dim(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) return a.value() >= b.value() ? a : b;
+  return detail::sym_max(a, b);
+}
+inline Dim min_dim(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) return a.value() <= b.value() ? a : b;
+  return detail::sym_min(a, b);
+}
+
 }  // namespace dyn
+
+// The symbolic engine: canonical expressions, decisions, spec parsing and
+// call-time solving. Included here so that every user of Dim gets it.
+#include "symbolic.hpp"
