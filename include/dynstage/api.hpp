@@ -63,7 +63,12 @@ traced_t<Arg> trace_argument(const Arg& arg, TraceScope& scope) {
 template <class R>
 std::vector<Value> flatten_results(const R& out) {
   std::vector<Value> r;
-  for_each_leaf(out, [&](const auto& leaf) { r.push_back(leaf_value(leaf)); });
+  for_each_leaf(out, [&](const auto& leaf) {
+    // A C++ scalar result is a literal of its exact C++ type (a `double` is
+    // f64[], not a weak f32), matching concrete_t and the eager result.
+    if constexpr (is_scalar_v<decltype(leaf)>) r.push_back(Value{leaf_array(leaf), nullptr, false});
+    else r.push_back(leaf_value(leaf));
+  });
   return r;
 }
 
@@ -150,25 +155,31 @@ auto make_jaxpr(F f, O1, O2, O3, std::source_location loc = std::source_location
 // eager(f)(args...): run f on concrete arrays, with the pytree conventions of
 // jit (C++ scalars in results become rank-0 arrays, pairs become tuples).
 
-template <class F>
+template <class F, class... Opts>
 class Eager {
 public:
   explicit Eager(F f) : f_(std::move(f)) {}
 
+  // Non-static C++ scalar arguments are passed as rank-0 arrays of their
+  // exact type, as jit and make_jaxpr trace them.
   template <class... Args>
   auto operator()(const Args&... args) const {
-    return detail::to_concrete(f_(args...));
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto pass = [&]<std::size_t K>(const auto& arg) -> decltype(auto) {
+        if constexpr (detail::is_static_arg<Opts...>(K)) return arg;
+        else return detail::lift_scalars(arg);
+      };
+      return detail::to_concrete(f_(pass.template operator()<I>(args)...));
+    }(std::index_sequence_for<Args...>{});
   }
 
 private:
   F f_;
 };
 
-// Options are accepted for symmetry with jit and make_jaxpr; eagerly every
-// argument is passed as it is anyway.
 template <class F, class... Opts>
-Eager<F> eager(F f, Opts...) {
-  return Eager<F>(std::move(f));
+Eager<F, Opts...> eager(F f, Opts...) {
+  return Eager<F, Opts...>(std::move(f));
 }
 
 }  // namespace dyn

@@ -260,6 +260,27 @@ void print_elements(std::ostream& os, const T* p, const std::vector<std::int64_t
     items.push_back(format_element(p[i]));
     width = std::max(width, items.back().size());
   }
+  if constexpr (std::is_floating_point_v<T>) {
+    // numpy aligns the decimal points: integer parts right-aligned, fractions
+    // left-aligned ("[1.5 2.  3. ]"); nan and inf stay right-aligned.
+    bool positional = true;
+    std::size_t left = 0, right = 0;
+    for (const auto& s : items) {
+      if (s.find('e') != std::string::npos) positional = false;
+      std::size_t dot = s.find('.');
+      if (dot == std::string::npos) continue;
+      left = std::max(left, dot);
+      right = std::max(right, s.size() - dot - 1);
+    }
+    if (positional) {
+      for (auto& s : items) {
+        std::size_t dot = s.find('.');
+        if (dot == std::string::npos) continue;
+        s = std::string(left - dot, ' ') + s + std::string(right - (s.size() - dot - 1), ' ');
+        width = std::max(width, s.size());
+      }
+    }
+  }
   if (shape.empty()) {
     os << items[0];
     return;

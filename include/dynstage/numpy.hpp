@@ -101,7 +101,10 @@ inline Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs)
 }
 
 // Broadcast `v` to `shape` (numpy rules: trailing alignment, 1s stretch).
-inline Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op = "broadcast_to") {
+// `stage` records the broadcast even for a concrete `v` (a literal case of a
+// traced where), so no broadcast constant is folded into the program.
+inline Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op = "broadcast_to",
+                                bool stage = false) {
   Shape s = v.shape();
   if (s == shape) return v;
   if (s.size() > shape.size())
@@ -116,7 +119,7 @@ inline Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_
                        shape_str(shape));
     p.broadcast_dimensions.push_back(static_cast<std::int64_t>(off + i));
   }
-  return bind1(Prim::broadcast_in_dim, {v}, p);
+  return bind1(Prim::broadcast_in_dim, {v}, p, stage);
 }
 
 // Promote and broadcast operands of an elementwise primitive. Rank-0
@@ -174,6 +177,7 @@ inline Value where(Value pred, Value a, Value b) {
     fail<TypeError>("where: the predicate must have dtype bool, got " + std::string(dtype_name(pred.dtype())));
   std::vector<Value> vs{std::move(pred), std::move(a), std::move(b)};
   lift_all(vs);
+  const bool staged = any_tracer(vs);
   Shape out = broadcast_shapes("where", vs);
   std::vector<Value> cases{vs[1], vs[2]};
   TypeInfo t = result_type(cases);
@@ -181,8 +185,8 @@ inline Value where(Value pred, Value a, Value b) {
   Value p = vs[0];
   // select_n needs its cases at the full shape unless everything is rank 0.
   if (!out.empty()) {
-    for (auto& c : cases) c = broadcast_to_shape(c, out, "where");
-    if (p.rank() != 0) p = broadcast_to_shape(p, out, "where");
+    for (auto& c : cases) c = broadcast_to_shape(c, out, "where", staged);
+    if (p.rank() != 0) p = broadcast_to_shape(p, out, "where", staged);
   }
   return bind1(Prim::select_n, {p, cases[1], cases[0]});
 }
@@ -408,6 +412,12 @@ inline Value matmul(Value a, Value b) {
   if (ra == 0 || rb == 0) fail<ShapeError>("matmul: operands must have rank >= 1, got " + shape_str(a.shape()) +
                                            " and " + shape_str(b.shape()));
   if (ra <= 2 && rb <= 2) return dot(a, b);
+  // A concrete operand of a traced matmul becomes a constvar first, so that its
+  // batch broadcast is staged rather than folded into a bigger constant.
+  std::vector<Value> ab{std::move(a), std::move(b)};
+  lift_all(ab);
+  a = std::move(ab[0]);
+  b = std::move(ab[1]);
   // Batched: broadcast the batch dimensions, then contract with batch dims.
   Shape sa = a.shape(), sb = b.shape();
   bool a_vec = ra == 1, b_vec = rb == 1;

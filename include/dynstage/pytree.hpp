@@ -79,6 +79,23 @@ template <class A, class B> struct concrete<std::pair<A, B>> { using type = std:
 template <class X, std::size_t N> struct concrete<std::array<X, N>> { using type = std::array<concrete_t<X>, N>; };
 template <class X, class Al> struct concrete<std::vector<X, Al>> { using type = std::vector<concrete_t<X>>; };
 
+// lifted_t<X>: the structure with C++ scalar leaves turned into rank-0 arrays
+// of their exact type, everything else kept (pairs stay pairs). It is what an
+// eager call passes to the function, so that eager sees what a trace sees: a
+// `double` argument is an f64[] value in both, not a weak literal.
+template <class X> struct lifted;
+template <class X> using lifted_t = typename lifted<std::remove_cvref_t<X>>::type;
+template <class X> struct lifted {
+  using type = typename rebind_struct<lifted, X>::type;
+};
+template <class T> struct lifted<Array<T>> { using type = Array<T>; };
+template <class T> struct lifted<Tracer<T>> { using type = Tracer<T>; };
+template <class X> requires std::is_arithmetic_v<X> struct lifted<X> { using type = Array<scalar_element_t<X>>; };
+template <class... X> struct lifted<std::tuple<X...>> { using type = std::tuple<lifted_t<X>...>; };
+template <class A, class B> struct lifted<std::pair<A, B>> { using type = std::pair<lifted_t<A>, lifted_t<B>>; };
+template <class X, std::size_t N> struct lifted<std::array<X, N>> { using type = std::array<lifted_t<X>, N>; };
+template <class X, class Al> struct lifted<std::vector<X, Al>> { using type = std::vector<lifted_t<X>>; };
+
 // Visit the leaves of `x` in order (depth first, left to right).
 template <class X, class F>
 void for_each_leaf(const X& x, F&& f) {
@@ -190,6 +207,29 @@ AnyArray leaf_array(const L& leaf) {
   } else {
     using E = scalar_element_t<U>;
     return AnyArray(Array<E>::scalar(static_cast<E>(leaf)));
+  }
+}
+
+}  // namespace dyn::detail
+
+namespace dyn::detail {
+
+// An argument with its C++ scalar leaves lifted to rank-0 arrays.
+template <class X>
+lifted_t<X> lift_scalars(const X& x) {
+  using U = std::remove_cvref_t<X>;
+  if constexpr (std::is_same_v<lifted_t<U>, U>) {
+    return x;
+  } else {
+    std::vector<AnyArray> leaves;
+    for_each_leaf(x, [&](const auto& leaf) {
+      using L = std::remove_cvref_t<decltype(leaf)>;
+      if constexpr (is_tracer_v<L>) fail<TypeError>("lift_scalars: unexpected tracer");
+      else leaves.push_back(leaf_array(leaf));
+    });
+    std::size_t k = 0;
+    auto make_leaf = [&]<class L>() -> L { return leaves[k++].template get<typename L::value_type>(); };
+    return unflatten<lifted_t<U>>(treedef_of(x), make_leaf);
   }
 }
 
