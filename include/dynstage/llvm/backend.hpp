@@ -1,0 +1,76 @@
+// dynstage: the LLVM backend's boundary.
+//
+// This header is all the rest of dynstage (and every user file) sees of the
+// backend: it declares, and includes no LLVM header. The definitions live in
+// llvm/backend_impl.hpp, which exactly one translation unit per program
+// compiles (src/backend.cpp, or a user TU that defines DYNSTAGE_IMPLEMENTATION
+// before including <dynstage/dynstage.hpp>), because LLVM's headers cost
+// 5-16 s per translation unit.
+//
+// A kernel is one jaxpr with static types, lowered to one native function
+//
+//   int32_t kernel(const void* const* args, void* const* results)
+//
+//   args     the data pointers of the constvars, then of the invars, in jaxpr
+//            order; each points at a row-major, contiguous buffer of that
+//            variable's type (bool is one byte, 0 or 1).
+//   results  one preallocated, row-major, contiguous buffer per outvar, sized
+//            from the outvar's type. Result buffers must not overlap each
+//            other or any argument (the kernel declares them noalias);
+//            arguments may overlap each other (they are only read).
+//   returns  kOk, or an error code (below) after which the results hold
+//            unspecified values.
+//
+// The kernel allocates its temporaries itself and frees them on every exit
+// path; it is reentrant (one kernel may run on several threads at once).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "../jaxpr.hpp"
+
+namespace dyn::detail {
+
+struct Kernel;  // opaque: the kernel's code (an ORC ResourceTracker) and entry point
+
+struct CompileResult {
+  std::shared_ptr<Kernel> kernel;  // freeing the last reference frees the code
+  std::string llvm_ir;             // optimised LLVM IR, only when requested
+  double seconds = 0;              // lowering + optimisation + code generation
+};
+
+// Kernel return codes: 0, or a bit set of faults (the first in this order
+// is reported, with the eager kernels' message).
+inline constexpr std::int32_t kKernelOk = 0;
+inline constexpr std::int32_t kKernelDivByZero = 1;       // integer div by zero
+inline constexpr std::int32_t kKernelRemByZero = 2;       // integer rem by zero
+inline constexpr std::int32_t kKernelPowZeroNegative = 4; // integer 0 ** negative
+inline constexpr std::int32_t kKernelOutOfMemory = 8;     // a temporary could not be allocated
+
+using KernelFn = std::int32_t (*)(const void* const*, void* const*);
+
+// Compile a jaxpr whose types are all static. Thread-safe: compiles may run
+// concurrently. Throws dyn::Error (TypeError for what the backend cannot
+// lower, InternalError for LLVM failures).
+CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir);
+
+// Run a kernel; throws dyn::ArithmeticError / dyn::Error on its error codes.
+void run_kernel(const Kernel& k, const void* const* args, void* const* results);
+
+// The raw entry point, for the hot path (check the code with kernel_check).
+KernelFn kernel_entry(const Kernel& k);
+
+// Throw the dyn::Error for a nonzero kernel return code.
+[[noreturn]] void throw_kernel_error(std::int32_t code);
+
+inline void kernel_check(std::int32_t code) {
+  if (code != kKernelOk) throw_kernel_error(code);
+}
+
+// "sapphirerapids +avx512f ..." : what compiled code is specialised for; part
+// of any persistent cache key.
+const std::string& host_target_id();
+
+}  // namespace dyn::detail

@@ -1,0 +1,188 @@
+// dynstage: the LLVM backend's implementation (definitions of backend.hpp).
+//
+// Compiled in exactly one translation unit per program: the one that defines
+// DYNSTAGE_IMPLEMENTATION before including this header (src/backend.cpp,
+// which Meson adds to dynstage_dep's sources, or a user file when building
+// without Meson). Everywhere else this header is empty, so LLVM's headers
+// (5-16 s per TU) are parsed once per program.
+//
+// The five functions of backend.hpp are defined here non-inline (one
+// definition per program); everything else is inline in dyn::detail::llvmjit.
+//
+// DYNSTAGE_BACKEND_TIMES=1 prints each compile's stage times to stderr.
+//
+// Pipeline of compile_kernel, each stage a function:
+//   canonicalize_dots -> plan_fusion -> Lowering::emit_body (+ C-ABI entry)
+//   -> verifyModule -> optimise (O3, host TM, libmvec) -> [print IR]
+//   -> LLJIT addIRModule (own ResourceTracker) -> lookup (code generation)
+#pragma once
+
+#include "backend.hpp"
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+
+#include "emit.hpp"
+#include "fusion.hpp"
+#include "lower.hpp"
+#include "lower_dot.hpp"
+#include "session.hpp"
+
+namespace dyn::detail {
+
+// The compiled code of one kernel. Destroying it frees the code (the
+// kernel's ResourceTracker); LLVM errors there cannot be reported, only
+// dropped, because destructors must not throw.
+struct Kernel {
+  llvm::orc::ResourceTrackerSP rt;
+  KernelFn fn = nullptr;
+  Kernel() = default;
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+  ~Kernel() {
+    if (rt) llvm::consumeError(rt->remove());
+  }
+};
+
+namespace llvmjit {
+
+inline void check_static(const Jaxpr& j) {
+  for (std::size_t v = 0; v < j.types.size(); ++v)
+    for (const JDim& d : j.types[v].shape)
+      if (!d.is_static())
+        fail<TypeError>("jit: the LLVM backend compiles static shapes only; variable #" + std::to_string(v) +
+                        " has a dynamic dimension");
+  for (const Eqn& e : j.eqns)
+    if (e.outputs.size() != 1)
+      fail<TypeError>(std::string("jit: the LLVM backend cannot lower ") + std::string(prim_name(e.prim)) +
+                      " with " + std::to_string(e.outputs.size()) + " outputs");
+}
+
+// The exported entry point: unpacks the pointer arrays and calls the body
+// (which the inliner folds in; its noalias parameters become scoped alias
+// metadata).
+inline void emit_entry(Emitter& E, llvm::Function* body, const std::string& name, std::size_t nin, std::size_t nout) {
+  auto& b = E.b;
+  auto* fty = llvm::FunctionType::get(E.i32, {E.ptr, E.ptr}, false);
+  llvm::Function* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, E.mod);
+  b.SetInsertPoint(llvm::BasicBlock::Create(E.ctx, "entry", f));
+  std::vector<llvm::Value*> args;
+  for (std::size_t k = 0; k < nin; ++k)
+    args.push_back(b.CreateLoad(E.ptr, b.CreateConstInBoundsGEP1_64(E.ptr, f->getArg(0), k)));
+  for (std::size_t k = 0; k < nout; ++k)
+    args.push_back(b.CreateLoad(E.ptr, b.CreateConstInBoundsGEP1_64(E.ptr, f->getArg(1), k)));
+  b.CreateRet(b.CreateCall(body, args));
+}
+
+// Wall and this thread's CPU time, for DYNSTAGE_BACKEND_TIMES=1 (the
+// machine may be shared: CPU time is the compile cost proper).
+struct Clock {
+  std::chrono::steady_clock::time_point wall;
+  double cpu_ms;
+  static Clock now() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return {std::chrono::steady_clock::now(), static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6};
+  }
+};
+
+inline void set_host_attributes(llvm::Module& m) {
+  const Host& h = host();
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", h.cpu);
+    f.addFnAttr("target-features", h.features);
+    // Sapphire Rapids-class tuning prefers 256-bit vectors; the kernels are
+    // long-running loops, where 512-bit wins.
+    if (h.avx512) f.addFnAttr("prefer-vector-width", "512");
+    f.addFnAttr(llvm::Attribute::NoUnwind);
+  }
+}
+
+}  // namespace llvmjit
+
+CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir) {
+  using namespace llvmjit;
+  const Clock t0 = Clock::now();
+  check_static(jaxpr);
+  const Jaxpr j = canonicalize_dots(jaxpr);
+  const FusionPlan plan = plan_fusion(j);
+
+  Session& session = Session::get();
+  const Host& h = host();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto mod = std::make_unique<llvm::Module>("dynstage", *ctx);
+  mod->setDataLayout(thread_target_machine().createDataLayout());
+  mod->setTargetTriple(h.triple);
+  const std::string name = session.fresh_name();
+  {
+    Emitter E(*mod);
+    Lowering lowering(j, plan, E);
+    llvm::Function* body = lowering.emit_body(name + ".body");
+    emit_entry(E, body, name, j.constvars.size() + j.invars.size(), j.outvars.size());
+  }
+  set_host_attributes(*mod);
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(*mod, &os)) internal_error("LLVM lowering produced invalid IR: " + os.str());
+  }
+  const Clock t1 = Clock::now();
+  optimise(*mod);
+  const Clock t2 = Clock::now();
+
+  CompileResult result;
+  if (want_ir) {
+    llvm::raw_string_ostream os(result.llvm_ir);
+    mod->print(os, nullptr);
+  }
+  auto kernel = std::make_shared<Kernel>();
+  kernel->rt = session.jit().getMainJITDylib().createResourceTracker();
+  check(session.jit().addIRModule(kernel->rt, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))),
+        "adding the kernel module");
+  // The lookup compiles the module (on this thread, with its TargetMachine).
+  auto addr = session.jit().lookup(name);
+  if (!addr) internal_error("LLVM backend: compiling the kernel: " + error_text(addr.takeError()));
+  kernel->fn = addr->toPtr<KernelFn>();
+  result.kernel = std::move(kernel);
+  const Clock t3 = Clock::now();
+  result.seconds = std::chrono::duration<double>(t3.wall - t0.wall).count();
+  static const bool report = [] {
+    const char* v = std::getenv("DYNSTAGE_BACKEND_TIMES");
+    return v && *v && std::string(v) != "0";
+  }();
+  if (report) {
+    auto ms = [](const Clock& a, const Clock& b) { return std::chrono::duration<double, std::milli>(b.wall - a.wall).count(); };
+    std::fprintf(stderr,
+                 "dynstage backend: %s: lower %.2f ms, optimise %.2f ms, codegen %.2f ms (wall); "
+                 "%.2f / %.2f / %.2f ms (thread CPU)\n",
+                 name.c_str(), ms(t0, t1), ms(t1, t2), ms(t2, t3), t1.cpu_ms - t0.cpu_ms, t2.cpu_ms - t1.cpu_ms,
+                 t3.cpu_ms - t2.cpu_ms);
+  }
+  return result;
+}
+
+void throw_kernel_error(std::int32_t code) {
+  if (code & kKernelDivByZero) fail<ArithmeticError>("div: integer division by zero");
+  if (code & kKernelRemByZero) fail<ArithmeticError>("rem: integer division by zero");
+  if (code & kKernelPowZeroNegative) fail<ArithmeticError>("pow: integer zero raised to a negative power");
+  if (code & kKernelOutOfMemory) fail<Error>("jit: out of memory allocating a kernel temporary");
+  internal_error("kernel returned unknown code " + std::to_string(code));
+}
+
+void run_kernel(const Kernel& k, const void* const* args, void* const* results) {
+  kernel_check(k.fn(args, results));
+}
+
+KernelFn kernel_entry(const Kernel& k) { return k.fn; }
+
+const std::string& host_target_id() { return llvmjit::host().id; }
+
+}  // namespace dyn::detail
+
+#endif  // DYNSTAGE_IMPLEMENTATION

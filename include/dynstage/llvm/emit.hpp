@@ -1,0 +1,230 @@
+// dynstage: the IR-building toolbox shared by the lowering rules — element
+// types, counted loops, element loads/stores, kernel temporaries and the
+// error flag. Part of the backend implementation (DYNSTAGE_IMPLEMENTATION).
+//
+// Kernel body shape: one function whose top level is straight-line code (a
+// sequence of loop nests). Every temporary is allocated right before the nest
+// that defines it and freed right after the last nest that reads it; an
+// allocation failure branches to a block that frees the temporaries live at
+// that point and returns kKernelOutOfMemory. Run-time faults (integer
+// division by zero) OR a bit into an i32 flag instead of branching, so loops
+// stay vectorisable; the flag is the kernel's return value.
+#pragma once
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "../dtype.hpp"
+#include "backend.hpp"
+
+namespace dyn::detail::llvmjit {
+
+// Temporaries up to kStackTempBytes live on the stack, up to
+// kStackBudgetBytes per kernel in total; the rest on the heap.
+inline constexpr std::int64_t kStackTempBytes = 4096;
+inline constexpr std::int64_t kStackBudgetBytes = 64 * 1024;
+
+// What to tell LLVM about a loop (loop metadata).
+enum class LoopHint {
+  normal,     // vectorise as it sees fit, no interleaving (the global default)
+  reduction,  // a register accumulator: interleave 4 vectors to hide the add latency
+  plain,      // neither vectorise nor unroll (packing loops, tile loops)
+};
+
+struct Emitter {
+  llvm::LLVMContext& ctx;
+  llvm::Module& mod;
+  llvm::IRBuilder<> b;
+  llvm::Function* fn = nullptr;
+  llvm::BasicBlock* entry = nullptr;  // allocas only
+  llvm::Value* err = nullptr;         // alloca i32: fault bits
+  llvm::Type *i1, *i8, *i32, *i64, *f32, *f64, *ptr;
+
+  std::vector<llvm::Value*> live_heap;  // heap temporaries allocated and not yet freed
+  std::int64_t stack_bytes = 0;   // stack temporaries so far
+
+  Emitter(llvm::Module& m)
+      : ctx(m.getContext()), mod(m), b(m.getContext()), i1(b.getInt1Ty()), i8(b.getInt8Ty()), i32(b.getInt32Ty()),
+        i64(b.getInt64Ty()), f32(b.getFloatTy()), f64(b.getDoubleTy()), ptr(b.getPtrTy()) {}
+
+  // --- types and constants ----------------------------------------------
+  // In registers bool is i1; in memory it is one byte holding 0 or 1.
+  llvm::Type* reg_type(DType d) {
+    switch (d) {
+      case DType::bool_: return i1;
+      case DType::i32: return i32;
+      case DType::i64: return i64;
+      case DType::f32: return f32;
+      case DType::f64: return f64;
+    }
+    return nullptr;
+  }
+  llvm::Type* mem_type(DType d) { return d == DType::bool_ ? i8 : reg_type(d); }
+  llvm::Value* c64(std::int64_t v) { return b.getInt64(static_cast<std::uint64_t>(v)); }
+  llvm::Value* constant(DType d, double f, std::int64_t i) {
+    switch (d) {
+      case DType::bool_: return b.getInt1(i != 0);
+      case DType::i32: return b.getInt32(static_cast<std::uint32_t>(i));
+      case DType::i64: return b.getInt64(static_cast<std::uint64_t>(i));
+      case DType::f32: return llvm::ConstantFP::get(f32, static_cast<float>(f));
+      case DType::f64: return llvm::ConstantFP::get(f64, f);
+    }
+    return nullptr;
+  }
+  // The number `v` (exact for the small integers used as identities and
+  // bounds) in dtype d.
+  llvm::Value* number(DType d, double v) { return constant(d, v, static_cast<std::int64_t>(v)); }
+
+  // --- memory ------------------------------------------------------------
+  llvm::Value* elem_ptr(llvm::Value* base, DType d, llvm::Value* index) {
+    return b.CreateInBoundsGEP(mem_type(d), base, index);
+  }
+  llvm::Value* load(llvm::Value* base, DType d, llvm::Value* index) {
+    llvm::Value* v = b.CreateLoad(mem_type(d), elem_ptr(base, d, index));
+    return d == DType::bool_ ? b.CreateICmpNE(v, b.getInt8(0)) : v;
+  }
+  void store(llvm::Value* base, DType d, llvm::Value* index, llvm::Value* v) {
+    if (d == DType::bool_) v = b.CreateZExt(v, i8);
+    b.CreateStore(v, elem_ptr(base, d, index));
+  }
+
+  // An alloca in the entry block (so mem2reg/SROA can promote it).
+  llvm::AllocaInst* entry_alloca(llvm::Type* t, std::int64_t count = 1, unsigned align = 0) {
+    llvm::IRBuilder<> eb(entry, entry->begin());
+    auto* a = eb.CreateAlloca(t, count == 1 ? nullptr : c64(count));
+    if (align) a->setAlignment(llvm::Align(align));
+    return a;
+  }
+
+  // A temporary buffer of `bytes` bytes: on the stack when small, else
+  // aligned_alloc(64, ...) with the out-of-memory exit.
+  llvm::Value* temp(std::int64_t bytes) {
+    if (bytes <= kStackTempBytes && stack_bytes + bytes <= kStackBudgetBytes) {
+      stack_bytes += (bytes + 63) / 64 * 64;
+      return entry_alloca(i8, std::max<std::int64_t>(bytes, 1), 64);
+    }
+    const std::int64_t rounded = (bytes + 63) / 64 * 64;
+    auto fty = llvm::FunctionType::get(ptr, {i64, i64}, false);
+    llvm::FunctionCallee alloc = mod.getOrInsertFunction("aligned_alloc", fty);
+    llvm::Value* p = b.CreateCall(alloc, {c64(64), c64(rounded)});
+    llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx, "alloc.ok", fn);
+    llvm::BasicBlock* oom = llvm::BasicBlock::Create(ctx, "alloc.oom", fn);
+    b.CreateCondBr(b.CreateIsNull(p), oom, ok, weights(1, 1000));
+    b.SetInsertPoint(oom);
+    for (llvm::Value* t : live_heap) free_ptr(t);
+    b.CreateRet(b.getInt32(kKernelOutOfMemory));
+    b.SetInsertPoint(ok);
+    live_heap.push_back(p);
+    return p;
+  }
+  void free_ptr(llvm::Value* p) {
+    auto fty = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
+    b.CreateCall(mod.getOrInsertFunction("free", fty), {p});
+  }
+  // Free a temporary obtained from temp() (no-op for stack ones).
+  void release(llvm::Value* p) {
+    for (auto it = live_heap.begin(); it != live_heap.end(); ++it)
+      if (*it == p) {
+        free_ptr(p);
+        live_heap.erase(it);
+        return;
+      }
+  }
+
+  llvm::MDNode* weights(std::uint32_t taken, std::uint32_t not_taken) {
+    return llvm::MDBuilder(ctx).createBranchWeights(taken, not_taken);
+  }
+
+  // --- faults ------------------------------------------------------------
+  // err |= cond ? bit : 0  (branch-free, so the loop stays vectorisable)
+  void raise_if(llvm::Value* cond, std::int32_t bit) {
+    llvm::Value* cur = b.CreateLoad(i32, err);
+    b.CreateStore(b.CreateOr(cur, b.CreateSelect(cond, b.getInt32(static_cast<std::uint32_t>(bit)), b.getInt32(0))),
+                  err);
+  }
+
+  // --- loops -------------------------------------------------------------
+  // for (i = 0; i < n; ++i) body(i) — bottom-tested, n static. n == 1 emits
+  // the body once with i = 0; n <= 0 emits nothing.
+  void loop(std::int64_t n, const std::function<void(llvm::Value*)>& body, LoopHint hint = LoopHint::normal) {
+    if (n <= 0) return;
+    if (n == 1) {
+      body(c64(0));
+      return;
+    }
+    loop_dyn(c64(n), body, hint);
+  }
+  // The same with a run-time trip count (must be >= 1).
+  void loop_dyn(llvm::Value* n, const std::function<void(llvm::Value*)>& body, LoopHint hint = LoopHint::normal) {
+    llvm::BasicBlock* pre = b.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, "loop", fn);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx, "loop.end", fn);
+    b.CreateBr(head);
+    b.SetInsertPoint(head);
+    llvm::PHINode* i = b.CreatePHI(i64, 2, "i");
+    i->addIncoming(c64(0), pre);
+    body(i);
+    llvm::Value* next = b.CreateAdd(i, c64(1), "i.next", true, true);
+    i->addIncoming(next, b.GetInsertBlock());
+    llvm::BranchInst* br = b.CreateCondBr(b.CreateICmpEQ(next, n), exit, head);
+    if (hint != LoopHint::normal) {
+      std::vector<llvm::Metadata*> ops{nullptr};
+      if (hint == LoopHint::plain) {
+        ops.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
+                                              llvm::ConstantAsMetadata::get(b.getFalse())}));
+        ops.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")}));
+      } else {
+        ops.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.interleave.count"),
+                                              llvm::ConstantAsMetadata::get(b.getInt32(4))}));
+      }
+      llvm::MDNode* md = llvm::MDNode::getDistinct(ctx, ops);
+      md->replaceOperandWith(0, md);
+      br->setMetadata(llvm::LLVMContext::MD_loop, md);
+    }
+    b.SetInsertPoint(exit);
+  }
+  // for (i = start; i < end; i += step), all static, step > 0.
+  void loop_step(std::int64_t start, std::int64_t end, std::int64_t step,
+                 const std::function<void(llvm::Value*)>& body, LoopHint hint = LoopHint::normal) {
+    const std::int64_t trips = end > start ? (end - start + step - 1) / step : 0;
+    loop(trips, [&](llvm::Value* k) { body(b.CreateAdd(c64(start), b.CreateMul(k, c64(step), "", true, true), "", true, true)); }, hint);
+  }
+
+  // if (cond) then()
+  void when(llvm::Value* cond, const std::function<void()>& then) {
+    llvm::BasicBlock* t = llvm::BasicBlock::Create(ctx, "then", fn);
+    llvm::BasicBlock* e = llvm::BasicBlock::Create(ctx, "endif", fn);
+    b.CreateCondBr(cond, t, e);
+    b.SetInsertPoint(t);
+    then();
+    b.CreateBr(e);
+    b.SetInsertPoint(e);
+  }
+
+  // Only this instruction may be reassociated (a reduction's accumulator).
+  static llvm::Value* reassoc(llvm::Value* v) {
+    if (auto* inst = llvm::dyn_cast<llvm::Instruction>(v)) {
+      if (llvm::isa<llvm::FPMathOperator>(inst)) inst->setHasAllowReassoc(true);
+    }
+    return v;
+  }
+  // Allow fusing into an FMA (dot products only).
+  static llvm::Value* contract(llvm::Value* v) {
+    if (auto* inst = llvm::dyn_cast<llvm::Instruction>(v)) {
+      if (llvm::isa<llvm::FPMathOperator>(inst)) inst->setHasAllowContract(true);
+    }
+    return v;
+  }
+};
+
+}  // namespace dyn::detail::llvmjit
+
+#endif  // DYNSTAGE_IMPLEMENTATION

@@ -1,0 +1,421 @@
+// dynstage: the backend's jaxpr-level passes (no LLVM here).
+//
+//   canonicalize_dots  every dot_general becomes a batched matrix product
+//                      (B,M,K) x (B,K,N) on reshaped/transposed operands
+//   plan_fusion        decides which values get a buffer ("materialised");
+//                      every other value is computed inline, at the index
+//                      its consumer asks for, inside the consumer's loop nest
+//
+// Fusion rule (what the LLVM lowering relies on):
+//  1. Fusible primitives: elementwise (unary, binary, compare, select_n,
+//     convert_element_type) and index remaps (broadcast_in_dim, reshape,
+//     squeeze, transpose, slice, dynamic_slice, iota). They never get a
+//     buffer of their own unless rule 3 says so.
+//  2. Materialisation points (own loop nests): jaxpr inputs and outputs,
+//     reductions, dot_general, concatenate, dynamic_update_slice.
+//     A dot_general operand must be a buffer: if it is not one (possibly
+//     through reshapes, which keep the row-major order), it is materialised.
+//  3. Recomputation guard: a fused value that is EXPENSIVE (its inline
+//     expression, up to the buffers it reads, contains a transcendental or
+//     costs >= kExpensiveCost simple operations) is materialised when it would
+//     be computed more than once per element: it is reached from two loop
+//     nests, or from one nest through two different index maps, or through a
+//     broadcast that expands it. A fused rank-0 value read by a nest of rank
+//     > 0 is always materialised (one stack slot, computed once).
+//     Cheap values are recomputed: re-reading a temporary costs as much
+//     memory traffic as a few arithmetic operations.
+//  Candidates are considered latest first, so materialising a consumer can
+//  make its producers single-use again.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../jaxpr.hpp"
+
+namespace dyn::detail {
+
+inline std::int64_t numel_of(const Type& t) {
+  std::int64_t n = 1;
+  for (const JDim& d : t.shape) n *= d.value;
+  return n;
+}
+
+inline std::vector<std::int64_t> static_dims(const Type& t) {
+  std::vector<std::int64_t> r;
+  for (const JDim& d : t.shape) {
+    if (!d.is_static()) internal_error("LLVM backend: dynamic dimension reached the lowering");
+    r.push_back(d.value);
+  }
+  return r;
+}
+
+inline bool is_fusible(Prim p) {
+  switch (prim_kind(p)) {
+    case Kind::unary:
+    case Kind::binary:
+    case Kind::compare:
+    case Kind::select:
+    case Kind::convert: return true;
+    case Kind::structural: return p != Prim::concatenate && p != Prim::dynamic_update_slice;
+    case Kind::reduction:
+    case Kind::contraction: return false;
+  }
+  return false;
+}
+
+inline bool is_transcendental(Prim p) {
+  switch (p) {
+    case Prim::exp:
+    case Prim::log:
+    case Prim::log1p:
+    case Prim::sin:
+    case Prim::cos:
+    case Prim::tan:
+    case Prim::tanh:
+    case Prim::logistic:
+    case Prim::pow:
+    case Prim::atan2: return true;
+    default: return false;
+  }
+}
+
+// The inputs of an equation that carry data (as opposed to dynamic-dimension
+// operands of broadcast_in_dim / reshape / iota, which a static lowering
+// ignores).
+inline std::size_t num_data_inputs(const Eqn& e) {
+  switch (e.prim) {
+    case Prim::broadcast_in_dim:
+    case Prim::reshape: return 1;
+    case Prim::iota: return 0;
+    default: return e.inputs.size();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// canonicalize_dots
+//
+// 1. For dot_general(lhs, rhs): lhs axes in the order batch, free,
+//    contracting and rhs axes in the order batch, contracting, free.
+// 2. Insert a transpose where that order is not the identity, and a reshape
+//    to (B,M,K) / (B,K,N) where the rank or shape differs.
+// 3. The dot keeps its output variable and type: (B,M,N) in row-major order is
+//    exactly the layout of [batch..., lhs free..., rhs free...].
+// The lowering then handles only dot_general((B,M,K), (B,K,N)).
+
+inline std::vector<std::int64_t> dot_free_axes(int rank, const std::vector<std::int64_t>& batch,
+                                               const std::vector<std::int64_t>& contracting) {
+  std::vector<std::int64_t> r;
+  for (std::int64_t i = 0; i < rank; ++i)
+    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
+        std::find(contracting.begin(), contracting.end(), i) == contracting.end())
+      r.push_back(i);
+  return r;
+}
+
+inline bool is_canonical_dot(const DotGeneralParams& p) {
+  return p.lhs_contracting == std::vector<std::int64_t>{2} && p.rhs_contracting == std::vector<std::int64_t>{1} &&
+         p.lhs_batch == std::vector<std::int64_t>{0} && p.rhs_batch == std::vector<std::int64_t>{0};
+}
+
+inline Jaxpr canonicalize_dots(const Jaxpr& in) {
+  Jaxpr j = in;
+  j.eqns.clear();
+  auto prod = [](const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& axes) {
+    std::int64_t n = 1;
+    for (auto a : axes) n *= dims[static_cast<std::size_t>(a)];
+    return n;
+  };
+  // Bring operand `x` to axis order `perm` and shape `target`.
+  auto canon = [&](const Atom& x, const std::vector<std::int64_t>& perm,
+                   const std::vector<std::int64_t>& target) -> Atom {
+    const Type t = j.type_of(x);
+    const auto dims = static_dims(t);
+    Atom cur = x;
+    bool identity = true;
+    for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
+    std::vector<std::int64_t> pdims;
+    for (auto a : perm) pdims.push_back(dims[static_cast<std::size_t>(a)]);
+    if (!identity) {
+      Type tt{t.dtype, {}, false};
+      for (auto d : pdims) tt.shape.push_back(JDim{d, -1});
+      const int v = j.new_var(tt);
+      j.eqns.push_back(Eqn{Prim::transpose, {cur}, {v}, TransposeParams{perm}});
+      cur = Atom::of_var(v);
+    }
+    if (pdims != target) {
+      Type tt{t.dtype, {}, false};
+      for (auto d : target) tt.shape.push_back(JDim{d, -1});
+      const int v = j.new_var(tt);
+      j.eqns.push_back(Eqn{Prim::reshape, {cur}, {v}, ReshapeParams{target}});
+      cur = Atom::of_var(v);
+    }
+    return cur;
+  };
+  for (const Eqn& e : in.eqns) {
+    if (e.prim != Prim::dot_general) {
+      j.eqns.push_back(e);
+      continue;
+    }
+    const auto& p = std::get<DotGeneralParams>(e.params);
+    const auto ld = static_dims(j.type_of(e.inputs[0])), rd = static_dims(j.type_of(e.inputs[1]));
+    const auto lf = dot_free_axes(static_cast<int>(ld.size()), p.lhs_batch, p.lhs_contracting);
+    const auto rf = dot_free_axes(static_cast<int>(rd.size()), p.rhs_batch, p.rhs_contracting);
+    const std::int64_t B = prod(ld, p.lhs_batch), M = prod(ld, lf), K = prod(ld, p.lhs_contracting),
+                       N = prod(rd, rf);
+    std::vector<std::int64_t> lperm = p.lhs_batch, rperm = p.rhs_batch;
+    lperm.insert(lperm.end(), lf.begin(), lf.end());
+    lperm.insert(lperm.end(), p.lhs_contracting.begin(), p.lhs_contracting.end());
+    rperm.insert(rperm.end(), p.rhs_contracting.begin(), p.rhs_contracting.end());
+    rperm.insert(rperm.end(), rf.begin(), rf.end());
+    Eqn d = e;
+    d.inputs = {canon(e.inputs[0], lperm, {B, M, K}), canon(e.inputs[1], rperm, {B, K, N})};
+    d.params = DotGeneralParams{{2}, {1}, {0}, {0}};
+    j.eqns.push_back(std::move(d));
+  }
+  return j;
+}
+
+// ---------------------------------------------------------------------------
+// plan_fusion
+
+struct FusionPlan {
+  std::vector<int> def;             // var -> index of its defining eqn; -1 for constvars/invars
+  std::vector<bool> live;           // eqn -> some output is needed
+  std::vector<bool> materialised;   // var -> has a buffer (argument, result or temporary)
+  std::vector<int> out_slot;        // var -> first outvar position it is written to, or -1
+  std::vector<int> last_read;       // var -> last eqn whose nest reads its buffer (eqns.size(): output copies)
+  std::vector<std::string> why;     // var -> why it was materialised (for dumps and tests)
+};
+
+inline constexpr int kExpensiveCost = 20;
+
+namespace fusion_detail {
+
+inline int op_cost(Prim p) {
+  if (is_transcendental(p)) return kExpensiveCost;
+  switch (p) {
+    case Prim::div:
+    case Prim::rem:
+    case Prim::sqrt:
+    case Prim::rsqrt: return 4;
+    default: return 1;
+  }
+}
+
+// State of one analysis round.
+struct Walk {
+  const Jaxpr& j;
+  FusionPlan& plan;
+  std::vector<std::set<std::pair<int, int>>> keys;  // fused var -> {(nest, index map)} it is evaluated under
+  std::vector<bool> expanded;                        // fused var -> evaluated under an expanding broadcast
+  std::vector<bool> scalar_in_loop;                  // fused rank-0 var read by a nest of rank > 0
+  std::vector<int> cost;                             // fused var -> inline cost (saturating), -1 = unknown
+
+  explicit Walk(const Jaxpr& jj, FusionPlan& p)
+      : j(jj), plan(p), keys(jj.types.size()), expanded(jj.types.size(), false),
+        scalar_in_loop(jj.types.size(), false), cost(jj.types.size(), -1) {}
+
+  bool fused(int v) const { return !plan.materialised[static_cast<std::size_t>(v)]; }
+
+  int cost_of(int v) {
+    if (!fused(v)) return 1;  // a load
+    int& c = cost[static_cast<std::size_t>(v)];
+    if (c >= 0) return c;
+    const Eqn& e = j.eqns[static_cast<std::size_t>(plan.def[static_cast<std::size_t>(v)])];
+    long total = op_cost(e.prim);
+    for (std::size_t i = 0; i < num_data_inputs(e); ++i)
+      if (e.inputs[i].is_var()) total += cost_of(e.inputs[i].var);
+    c = static_cast<int>(std::min<long>(total, 1 << 20));
+    return c;
+  }
+
+  // Visit the value `a`, evaluated by nest `nest` at index map `key`, inside
+  // an iteration space of `space` elements. `order` is the nest's eqn index
+  // (for last_read).
+  void visit(const Atom& a, int nest, int key, std::int64_t space, int order) {
+    if (!a.is_var()) return;
+    const int v = a.var;
+    const auto vs = static_cast<std::size_t>(v);
+    if (!fused(v)) {
+      plan.last_read[vs] = std::max(plan.last_read[vs], order);
+      return;
+    }
+    const Type& t = j.types[vs];
+    if (t.rank() == 0 && space > 1) scalar_in_loop[vs] = true;
+    if (!keys[vs].insert({nest, key}).second) return;  // already walked under this index map
+    const int ei = plan.def[vs];
+    const Eqn& e = j.eqns[static_cast<std::size_t>(ei)];
+    const std::int64_t here = numel_of(t);
+    switch (prim_kind(e.prim)) {
+      case Kind::unary:
+      case Kind::binary:
+      case Kind::compare:
+      case Kind::select:
+      case Kind::convert:
+        for (const Atom& in : e.inputs) visit(in, nest, key, space, order);
+        return;
+      case Kind::structural: {
+        if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_var() &&
+            numel_of(j.types[static_cast<std::size_t>(e.inputs[0].var)]) < here && e.inputs[0].is_var() &&
+            fused(e.inputs[0].var))
+          expanded[static_cast<std::size_t>(e.inputs[0].var)] = true;
+        for (std::size_t i = 0; i < num_data_inputs(e); ++i) visit(e.inputs[i], nest, ei, space, order);
+        return;
+      }
+      case Kind::reduction:
+      case Kind::contraction: internal_error("plan_fusion: a reduction or dot_general is not fusible");
+    }
+  }
+
+  // Walk the nest(s) of root eqn `ei`.
+  void walk_root(int ei) {
+    const Eqn& e = j.eqns[static_cast<std::size_t>(ei)];
+    const std::int64_t space = numel_of(j.types[static_cast<std::size_t>(e.outputs[0])]);
+    switch (e.prim) {
+      case Prim::dot_general:
+        for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
+        return;
+      case Prim::concatenate:
+        // One nest per operand: distinct keys.
+        for (std::size_t k = 0; k < e.inputs.size(); ++k)
+          visit(e.inputs[k], ei, -2 - static_cast<int>(k), numel_of(j.type_of(e.inputs[k])), ei);
+        return;
+      case Prim::dynamic_update_slice:
+        visit(e.inputs[0], ei, -2, space, ei);
+        for (std::size_t k = 1; k < e.inputs.size(); ++k)
+          visit(e.inputs[k], ei, -2 - static_cast<int>(k), numel_of(j.type_of(e.inputs[k])), ei);
+        return;
+      default:
+        if (prim_kind(e.prim) == Kind::reduction) {
+          visit(e.inputs[0], ei, -1, numel_of(j.type_of(e.inputs[0])), ei);
+          return;
+        }
+        // A fusible primitive whose output is materialised: its own expression
+        // is the nest's body.
+        for (std::size_t i = 0; i < num_data_inputs(e); ++i) {
+          const int key = prim_kind(e.prim) == Kind::structural ? ei : -1;
+          visit(e.inputs[i], ei, key, space, ei);
+        }
+        return;
+    }
+  }
+};
+
+inline void mark(FusionPlan& plan, int v, std::string why) {
+  auto vs = static_cast<std::size_t>(v);
+  if (plan.materialised[vs]) return;
+  plan.materialised[vs] = true;
+  plan.why[vs] = std::move(why);
+}
+
+}  // namespace fusion_detail
+
+inline FusionPlan plan_fusion(const Jaxpr& j) {
+  using namespace fusion_detail;
+  const std::size_t nv = j.types.size(), ne = j.eqns.size();
+  FusionPlan plan;
+  plan.def.assign(nv, -1);
+  plan.live.assign(ne, false);
+  plan.materialised.assign(nv, false);
+  plan.out_slot.assign(nv, -1);
+  plan.why.assign(nv, "");
+  for (std::size_t i = 0; i < ne; ++i) {
+    if (j.eqns[i].outputs.size() != 1)
+      internal_error("LLVM backend: " + std::string(prim_name(j.eqns[i].prim)) + " with " +
+                     std::to_string(j.eqns[i].outputs.size()) + " outputs");
+    plan.def[static_cast<std::size_t>(j.eqns[i].outputs[0])] = static_cast<int>(i);
+  }
+
+  // Liveness: outvars and, backwards, the inputs of live eqns.
+  std::vector<bool> needed(nv, false);
+  for (const Atom& a : j.outvars)
+    if (a.is_var()) needed[static_cast<std::size_t>(a.var)] = true;
+  for (std::size_t i = ne; i-- > 0;) {
+    const Eqn& e = j.eqns[i];
+    if (!needed[static_cast<std::size_t>(e.outputs[0])]) continue;
+    plan.live[i] = true;
+    for (std::size_t k = 0; k < num_data_inputs(e); ++k)
+      if (e.inputs[k].is_var()) needed[static_cast<std::size_t>(e.inputs[k].var)] = true;
+  }
+
+  // Rule 2.
+  for (int v : j.constvars) mark(plan, v, "argument");
+  for (int v : j.invars) mark(plan, v, "argument");
+  for (std::size_t k = 0; k < j.outvars.size(); ++k) {
+    const Atom& a = j.outvars[k];
+    if (!a.is_var()) continue;
+    auto vs = static_cast<std::size_t>(a.var);
+    mark(plan, a.var, "output");
+    if (plan.out_slot[vs] < 0 && plan.def[vs] >= 0) plan.out_slot[vs] = static_cast<int>(k);
+  }
+  for (std::size_t i = 0; i < ne; ++i) {
+    const Eqn& e = j.eqns[i];
+    if (!plan.live[i]) continue;
+    if (!is_fusible(e.prim)) mark(plan, e.outputs[0], std::string(prim_name(e.prim)));
+    if (e.prim == Prim::dot_general) {
+      for (const Atom& a : e.inputs) {
+        if (!a.is_var()) continue;
+        int v = a.var;
+        while (!plan.materialised[static_cast<std::size_t>(v)]) {
+          const Eqn& d = j.eqns[static_cast<std::size_t>(plan.def[static_cast<std::size_t>(v)])];
+          if ((d.prim != Prim::reshape && d.prim != Prim::squeeze) || !d.inputs[0].is_var()) break;
+          v = d.inputs[0].var;
+        }
+        mark(plan, v, "dot_general operand");
+      }
+    }
+  }
+
+  // Rule 3, to a fixed point.
+  for (;;) {
+    plan.last_read.assign(nv, -1);
+    Walk w(j, plan);
+    for (std::size_t i = 0; i < ne; ++i)
+      if (plan.live[i] && plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])])
+        w.walk_root(static_cast<int>(i));
+    for (std::size_t k = 0; k < j.outvars.size(); ++k) {
+      const Atom& a = j.outvars[k];
+      if (a.is_var() && plan.out_slot[static_cast<std::size_t>(a.var)] != static_cast<int>(k))
+        plan.last_read[static_cast<std::size_t>(a.var)] = static_cast<int>(ne);  // copied into the result
+    }
+    int pick = -1;
+    std::string why;
+    for (std::size_t v = 0; v < nv; ++v) {
+      if (plan.materialised[v] || w.keys[v].empty()) continue;
+      std::string reason;
+      if (w.scalar_in_loop[v]) reason = "scalar read in a loop";
+      else if ((w.keys[v].size() > 1 || w.expanded[v]) && w.cost_of(static_cast<int>(v)) >= kExpensiveCost)
+        reason = w.expanded[v] ? "expensive, broadcast" : "expensive, several consumers";
+      else continue;
+      if (pick < 0 || plan.def[v] > plan.def[static_cast<std::size_t>(pick)]) {
+        pick = static_cast<int>(v);
+        why = reason;
+      }
+    }
+    if (pick < 0) break;
+    mark(plan, pick, why);
+  }
+  return plan;
+}
+
+// One line per live equation: its output variable (#index), primitive, and
+// "buffer (why)" or "fused". For dumps and tests.
+inline std::string plan_str(const Jaxpr& j, const FusionPlan& plan) {
+  std::string r;
+  for (std::size_t i = 0; i < j.eqns.size(); ++i) {
+    if (!plan.live[i]) continue;
+    const int v = j.eqns[i].outputs[0];
+    const auto vs = static_cast<std::size_t>(v);
+    r += "#" + std::to_string(v) + " = " + std::string(prim_name(j.eqns[i].prim)) + ": " +
+         (plan.materialised[vs] ? "buffer (" + plan.why[vs] + ")" : std::string("fused")) + "\n";
+  }
+  return r;
+}
+
+}  // namespace dyn::detail

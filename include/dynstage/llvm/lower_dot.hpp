@@ -1,0 +1,308 @@
+// dynstage: lowering of the canonical dot_general, C[b] = A[b] (MxK) x B[b] (KxN),
+// all three row-major and contiguous. Part of the backend implementation.
+//
+// Three loop nests, chosen from the static shape:
+//  - N == 1 (matrix-vector, dot product): one fused multiply-add reduction
+//    per row, reassociable so it vectorises over k.
+//  - integers, or small float products: i-k-j (C row += A[i,k] * B row),
+//    which LLVM vectorises over j. Integers wrap, as eager.
+//  - float products of at least kBlockedFlops multiply-adds: GotoBLAS/BLIS
+//    blocking written with explicit vectors:
+//      for jc (NC columns): for pc (KC depth): pack B[pc:+KC, jc:+NC] into
+//        NR-wide column strips (zero padded);
+//        for ic (MC rows): pack A[ic:+MC, pc:+KC] into MR-tall row tiles;
+//          for each strip, for each tile: the MR x NR micro-kernel keeps
+//          MR * NR/VL vector accumulators in registers over the KC loop
+//          (a broadcast of A times a vector of B, fused multiply-add).
+//    AVX-512: VL = 8 (f64) / 16 (f32), MR = 8, NR = 3 VL (24 accumulators
+//    of 32 registers); AVX2: MR = 6, NR = 2 VL; SSE: MR = 4, NR = 2 VL.
+//    KC = 128 (f64) / 256 (f32): a B strip (KC x NR) stays in L1, the A block
+//    (MC x KC, MC = 16 MR) in L2, the packed B panel (KC x NC, NC ~ 1024) in
+//    L2/L3. Edge tiles use masked vector loads/stores (packing pads with
+//    zeros), so every tile runs the same micro-kernel. The accumulators start
+//    from C for later KC blocks, so every output element is summed in k
+//    order, as eager's i-k-j; only FMA rounding differs.
+#pragma once
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "emit.hpp"
+#include "session.hpp"
+
+namespace dyn::detail::llvmjit {
+
+struct DotShape {
+  std::int64_t B, M, K, N;
+};
+
+inline constexpr std::int64_t kBlockedFlops = 32 * 32 * 32;
+
+// --- N == 1 and i-k-j ------------------------------------------------------
+
+inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+  auto& b = E.b;
+  const bool fl = is_float(d);
+  llvm::Type* t = E.reg_type(d);
+  llvm::AllocaInst* acc = E.entry_alloca(t);
+  E.loop(s.B * s.M, [&](llvm::Value* bi) {  // (batch, row) flattened
+    llvm::Value* batch = b.CreateUDiv(bi, E.c64(std::max<std::int64_t>(s.M, 1)));
+    llvm::Value* arow = b.CreateMul(bi, E.c64(s.K), "", true, true);
+    llvm::Value* bcol = b.CreateMul(batch, E.c64(s.K), "", true, true);
+    b.CreateStore(E.number(d, 0), acc);
+    E.loop(s.K, [&](llvm::Value* k) {
+      llvm::Value* x = E.load(A, d, b.CreateAdd(arow, k, "", true, true));
+      llvm::Value* y = E.load(Bm, d, b.CreateAdd(bcol, k, "", true, true));
+      llvm::Value* cur = b.CreateLoad(t, acc);
+      llvm::Value* r = fl ? Emitter::reassoc(Emitter::contract(b.CreateFAdd(cur, Emitter::contract(b.CreateFMul(x, y)))))
+                          : b.CreateAdd(cur, b.CreateMul(x, y));
+      b.CreateStore(r, acc);
+    }, LoopHint::reduction);
+    E.store(C, d, bi, b.CreateLoad(t, acc));
+  });
+}
+
+inline void emit_ikj(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+  auto& b = E.b;
+  const bool fl = is_float(d);
+  E.loop(s.B, [&](llvm::Value* bt) {
+    E.loop(s.M, [&](llvm::Value* i) {
+      llvm::Value* row = b.CreateAdd(b.CreateMul(bt, E.c64(s.M), "", true, true), i, "", true, true);
+      llvm::Value* crow = b.CreateMul(row, E.c64(s.N), "", true, true);
+      llvm::Value* arow = b.CreateMul(row, E.c64(s.K), "", true, true);
+      E.loop(s.N, [&](llvm::Value* j) { E.store(C, d, b.CreateAdd(crow, j, "", true, true), E.number(d, 0)); });
+      E.loop(s.K, [&](llvm::Value* k) {
+        llvm::Value* a = E.load(A, d, b.CreateAdd(arow, k, "", true, true));
+        llvm::Value* brow = b.CreateMul(b.CreateAdd(b.CreateMul(bt, E.c64(s.K), "", true, true), k, "", true, true),
+                                        E.c64(s.N), "", true, true);
+        E.loop(s.N, [&](llvm::Value* j) {
+          llvm::Value* ci = b.CreateAdd(crow, j, "", true, true);
+          llvm::Value* y = E.load(Bm, d, b.CreateAdd(brow, j, "", true, true));
+          llvm::Value* c = E.load(C, d, ci);
+          llvm::Value* r = fl ? Emitter::contract(b.CreateFAdd(c, Emitter::contract(b.CreateFMul(a, y))))
+                              : b.CreateAdd(c, b.CreateMul(a, y));
+          E.store(C, d, ci, r);
+        });
+      });
+    });
+  });
+}
+
+// --- the blocked float kernel --------------------------------------------
+
+struct Blocking {
+  std::int64_t VL, MR, NV, NR, KC, MC, NC;
+};
+
+inline Blocking blocking_for(DType d) {
+  const Host& h = host();
+  const std::int64_t bits = h.avx512 ? 512 : h.avx2 ? 256 : 128;
+  Blocking k{};
+  k.VL = bits / (d == DType::f64 ? 64 : 32);
+  if (h.avx512) k.MR = 8, k.NV = 3;
+  else if (h.avx2) k.MR = 6, k.NV = 2;
+  else k.MR = 4, k.NV = 2;
+  k.NR = k.NV * k.VL;
+  k.KC = d == DType::f64 ? 128 : 256;
+  k.MC = 16 * k.MR;
+  k.NC = (1024 + k.NR - 1) / k.NR * k.NR;
+  return k;
+}
+
+// The micro-kernel as an internal function:
+//   void micro(ptr Ap, ptr Bp, ptr C, i64 ldc, i64 kc, i1 first, i64 rows, i64 cols)
+// Ap: kc x MR (packed), Bp: kc x NR (packed), C: the tile's top-left element.
+inline llvm::Function* micro_kernel(Emitter& E, DType d, const Blocking& k) {
+  auto& b = E.b;
+  llvm::Type* t = E.reg_type(d);
+  auto* vt = llvm::FixedVectorType::get(t, static_cast<unsigned>(k.VL));
+  const std::string name = std::string("dynstage.micro.") + (d == DType::f64 ? "f64" : "f32");
+  if (llvm::Function* f = E.mod.getFunction(name)) return f;
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i1, E.i64, E.i64}, false);
+  llvm::Function* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, E.mod);
+  for (unsigned a = 0; a < 3; ++a) {
+    f->addParamAttr(a, llvm::Attribute::NoAlias);
+    f->addParamAttr(a, llvm::Attribute::NoCapture);
+  }
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  f->addFnAttr(llvm::Attribute::NoInline);  // one copy; the call is per tile, not per element
+  llvm::IRBuilderBase::InsertPointGuard guard(b);
+  llvm::Function* saved = E.fn;
+  E.fn = f;
+  llvm::Value *Ap = f->getArg(0), *Bp = f->getArg(1), *C = f->getArg(2), *ldc = f->getArg(3), *kc = f->getArg(4),
+              *first = f->getArg(5), *rows = f->getArg(6), *cols = f->getArg(7);
+  llvm::BasicBlock* entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
+  b.SetInsertPoint(entry);
+  const llvm::Align elem_align(dtype_size(d));
+  // Masks: lane l of vector v in row r is valid iff r < rows and v*VL + l < cols.
+  std::vector<llvm::Constant*> lanes;
+  for (std::int64_t l = 0; l < k.VL; ++l) lanes.push_back(llvm::ConstantInt::get(E.i64, static_cast<std::uint64_t>(l)));
+  llvm::Value* lane_ix = llvm::ConstantVector::get(lanes);
+  std::vector<llvm::Value*> colmask(static_cast<std::size_t>(k.NV));
+  for (std::int64_t v = 0; v < k.NV; ++v)
+    colmask[static_cast<std::size_t>(v)] = b.CreateICmpSLT(
+        b.CreateAdd(lane_ix, b.CreateVectorSplat(static_cast<unsigned>(k.VL), E.c64(v * k.VL))),
+        b.CreateVectorSplat(static_cast<unsigned>(k.VL), cols));
+  auto mask = [&](std::int64_t r, std::int64_t v) {
+    llvm::Value* rowok = b.CreateVectorSplat(static_cast<unsigned>(k.VL), b.CreateICmpSLT(E.c64(r), rows));
+    return b.CreateAnd(colmask[static_cast<std::size_t>(v)], rowok);
+  };
+  auto cptr = [&](std::int64_t r, std::int64_t v) {
+    // Not inbounds: rows past the matrix are masked off, never accessed.
+    return b.CreateGEP(t, C, b.CreateAdd(b.CreateMul(E.c64(r), ldc), E.c64(v * k.VL)));
+  };
+  llvm::Value* zero = llvm::ConstantAggregateZero::get(vt);
+  std::vector<llvm::Value*> init;
+  for (std::int64_t r = 0; r < k.MR; ++r)
+    for (std::int64_t v = 0; v < k.NV; ++v) {
+      llvm::Value* loaded = b.CreateMaskedLoad(vt, cptr(r, v), elem_align, mask(r, v), zero);
+      init.push_back(b.CreateSelect(first, zero, loaded));
+    }
+  // k loop with MR*NV vector accumulators as phis.
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(E.ctx, "k", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(E.ctx, "k.end", f);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* kk = b.CreatePHI(E.i64, 2);
+  kk->addIncoming(E.c64(0), entry);
+  std::vector<llvm::PHINode*> acc;
+  for (auto* v0 : init) {
+    acc.push_back(b.CreatePHI(vt, 2));
+    acc.back()->addIncoming(v0, entry);
+  }
+  std::vector<llvm::Value*> bv;
+  llvm::Value* brow = b.CreateMul(kk, E.c64(k.NR));
+  for (std::int64_t v = 0; v < k.NV; ++v)
+    bv.push_back(b.CreateAlignedLoad(vt, b.CreateInBoundsGEP(t, Bp, b.CreateAdd(brow, E.c64(v * k.VL))), elem_align));
+  llvm::Value* arow = b.CreateMul(kk, E.c64(k.MR));
+  std::vector<llvm::Value*> next(acc.size());
+  for (std::int64_t r = 0; r < k.MR; ++r) {
+    llvm::Value* a = b.CreateLoad(t, b.CreateInBoundsGEP(t, Ap, b.CreateAdd(arow, E.c64(r))));
+    llvm::Value* as = b.CreateVectorSplat(static_cast<unsigned>(k.VL), a);
+    for (std::int64_t v = 0; v < k.NV; ++v) {
+      const auto ai = static_cast<std::size_t>(r * k.NV + v);
+      next[ai] = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {as, bv[static_cast<std::size_t>(v)], acc[ai]});
+    }
+  }
+  llvm::Value* knext = b.CreateAdd(kk, E.c64(1));
+  kk->addIncoming(knext, head);
+  for (std::size_t ai = 0; ai < acc.size(); ++ai) acc[ai]->addIncoming(next[ai], head);
+  b.CreateCondBr(b.CreateICmpSGE(knext, kc), done, head);
+  b.SetInsertPoint(done);
+  for (std::int64_t r = 0; r < k.MR; ++r)
+    for (std::int64_t v = 0; v < k.NV; ++v)
+      b.CreateMaskedStore(next[static_cast<std::size_t>(r * k.NV + v)], cptr(r, v), elem_align, mask(r, v));
+  b.CreateRetVoid();
+  E.fn = saved;
+  return f;
+}
+
+inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+  auto& b = E.b;
+  const Blocking k = blocking_for(d);
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
+  llvm::Type* t = E.reg_type(d);
+  llvm::Function* micro = micro_kernel(E, d, k);
+  const std::int64_t kc_max = std::min(k.KC, s.K);
+  const std::int64_t nc_max = std::min(k.NC, (s.N + k.NR - 1) / k.NR * k.NR);
+  const std::int64_t mc_max = std::min(k.MC, (s.M + k.MR - 1) / k.MR * k.MR);
+  llvm::Value* Bp = E.temp(kc_max * nc_max * es);
+  llvm::Value* Ap = E.temp(kc_max * mc_max * es);
+  auto mul = [&](llvm::Value* x, std::int64_t c) { return b.CreateMul(x, E.c64(c), "", true, true); };
+  auto add = [&](llvm::Value* x, llvm::Value* y) { return b.CreateAdd(x, y, "", true, true); };
+  auto smin = [&](llvm::Value* x, std::int64_t c) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, E.c64(c)); };
+  E.loop(s.B, [&](llvm::Value* bt) {
+    llvm::Value* Ab = b.CreateInBoundsGEP(t, A, mul(bt, s.M * s.K));
+    llvm::Value* Bb = b.CreateInBoundsGEP(t, Bm, mul(bt, s.K * s.N));
+    llvm::Value* Cb = b.CreateInBoundsGEP(t, C, mul(bt, s.M * s.N));
+    E.loop_step(0, s.N, k.NC, [&](llvm::Value* jc) {
+      llvm::Value* nc = smin(b.CreateSub(E.c64(s.N), jc), k.NC);
+      llvm::Value* nstrips = b.CreateUDiv(add(nc, E.c64(k.NR - 1)), E.c64(k.NR));
+      E.loop_step(0, s.K, k.KC, [&](llvm::Value* pc) {
+        llvm::Value* kc = smin(b.CreateSub(E.c64(s.K), pc), k.KC);
+        // Pack B: Bp[(strip * kc + p) * NR + c] = B[pc + p, jc + strip*NR + c], zero
+        // past column N. Full strips are one NR-element copy per row.
+        E.loop_dyn(nstrips, [&](llvm::Value* st) {
+          llvm::Value* j0 = add(jc, mul(st, k.NR));
+          llvm::Value* full = b.CreateICmpSLE(add(j0, E.c64(k.NR)), E.c64(s.N));
+          E.loop_dyn(kc, [&](llvm::Value* p) {
+            llvm::Value* src = b.CreateInBoundsGEP(t, Bb, add(mul(add(pc, p), s.N), j0));
+            llvm::Value* dst = b.CreateInBoundsGEP(t, Bp, mul(add(b.CreateMul(st, kc), p), k.NR));
+            llvm::BasicBlock* fast = llvm::BasicBlock::Create(E.ctx, "pack.full", E.fn);
+            llvm::BasicBlock* slow = llvm::BasicBlock::Create(E.ctx, "pack.edge", E.fn);
+            llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "pack.join", E.fn);
+            b.CreateCondBr(full, fast, slow);
+            b.SetInsertPoint(fast);
+            b.CreateMemCpy(dst, llvm::MaybeAlign(), src, llvm::MaybeAlign(), E.c64(k.NR * es));
+            b.CreateBr(join);
+            b.SetInsertPoint(slow);
+            llvm::Value* valid = b.CreateSub(E.c64(s.N), j0);  // 1 .. NR-1
+            E.loop_dyn(E.c64(k.NR), [&](llvm::Value* c) {
+              llvm::Value* ok = b.CreateICmpSLT(c, valid);
+              llvm::Value* cc = b.CreateSelect(ok, c, E.c64(0));
+              llvm::Value* v = b.CreateLoad(t, b.CreateGEP(t, src, cc));
+              b.CreateStore(b.CreateSelect(ok, v, llvm::ConstantFP::get(t, 0.0)), b.CreateGEP(t, dst, c));
+            }, LoopHint::plain);
+            b.CreateBr(join);
+            b.SetInsertPoint(join);
+          }, LoopHint::plain);
+        }, LoopHint::plain);
+        E.loop_step(0, s.M, k.MC, [&](llvm::Value* ic) {
+          llvm::Value* mc = smin(b.CreateSub(E.c64(s.M), ic), k.MC);
+          llvm::Value* ntiles = b.CreateUDiv(add(mc, E.c64(k.MR - 1)), E.c64(k.MR));
+          // Pack A: Ap[(tile * kc + p) * MR + r] = A[ic + tile*MR + r, pc + p], zero
+          // past row M (rows clamped to a valid one, then zeroed).
+          E.loop_dyn(ntiles, [&](llvm::Value* tl) {
+            std::vector<llvm::Value*> ok, src;
+            for (std::int64_t r = 0; r < k.MR; ++r) {
+              llvm::Value* i = add(add(ic, mul(tl, k.MR)), E.c64(r));
+              ok.push_back(b.CreateICmpSLT(i, E.c64(s.M)));
+              src.push_back(b.CreateInBoundsGEP(t, Ab, add(mul(b.CreateSelect(ok.back(), i, E.c64(0)), s.K), pc)));
+            }
+            llvm::Value* dst0 = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
+            E.loop_dyn(kc, [&](llvm::Value* p) {
+              for (std::int64_t r = 0; r < k.MR; ++r) {
+                llvm::Value* v = b.CreateLoad(t, b.CreateInBoundsGEP(t, src[static_cast<std::size_t>(r)], p));
+                v = b.CreateSelect(ok[static_cast<std::size_t>(r)], v, llvm::ConstantFP::get(t, 0.0));
+                b.CreateStore(v, b.CreateInBoundsGEP(t, dst0, add(mul(p, k.MR), E.c64(r))));
+              }
+            }, LoopHint::plain);
+          }, LoopHint::plain);
+          llvm::Value* first = b.CreateICmpEQ(pc, E.c64(0));
+          E.loop_dyn(nstrips, [&](llvm::Value* st) {
+            llvm::Value* cols = smin(b.CreateSub(nc, mul(st, k.NR)), k.NR);
+            llvm::Value* bstrip = b.CreateInBoundsGEP(t, Bp, mul(b.CreateMul(st, kc), k.NR));
+            E.loop_dyn(ntiles, [&](llvm::Value* tl) {
+              llvm::Value* rows = smin(b.CreateSub(mc, mul(tl, k.MR)), k.MR);
+              llvm::Value* atile = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
+              llvm::Value* row0 = add(ic, mul(tl, k.MR));
+              llvm::Value* col0 = add(jc, mul(st, k.NR));
+              llvm::Value* ctile = b.CreateInBoundsGEP(t, Cb, add(mul(row0, s.N), col0));
+              b.CreateCall(micro, {atile, bstrip, ctile, E.c64(s.N), kc, first, rows, cols});
+            }, LoopHint::plain);
+          }, LoopHint::plain);
+        }, LoopHint::plain);
+      }, LoopHint::plain);
+    }, LoopHint::plain);
+  }, LoopHint::plain);
+  E.release(Ap);
+  E.release(Bp);
+}
+
+inline void emit_matmul(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+  if (s.B == 0 || s.M == 0 || s.N == 0) return;
+  if (s.K == 0) {
+    E.loop(s.B * s.M * s.N, [&](llvm::Value* i) { E.store(C, d, i, E.number(d, 0)); });
+    return;
+  }
+  if (s.N == 1) return emit_matvec(E, d, s, A, Bm, C);
+  if (is_float(d) && s.M * s.N * s.K >= kBlockedFlops && s.N >= 8 && s.M >= 4)
+    return emit_blocked(E, d, s, A, Bm, C);
+  emit_ikj(E, d, s, A, Bm, C);
+}
+
+}  // namespace dyn::detail::llvmjit
+
+#endif  // DYNSTAGE_IMPLEMENTATION

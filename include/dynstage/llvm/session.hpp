@@ -1,0 +1,266 @@
+// dynstage: the LLVM process state — one ORC LLJIT per process, the host
+// TargetMachine (one per thread), the optimisation pipeline and the vector
+// math library. Part of the backend implementation: compiled only where
+// DYNSTAGE_IMPLEMENTATION is defined.
+//
+// Threading (TOOLCHAIN.md): the default LLJIT shares one TargetMachine and
+// crashes when two threads compile at once. Here every thread owns its
+// TargetMachine (thread_local, created on first use) and uses it both for the
+// optimisation pipeline and, through PerThreadCompiler, for code generation.
+// Each module has its own LLVMContext (ThreadSafeModule). Lookups are
+// thread-safe. Nothing in this file throws through LLVM frames: LLVM calls
+// us back only inside PerThreadCompiler, which reports failure as
+// llvm::Error; llvm::Errors become dyn::Errors in check()/take().
+#pragma once
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/IRCompileLayer.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/DynamicLibrary.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+
+#include "../errors.hpp"
+
+namespace dyn::detail::llvmjit {
+
+inline std::string error_text(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::logAllUnhandledErrors(std::move(e), os);
+  return os.str();
+}
+
+// The one boundary where llvm::Error becomes dyn::Error.
+inline void check(llvm::Error e, const char* what) {
+  if (e) internal_error(std::string("LLVM backend: ") + what + ": " + error_text(std::move(e)));
+}
+template <class T>
+T take(llvm::Expected<T> x, const char* what) {
+  if (!x) internal_error(std::string("LLVM backend: ") + what + ": " + error_text(x.takeError()));
+  return std::move(*x);
+}
+
+// ---------------------------------------------------------------------------
+// Host description.
+
+struct Host {
+  std::string triple, cpu, features;  // features: "+avx2,+avx512f,..."
+  bool avx2 = false, avx512 = false;
+  bool libmvec = false;               // glibc's libmvec loaded into the process
+  std::string id;                     // cpu + features: a cache key component
+};
+
+inline const Host& host() {
+  static const Host h = [] {
+    // Once per process: the native target, its asm printer/parser (ORC emits
+    // objects through MC) and libmvec, whose symbols the vectorised kernels
+    // call (lookup fails with "Symbols not found: _ZGVdN4v_sin" without it).
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    Host r;
+    r.triple = llvm::sys::getProcessTriple();
+    r.cpu = llvm::sys::getHostCPUName().str();
+    std::vector<std::string> feats;
+    for (const auto& f : llvm::sys::getHostCPUFeatures()) feats.push_back((f.second ? "+" : "-") + f.first().str());
+    std::sort(feats.begin(), feats.end());
+    for (const auto& f : feats) {
+      if (!r.features.empty()) r.features += ",";
+      r.features += f;
+      if (f == "+avx2") r.avx2 = true;
+      if (f == "+avx512f") r.avx512 = true;
+    }
+    std::string err;
+    r.libmvec = !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1", &err);
+    r.id = r.cpu + " " + r.features + (r.libmvec ? " libmvec" : "");
+    return r;
+  }();
+  return h;
+}
+
+// This thread's TargetMachine for the host (O3 code generation), created on
+// first use. Never throws: it is also called from inside LLVM (the compile
+// layer), where a C++ exception must not unwind.
+inline llvm::Expected<llvm::TargetMachine*> try_thread_target_machine() {
+  struct Slot {
+    std::unique_ptr<llvm::TargetMachine> tm;
+    std::string error;
+  };
+  thread_local Slot slot = [] {
+    Slot r;
+    const Host& h = host();
+    llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(h.triple)};
+    jtmb.setCPU(h.cpu);
+    std::vector<std::string> feats;
+    llvm::SmallVector<llvm::StringRef, 64> parts;
+    llvm::StringRef(h.features).split(parts, ',', -1, false);
+    for (auto p : parts) feats.push_back(p.str());
+    jtmb.addFeatures(feats);
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    auto tm = jtmb.createTargetMachine();
+    if (tm) r.tm = std::move(*tm);
+    else r.error = error_text(tm.takeError());
+    return r;
+  }();
+  if (!slot.tm) return llvm::createStringError(llvm::inconvertibleErrorCode(), "creating the host TargetMachine: " + slot.error);
+  return slot.tm.get();
+}
+
+inline llvm::TargetMachine& thread_target_machine() {
+  return *take(try_thread_target_machine(), "creating the host TargetMachine");
+}
+
+// Code generation with the calling thread's TargetMachine: concurrent
+// compiles never share one.
+class PerThreadCompiler : public llvm::orc::IRCompileLayer::IRCompiler {
+public:
+  explicit PerThreadCompiler(llvm::orc::IRSymbolMapper::ManglingOptions mo) : IRCompiler(std::move(mo)) {}
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> operator()(llvm::Module& m) override {
+    auto tm = try_thread_target_machine();
+    if (!tm) return tm.takeError();
+    llvm::orc::SimpleCompiler c(**tm);
+    return c(m);
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Vector math: glibc libmvec's variants, gated by the host's ISA. LLVM 19's
+// LIBMVEC-X86 table has only sin/cos/tan/exp/log/pow at 2 and 4 lanes (f64);
+// we also map log1p, tanh, atan2 and the AVX-512 8-lane (f64) / 16-lane (f32)
+// `_ZGVe` variants. VecDesc holds StringRefs: the names live in a static table.
+
+inline const std::vector<llvm::VecDesc>& vector_functions() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    const Host& h = host();
+    if (!h.libmvec) return n;
+    struct Fn {
+      const char* scalar;      // libm name (f64)
+      const char* intrinsic;   // llvm intrinsic base name, or nullptr
+      int arity;
+    };
+    static const Fn fns[] = {{"sin", "llvm.sin", 1},  {"cos", "llvm.cos", 1},   {"tan", nullptr, 1},
+                             {"exp", "llvm.exp", 1},  {"log", "llvm.log", 1},   {"log1p", nullptr, 1},
+                             {"tanh", nullptr, 1},    {"pow", "llvm.pow", 2},   {"atan2", nullptr, 2}};
+    struct Isa {
+      char letter;
+      int bits;
+      bool ok;
+    };
+    const Isa isas[] = {{'b', 128, true}, {'d', 256, h.avx2}, {'e', 512, h.avx512}};
+    for (const Fn& f : fns)
+      for (const Isa& isa : isas) {
+        if (!isa.ok) continue;
+        for (int f32 = 0; f32 < 2; ++f32) {
+          const int lanes = isa.bits / (f32 ? 32 : 64);
+          const std::string v = f.arity == 1 ? "v" : "vv";
+          const std::string sname = std::string(f.scalar) + (f32 ? "f" : "");
+          const std::string vname = std::string("_ZGV") + isa.letter + "N" + std::to_string(lanes) + v + "_" + sname;
+          const std::string prefix = "_ZGV_LLVM_N" + std::to_string(lanes) + v;
+          // Triples: scalar name, vector name, VABI prefix, lanes.
+          n.push_back(sname), n.push_back(vname), n.push_back(prefix), n.push_back(std::to_string(lanes));
+          if (f.intrinsic) {
+            n.push_back(std::string(f.intrinsic) + (f32 ? ".f32" : ".f64"));
+            n.push_back(vname), n.push_back(prefix), n.push_back(std::to_string(lanes));
+          }
+        }
+      }
+    return n;
+  }();
+  static const std::vector<llvm::VecDesc> descs = [] {
+    std::vector<llvm::VecDesc> d;
+    for (std::size_t i = 0; i + 3 < names.size(); i += 4)
+      d.emplace_back(names[i], names[i + 1], llvm::ElementCount::getFixed(std::stoul(names[i + 3])), false,
+                     names[i + 2]);
+    return d;
+  }();
+  return descs;
+}
+
+// ---------------------------------------------------------------------------
+// The optimisation pipeline: new pass manager, O3, host TargetMachine (so the
+// vectoriser sees the real vector width and costs) and the vector library.
+
+inline void optimise(llvm::Module& m) {
+  llvm::TargetMachine& tm = thread_target_machine();
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopUnrolling = true;
+  // Interleaving only where loop metadata asks for it (reductions): it
+  // doubles the code of elementwise loops for no measurable gain there and
+  // costs ~40% of the compile time of a small kernel.
+  pto.LoopInterleaving = false;
+  llvm::PassBuilder pb(&tm, pto);
+  llvm::TargetLibraryInfoImpl tlii{llvm::Triple(m.getTargetTriple())};
+  tlii.addVectorizableFunctions(vector_functions());
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+}
+
+// ---------------------------------------------------------------------------
+// The process's LLJIT: created on first use (thread-safe static init) and
+// deliberately never destroyed, so kernels held by static caches can still
+// free their code during program exit.
+
+class Session {
+public:
+  static Session& get() {
+    static Session* s = new Session();
+    return *s;
+  }
+  llvm::orc::LLJIT& jit() { return *jit_; }
+  std::string fresh_name() { return "dynstage_kernel_" + std::to_string(counter_.fetch_add(1)); }
+
+private:
+  Session() {
+    const Host& h = host();
+    llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(h.triple)};
+    jtmb.setCPU(h.cpu);
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    llvm::orc::LLJITBuilder b;
+    b.setJITTargetMachineBuilder(jtmb);
+    b.setCompileFunctionCreator([](llvm::orc::JITTargetMachineBuilder)
+                                    -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+      auto tm = try_thread_target_machine();
+      if (!tm) return tm.takeError();
+      return std::make_unique<PerThreadCompiler>(llvm::orc::irManglingOptionsFromTargetOptions((*tm)->Options));
+    });
+    jit_ = take(b.create(), "creating the ORC LLJIT");
+  }
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::atomic<unsigned long> counter_{0};
+};
+
+}  // namespace dyn::detail::llvmjit
+
+#endif  // DYNSTAGE_IMPLEMENTATION

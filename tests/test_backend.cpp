@@ -1,0 +1,788 @@
+// The LLVM backend below dyn::jit: hand-built jaxprs compiled with
+// detail::compile_kernel and compared with the eager interpreter
+// (detail::eval_jaxpr): exact for integers, bools and exactly rounded float
+// operations; within kTranscendentalUlps for libm/libmvec functions; within
+// a summation bound for reassociated reductions and FMA dot products.
+#include <dynstage/core.hpp>
+#include <dynstage/llvm/backend.hpp>
+#include <dynstage/llvm/fusion.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace dyn;
+using namespace dyn::detail;
+
+// glibc documents libm at < 1 ulp and libmvec at <= 4 ulp; measured: at most
+// 3 ulp (f64 and f32) for sin cos tan exp log log1p tanh pow atan2 over wide
+// ranges, 4 ulp for logistic (exp composed with a division).
+constexpr double kTranscendentalUlps = 4;
+
+Type ty(DType d, std::vector<std::int64_t> s) {
+  Type t{d, {}, false};
+  for (auto x : s) t.shape.push_back(JDim{x, -1});
+  return t;
+}
+
+// Builds a jaxpr equation by equation, typing outputs with abstract_eval.
+struct Builder {
+  Jaxpr j;
+  Atom in(DType d, std::vector<std::int64_t> s) {
+    int v = j.new_var(ty(d, std::move(s)));
+    j.invars.push_back(v);
+    return Atom::of_var(v);
+  }
+  Atom cst(DType d, std::vector<std::int64_t> s) {
+    int v = j.new_var(ty(d, std::move(s)));
+    j.constvars.push_back(v);
+    return Atom::of_var(v);
+  }
+  Aval aval(const Atom& a) {
+    const Type t = j.type_of(a);
+    Aval r{t.dtype, {}, a.is_var() ? t.weak : a.weak, std::nullopt};
+    for (auto& d : t.shape) r.shape.push_back(Dim(d.value));
+    if (!a.is_var() && is_integer(a.lit.dtype)) r.dim_value = Dim(a.lit.i);
+    return r;
+  }
+  Atom eq(Prim p, std::vector<Atom> ins, Params params = NoParams{}) {
+    std::vector<Aval> avals;
+    for (auto& a : ins) avals.push_back(aval(a));
+    auto outs = abstract_eval(p, avals, params);
+    Type t{outs[0].dtype, {}, outs[0].weak};
+    for (auto& d : outs[0].shape) t.shape.push_back(JDim{d.value(), -1});
+    int v = j.new_var(t);
+    j.eqns.push_back(Eqn{p, std::move(ins), {v}, std::move(params)});
+    return Atom::of_var(v);
+  }
+  void out(Atom a) { j.outvars.push_back(a); }
+};
+
+template <class T>
+Atom lit(T x) {
+  return Atom::literal(Scalar::of(x));
+}
+
+std::vector<AnyArray> run(const Kernel& k, const Jaxpr& j, const std::vector<AnyArray>& consts,
+                          const std::vector<AnyArray>& args) {
+  std::vector<const void*> in;
+  for (auto& a : consts) in.push_back(a.data());
+  for (auto& a : args) in.push_back(a.data());
+  std::vector<AnyArray> outs;
+  std::vector<void*> res;
+  for (auto& o : j.outvars) {
+    const Type& t = j.type_of(o);
+    std::vector<std::int64_t> s;
+    for (auto& d : t.shape) s.push_back(d.value);
+    outs.emplace_back(Storage::make(t.dtype, s, false));
+    res.push_back(outs.back().storage().data);
+  }
+  run_kernel(k, in.data(), res.data());
+  return outs;
+}
+
+std::vector<AnyArray> compile_and_run(const Jaxpr& j, const std::vector<AnyArray>& args,
+                                      const std::vector<AnyArray>& consts = {}) {
+  auto r = compile_kernel(j, false);
+  return run(*r.kernel, j, consts, args);
+}
+
+// Distance in units in the last place (0 for equal values and for two NaNs).
+template <class T>
+double ulp_distance(T a, T b) {
+  if (std::isnan(a) && std::isnan(b)) return 0;
+  if (a == b) return 0;
+  if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) return 1e300;
+  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
+  I ia, ib;
+  std::memcpy(&ia, &a, sizeof a);
+  std::memcpy(&ib, &b, sizeof b);
+  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
+  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
+  __int128 d = static_cast<__int128>(ia) - static_cast<__int128>(ib);
+  return static_cast<double>(d < 0 ? -d : d);
+}
+
+// Exact: equal bits, except that any NaN equals any NaN.
+bool same(const AnyArray& a, const AnyArray& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  return visit_dtype(a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* x = static_cast<const T*>(a.data());
+    const T* y = static_cast<const T*>(b.data());
+    for (std::int64_t i = 0; i < a.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(x[i]) && std::isnan(y[i])) continue;
+        if (std::memcmp(&x[i], &y[i], sizeof(T)) != 0) return false;
+      } else {
+        if (x[i] != y[i]) return false;
+      }
+    }
+    return true;
+  });
+}
+
+double max_ulps(const AnyArray& a, const AnyArray& b) {
+  REQUIRE(a.dtype() == b.dtype());
+  REQUIRE(a.shape() == b.shape());
+  double m = 0;
+  visit_dtype(a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* x = static_cast<const T*>(a.data());
+      const T* y = static_cast<const T*>(b.data());
+      for (std::int64_t i = 0; i < a.size(); ++i) m = std::max(m, ulp_distance(x[i], y[i]));
+    } else {
+      m = same(a, b) ? 0 : 1e300;
+    }
+  });
+  return m;
+}
+
+// |a - b| <= tol elementwise (floats), NaN matching NaN.
+bool within(const AnyArray& a, const AnyArray& b, double tol) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  return visit_dtype(a.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* x = static_cast<const T*>(a.data());
+    const T* y = static_cast<const T*>(b.data());
+    for (std::int64_t i = 0; i < a.size(); ++i) {
+      const double u = static_cast<double>(x[i]), v = static_cast<double>(y[i]);
+      if (std::isnan(u) && std::isnan(v)) continue;
+      if (u == v) continue;
+      if (!(std::fabs(u - v) <= tol)) return false;
+    }
+    return true;
+  });
+}
+
+// Deterministic test data. Floats mix ordinary values with the special ones
+// (NaN, +-inf, +-0, huge, tiny) every 16th element; integers include the
+// extremes.
+std::uint64_t lcg(std::uint64_t& s) {
+  s = s * 6364136223846793005ull + 1442695040888963407ull;
+  return s >> 11;
+}
+
+template <class T>
+Array<T> data(std::vector<std::int64_t> shape, std::uint64_t seed, double lo = -4, double hi = 4,
+              bool specials = true) {
+  Array<T> a(shape);
+  T* p = a.mutable_data();
+  std::uint64_t s = seed * 7919 + 17;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double u = static_cast<double>(lcg(s)) / 9007199254740992.0;
+    if constexpr (std::is_same_v<T, bool>) {
+      p[i] = u < 0.5;
+    } else if constexpr (std::is_integral_v<T>) {
+      const std::int64_t r = static_cast<std::int64_t>(lo + (hi - lo) * u);
+      p[i] = static_cast<T>(r);
+      if (specials && i % 16 == 5) p[i] = std::numeric_limits<T>::min();
+      if (specials && i % 16 == 6) p[i] = std::numeric_limits<T>::max();
+      if (specials && i % 16 == 7) p[i] = T(-1);
+    } else {
+      p[i] = static_cast<T>(lo + (hi - lo) * u);
+      if (specials && i % 16 == 15) {
+        const T sp[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), T(0), -T(0), T(1e30), T(-1e30), T(1e-30), T(0.5),
+                        T(-0.5), T(2.5), T(-2.5)};
+        p[i] = sp[(i / 16) % (sizeof sp / sizeof sp[0])];
+      }
+    }
+  }
+  return a;
+}
+
+AnyArray data_any(DType d, std::vector<std::int64_t> shape, std::uint64_t seed, double lo = -4, double hi = 4,
+                  bool specials = true) {
+  return visit_dtype(d, [&](auto t) -> AnyArray {
+    using T = decltype(t);
+    return data<T>(shape, seed, lo, hi, specials);
+  });
+}
+
+const DType kAll[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+const DType kNumeric[] = {DType::i32, DType::i64, DType::f32, DType::f64};
+const DType kFloat[] = {DType::f32, DType::f64};
+
+std::string name_of(Prim p, DType d) { return std::string(prim_name(p)) + " " + std::string(dtype_name(d)); }
+
+// One primitive on fresh inputs: compiled vs eager.
+double unary_ulps(Prim p, DType d, Params params = NoParams{}, double lo = -4, double hi = 4) {
+  Builder b;
+  Atom x = b.in(d, {37, 5});
+  b.out(b.eq(p, {x}, params));
+  std::vector<AnyArray> args{data_any(d, {37, 5}, 1, lo, hi)};
+  return max_ulps(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Elementwise primitives, every dtype they accept.
+
+TEST_CASE("backend: exact unary primitives") {
+  for (DType d : kNumeric) {
+    for (Prim p : {Prim::neg, Prim::abs, Prim::sign}) {
+      CAPTURE(name_of(p, d));
+      CHECK(unary_ulps(p, d) == 0);
+    }
+  }
+  for (DType d : kFloat) {
+    for (Prim p : {Prim::floor, Prim::ceil, Prim::sqrt, Prim::rsqrt}) {
+      CAPTURE(name_of(p, d));
+      CHECK(unary_ulps(p, d) == 0);
+    }
+    CHECK(unary_ulps(Prim::round, d, RoundParams{0}) == 0);
+    CHECK(unary_ulps(Prim::round, d, RoundParams{1}) == 0);
+  }
+  for (DType d : {DType::bool_, DType::i32, DType::i64}) {
+    CAPTURE(name_of(Prim::not_, d));
+    CHECK(unary_ulps(Prim::not_, d) == 0);
+  }
+}
+
+TEST_CASE("backend: transcendental unary primitives within the ulp bound") {
+  struct Case {
+    Prim p;
+    double lo, hi;
+  };
+  const Case cases[] = {{Prim::exp, -30, 30}, {Prim::log, 0, 100},      {Prim::log1p, -1, 10},
+                        {Prim::sin, -50, 50}, {Prim::cos, -50, 50},     {Prim::tan, -1.5, 1.5},
+                        {Prim::tanh, -8, 8},  {Prim::logistic, -20, 20}};
+  for (DType d : kFloat)
+    for (const Case& c : cases) {
+      CAPTURE(name_of(c.p, d));
+      CHECK(unary_ulps(c.p, d, NoParams{}, c.lo, c.hi) <= kTranscendentalUlps);
+    }
+}
+
+TEST_CASE("backend: binary primitives") {
+  for (DType d : kNumeric) {
+    for (Prim p : {Prim::add, Prim::sub, Prim::mul, Prim::max, Prim::min, Prim::div, Prim::rem, Prim::pow}) {
+      CAPTURE(name_of(p, d));
+      Builder b;
+      Atom x = b.in(d, {9, 31}), y = b.in(d, {9, 31});
+      b.out(b.eq(p, {x, y}));
+      const bool is_int = is_integer(d);
+      // Integer divisors and exponents avoid zero / negative powers of zero
+      // (those raise errors, tested below); pow exponents stay small.
+      AnyArray xa = data_any(d, {9, 31}, 2, p == Prim::pow && !is_int ? 0 : -50, 50, !(p == Prim::pow && !is_int));
+      AnyArray ya = data_any(d, {9, 31}, 3, p == Prim::pow ? 0 : 1, p == Prim::pow ? 7 : 20, p != Prim::pow);
+      if (is_int && (p == Prim::div || p == Prim::rem)) {
+        // Keep the INT_MIN / -1 cases, but no zero divisors.
+        visit_dtype(d, [&](auto t) {
+          using T = decltype(t);
+          if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+            T* q = const_cast<T*>(static_cast<const T*>(ya.data()));
+            for (std::int64_t i = 0; i < ya.size(); ++i) {
+              if (q[i] == 0) q[i] = 3;
+              if (i % 16 == 5) q[i] = -1;
+            }
+          }
+        });
+      }
+      std::vector<AnyArray> args{xa, ya};
+      const double bound = (p == Prim::pow && !is_int) ? kTranscendentalUlps : 0;
+      CHECK(max_ulps(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]) <= bound);
+    }
+  }
+  for (DType d : kFloat) {
+    Builder b;
+    Atom x = b.in(d, {64}), y = b.in(d, {64});
+    b.out(b.eq(Prim::atan2, {x, y}));
+    std::vector<AnyArray> args{data_any(d, {64}, 4), data_any(d, {64}, 5)};
+    CHECK(max_ulps(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]) <= kTranscendentalUlps);
+  }
+  for (DType d : {DType::bool_, DType::i32, DType::i64})
+    for (Prim p : {Prim::and_, Prim::or_}) {
+      CAPTURE(name_of(p, d));
+      Builder b;
+      Atom x = b.in(d, {50}), y = b.in(d, {50});
+      b.out(b.eq(p, {x, y}));
+      std::vector<AnyArray> args{data_any(d, {50}, 6, -1000, 1000), data_any(d, {50}, 7, -1000, 1000)};
+      CHECK(same(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]));
+    }
+}
+
+TEST_CASE("backend: NaN-propagating max/min and signed zeros match eager exactly") {
+  for (DType d : kFloat) {
+    Builder b;
+    Atom x = b.in(d, {6}), y = b.in(d, {6});
+    b.out(b.eq(Prim::max, {x, y}));
+    b.out(b.eq(Prim::min, {x, y}));
+    const double nan = std::nan("");
+    AnyArray xa = visit_dtype(d, [&](auto t) -> AnyArray {
+      using T = decltype(t);
+      if constexpr (std::is_floating_point_v<T>) return Array<T>({6}, {T(nan), T(1), T(0.0), T(-0.0), T(2), T(nan)});
+      else return {};
+    });
+    AnyArray ya = visit_dtype(d, [&](auto t) -> AnyArray {
+      using T = decltype(t);
+      if constexpr (std::is_floating_point_v<T>) return Array<T>({6}, {T(1), T(nan), T(-0.0), T(0.0), T(2), T(nan)});
+      else return {};
+    });
+    auto got = compile_and_run(b.j, {xa, ya});
+    auto ref = eval_jaxpr(b.j, {}, {xa, ya});
+    CHECK(same(got[0], ref[0]));
+    CHECK(same(got[1], ref[1]));
+  }
+}
+
+TEST_CASE("backend: comparisons, every dtype") {
+  for (DType d : kAll)
+    for (Prim p : {Prim::eq, Prim::ne, Prim::lt, Prim::le, Prim::gt, Prim::ge}) {
+      CAPTURE(name_of(p, d));
+      Builder b;
+      Atom x = b.in(d, {200}), y = b.in(d, {200});
+      b.out(b.eq(p, {x, y}));
+      // Few distinct values, so equality happens.
+      std::vector<AnyArray> args{data_any(d, {200}, 8, -2, 2), data_any(d, {200}, 9, -2, 2)};
+      CHECK(same(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]));
+    }
+}
+
+TEST_CASE("backend: rank-0 operands and literals broadcast in binary primitives") {
+  Builder b;
+  Atom x = b.in(DType::f64, {4, 3}), s = b.in(DType::f64, {});
+  Atom y = b.eq(Prim::mul, {x, s});
+  Atom z = b.eq(Prim::sub, {lit(10.0), y});
+  b.out(b.eq(Prim::div, {z, lit(4.0)}));
+  std::vector<AnyArray> args{data<double>({4, 3}, 10), Array<double>::scalar(1.5)};
+  CHECK(same(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]));
+}
+
+TEST_CASE("backend: select_n with an array and with a scalar predicate") {
+  for (DType d : kAll) {
+    CAPTURE(dtype_name(d));
+    Builder b;
+    Atom p = b.in(DType::bool_, {40}), q = b.in(DType::bool_, {});
+    Atom x = b.in(d, {40}), y = b.in(d, {40});
+    b.out(b.eq(Prim::select_n, {p, x, y}));
+    b.out(b.eq(Prim::select_n, {q, x, y}));
+    for (bool qv : {false, true}) {
+      std::vector<AnyArray> args{data<bool>({40}, 11), Array<bool>::scalar(qv), data_any(d, {40}, 12),
+                                 data_any(d, {40}, 13)};
+      auto got = compile_and_run(b.j, args);
+      auto ref = eval_jaxpr(b.j, {}, args);
+      CHECK(same(got[0], ref[0]));
+      CHECK(same(got[1], ref[1]));
+    }
+  }
+}
+
+TEST_CASE("backend: convert_element_type between every pair of dtypes (saturating, NaN -> 0)") {
+  for (DType from : kAll)
+    for (DType to : kAll) {
+      CAPTURE(std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to)));
+      Builder b;
+      Atom x = b.in(from, {160});
+      b.out(b.eq(Prim::convert_element_type, {x}, ConvertParams{to, false}));
+      // Values beyond the i32 and i64 ranges, fractions, and the specials.
+      std::vector<AnyArray> args{data_any(from, {160}, 14, -1e20, 1e20)};
+      std::vector<AnyArray> args2{data_any(from, {160}, 15, -3e9, 3e9)};
+      std::vector<AnyArray> args3{data_any(from, {160}, 16, -3.5, 3.5)};
+      for (auto* a : {&args, &args2, &args3}) CHECK(same(compile_and_run(b.j, *a)[0], eval_jaxpr(b.j, {}, *a)[0]));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Integer faults.
+
+TEST_CASE("backend: integer division by zero raises ArithmeticError; INT_MIN / -1 does not trap") {
+  for (DType d : {DType::i32, DType::i64}) {
+    Builder b;
+    Atom x = b.in(d, {4}), y = b.in(d, {4});
+    b.out(b.eq(Prim::div, {x, y}));
+    b.out(b.eq(Prim::rem, {x, y}));
+    auto k = compile_kernel(b.j, false);
+    AnyArray xs = visit_dtype(d, [&](auto t) -> AnyArray {
+      using T = decltype(t);
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+        return Array<T>({4}, {std::numeric_limits<T>::min(), T(7), T(-7), T(5)});
+      else return {};
+    });
+    AnyArray ok = visit_dtype(d, [&](auto t) -> AnyArray {
+      using T = decltype(t);
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return Array<T>({4}, {T(-1), T(-2), T(2), T(-1)});
+      else return {};
+    });
+    AnyArray zero = visit_dtype(d, [&](auto t) -> AnyArray {
+      using T = decltype(t);
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return Array<T>({4}, {T(1), T(0), T(2), T(3)});
+      else return {};
+    });
+    auto got = run(*k.kernel, b.j, {}, {xs, ok});
+    auto ref = eval_jaxpr(b.j, {}, {xs, ok});
+    CHECK(same(got[0], ref[0]));
+    CHECK(same(got[1], ref[1]));
+    CHECK_THROWS_WITH_AS(run(*k.kernel, b.j, {}, {xs, zero}), "div: integer division by zero", ArithmeticError);
+    // The kernel stays usable.
+    CHECK(same(run(*k.kernel, b.j, {}, {xs, ok})[0], ref[0]));
+  }
+  Builder b;
+  Atom x = b.in(DType::i32, {2}), y = b.in(DType::i32, {2});
+  b.out(b.eq(Prim::rem, {x, y}));
+  auto k = compile_kernel(b.j, false);
+  CHECK_THROWS_WITH_AS(run(*k.kernel, b.j, {}, {Array<std::int32_t>({2}, {1, 2}), Array<std::int32_t>({2}, {1, 0})}),
+                       "rem: integer division by zero", ArithmeticError);
+}
+
+TEST_CASE("backend: integer pow with negative exponents, and zero to a negative power") {
+  Builder b;
+  Atom x = b.in(DType::i64, {8}), y = b.in(DType::i64, {8});
+  b.out(b.eq(Prim::pow, {x, y}));
+  auto k = compile_kernel(b.j, false);
+  std::vector<AnyArray> args{Array<std::int64_t>({8}, {1, -1, -1, 2, -3, 3, 0, 7}),
+                             Array<std::int64_t>({8}, {-5, -3, -4, -1, 3, 40, 0, 63})};
+  CHECK(same(run(*k.kernel, b.j, {}, args)[0], eval_jaxpr(b.j, {}, args)[0]));
+  std::vector<AnyArray> bad{Array<std::int64_t>({8}, {1, 1, 1, 1, 1, 1, 0, 1}),
+                            Array<std::int64_t>({8}, {1, 1, 1, 1, 1, 1, -2, 1})};
+  CHECK_THROWS_WITH_AS(run(*k.kernel, b.j, {}, bad), "pow: integer zero raised to a negative power", ArithmeticError);
+}
+
+// ---------------------------------------------------------------------------
+// Index remaps, fused into their consumers.
+
+TEST_CASE("backend: broadcast_in_dim, transpose, reshape, squeeze, slice fused into one nest") {
+  for (DType d : kAll) {
+    CAPTURE(dtype_name(d));
+    Builder b;
+    Atom x = b.in(d, {3, 1, 5}), y = b.in(d, {4});
+    Atom xb = b.eq(Prim::broadcast_in_dim, {x}, BroadcastInDimParams{{4, 3, 6, 5}, {1, 2, 3}});  // (4,3,6,5)
+    Atom yb = b.eq(Prim::broadcast_in_dim, {y}, BroadcastInDimParams{{4, 3, 6, 5}, {0}});
+    Atom s = d == DType::bool_ ? b.eq(Prim::or_, {xb, yb}) : b.eq(Prim::max, {xb, yb});
+    Atom t = b.eq(Prim::transpose, {s}, TransposeParams{{2, 0, 3, 1}});                // (6,4,5,3)
+    Atom r = b.eq(Prim::reshape, {t}, ReshapeParams{{24, 15}});
+    Atom sl = b.eq(Prim::slice, {r}, SliceParams{{1, 2}, {23, 15}, {3, 4}});            // (8,4)
+    Atom sq = b.eq(Prim::squeeze, {x}, SqueezeParams{{1}});                            // (3,5)
+    b.out(sl);
+    b.out(sq);
+    b.out(t);
+    std::vector<AnyArray> args{data_any(d, {3, 1, 5}, 20), data_any(d, {4}, 21)};
+    auto got = compile_and_run(b.j, args);
+    auto ref = eval_jaxpr(b.j, {}, args);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(same(got[i], ref[i]));
+  }
+}
+
+TEST_CASE("backend: iota of every numeric dtype, fused with arithmetic") {
+  for (DType d : kNumeric) {
+    CAPTURE(dtype_name(d));
+    Builder b;
+    Atom x = b.in(d, {3, 4});
+    Atom i0 = b.eq(Prim::iota, {}, IotaParams{d, {3, 4}, 0});
+    Atom i1 = b.eq(Prim::iota, {}, IotaParams{d, {3, 4}, 1});
+    b.out(b.eq(Prim::add, {b.eq(Prim::mul, {i0, x}), i1}));
+    std::vector<AnyArray> args{data_any(d, {3, 4}, 22, -3, 3, false)};
+    CHECK(same(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]));
+  }
+}
+
+TEST_CASE("backend: dynamic_slice clamps its start indices (i32 and i64 starts)") {
+  Builder b;
+  Atom x = b.in(DType::f32, {6, 7});
+  Atom i = b.in(DType::i32, {}), j = b.in(DType::i64, {});
+  Atom s = b.eq(Prim::dynamic_slice, {x, i, j}, DynamicSliceParams{{2, 3}});
+  b.out(b.eq(Prim::mul, {s, lit(2.0f)}));
+  auto k = compile_kernel(b.j, false);
+  for (auto [iv, jv] : std::vector<std::pair<int, long>>{{0, 0}, {1, 2}, {4, 4}, {5, 9}, {-3, -1}, {100, 3}}) {
+    CAPTURE(iv);
+    CAPTURE(jv);
+    std::vector<AnyArray> args{data<float>({6, 7}, 23), Array<std::int32_t>::scalar(iv),
+                               Array<std::int64_t>::scalar(jv)};
+    CHECK(same(run(*k.kernel, b.j, {}, args)[0], eval_jaxpr(b.j, {}, args)[0]));
+  }
+}
+
+TEST_CASE("backend: dynamic_update_slice and concatenate") {
+  Builder b;
+  Atom x = b.in(DType::i64, {5, 6}), u = b.in(DType::i64, {2, 3}), i = b.in(DType::i32, {}), j = b.in(DType::i32, {});
+  Atom xp = b.eq(Prim::add, {x, lit(std::int64_t{1})});
+  b.out(b.eq(Prim::dynamic_update_slice, {xp, b.eq(Prim::neg, {u}), i, j}));
+  Atom c0 = b.eq(Prim::concatenate, {x, xp, x}, ConcatenateParams{0});  // (15,6)
+  Atom ut = b.eq(Prim::transpose, {u}, TransposeParams{{1, 0}});        // (3,2)
+  Atom c1 = b.eq(Prim::concatenate, {b.eq(Prim::slice, {x}, SliceParams{{0, 0}, {3, 6}, {}}), ut},
+                 ConcatenateParams{1});  // (3,8)
+  b.out(c0);
+  b.out(c1);
+  auto k = compile_kernel(b.j, false);
+  for (auto [iv, jv] : std::vector<std::pair<int, int>>{{0, 0}, {3, 3}, {4, 5}, {-1, 9}}) {
+    std::vector<AnyArray> args{data<std::int64_t>({5, 6}, 24, -9, 9), data<std::int64_t>({2, 3}, 25, -9, 9),
+                               Array<std::int32_t>::scalar(iv), Array<std::int32_t>::scalar(jv)};
+    auto got = run(*k.kernel, b.j, {}, args);
+    auto ref = eval_jaxpr(b.j, {}, args);
+    for (std::size_t n = 0; n < 3; ++n) CHECK(same(got[n], ref[n]));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reductions.
+
+TEST_CASE("backend: reductions over every axis set, every dtype") {
+  const std::vector<std::vector<std::int64_t>> axis_sets = {{}, {0}, {1}, {2}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
+  for (DType d : kAll)
+    for (Prim p : {Prim::reduce_sum, Prim::reduce_prod, Prim::reduce_max, Prim::reduce_min}) {
+      if (d == DType::bool_ && (p == Prim::reduce_sum || p == Prim::reduce_prod)) continue;
+      for (const auto& axes : axis_sets) {
+        CAPTURE(name_of(p, d));
+        CAPTURE(axes.size());
+        Builder b;
+        Atom x = b.in(d, {6, 5, 33});
+        // Fused operand: reductions read their input expression in place.
+        Atom y = d == DType::bool_ ? b.eq(Prim::not_, {x}) : b.eq(Prim::mul, {x, x});
+        if (p == Prim::reduce_prod && is_float(d)) y = b.eq(Prim::mul, {x, d == DType::f32 ? lit(1.0f) : lit(1.0)});
+        b.out(b.eq(p, {y}, ReduceParams{axes}));
+        const bool prod = p == Prim::reduce_prod;
+        std::vector<AnyArray> args{data_any(d, {6, 5, 33}, 30, prod ? 0.5 : -3, prod ? 1.5 : 3, false)};
+        auto got = compile_and_run(b.j, args)[0];
+        auto ref = eval_jaxpr(b.j, {}, args)[0];
+        if (is_float(d) && (p == Prim::reduce_sum || prod)) {
+          // Reassociated: |error| <= n * eps * sum|terms| (bounded crudely by the count).
+          const double eps = d == DType::f32 ? 1.2e-7 : 2.3e-16;
+          CHECK(within(got, ref, 6 * 5 * 33 * eps * 9 * 6 * 5 * 33 / 10));
+          CHECK(max_ulps(got, ref) <= (d == DType::f32 ? 64 : 64));
+        } else {
+          CHECK(same(got, ref));
+        }
+      }
+    }
+}
+
+TEST_CASE("backend: float reductions propagate NaN and handle empty operands") {
+  Builder b;
+  Atom x = b.in(DType::f64, {4, 100});
+  b.out(b.eq(Prim::reduce_max, {x}, ReduceParams{{1}}));
+  b.out(b.eq(Prim::reduce_min, {x}, ReduceParams{{0}}));
+  b.out(b.eq(Prim::reduce_sum, {x}, ReduceParams{{1}}));
+  Array<double> a = data<double>({4, 100}, 31, -1, 1, false);
+  a.mutable_data()[150] = std::nan("");
+  auto got = compile_and_run(b.j, {a});
+  auto ref = eval_jaxpr(b.j, {}, {a});
+  CHECK(same(got[0], ref[0]));
+  CHECK(same(got[1], ref[1]));
+  CHECK(std::isnan(got[2].get<double>()(1)));
+  CHECK(within(got[2], ref[2], 1e-13));
+
+  Builder e;
+  Atom z = e.in(DType::f32, {3, 0});
+  e.out(e.eq(Prim::reduce_sum, {z}, ReduceParams{{1}}));
+  e.out(e.eq(Prim::reduce_max, {z}, ReduceParams{{1}}));
+  auto ge = compile_and_run(e.j, {Array<float>({3, 0})});
+  CHECK(same(ge[0], eval_jaxpr(e.j, {}, {Array<float>({3, 0})})[0]));
+  CHECK(same(ge[1], eval_jaxpr(e.j, {}, {Array<float>({3, 0})})[1]));
+}
+
+TEST_CASE("backend: a large float sum stays within the reassociation bound") {
+  Builder b;
+  Atom x = b.in(DType::f32, {100000});
+  b.out(b.eq(Prim::reduce_sum, {b.eq(Prim::mul, {x, x})}, ReduceParams{{0}}));
+  std::vector<AnyArray> args{data<float>({100000}, 32, -1, 1, false)};
+  const float got = compile_and_run(b.j, args)[0].get<float>()(), ref = eval_jaxpr(b.j, {}, args)[0].get<float>()();
+  double exact = 0;
+  for (float v : args[0].get<float>()) exact += double(v) * double(v);
+  // Vectorised partial sums are at least as accurate as the eager left-to-right sum here.
+  CHECK(std::fabs(got - exact) <= std::fabs(ref - exact) * 1.5 + 1e-3);
+  CHECK(std::fabs(got - exact) / exact < 1e-4);
+}
+
+// ---------------------------------------------------------------------------
+// dot_general.
+
+TEST_CASE("backend: dot_general shapes: matmul (blocked and i-k-j), matvec, batched, transposed") {
+  struct Case {
+    std::vector<std::int64_t> ls, rs;
+    DotGeneralParams p;
+  };
+  const Case cases[] = {
+      {{67, 45}, {45, 83}, {{1}, {0}, {}, {}}},            // blocked, ragged edges
+      {{128, 130}, {130, 129}, {{1}, {0}, {}, {}}},        // several KC blocks
+      {{5, 7}, {7, 3}, {{1}, {0}, {}, {}}},                // small: i-k-j
+      {{40, 30}, {30}, {{1}, {0}, {}, {}}},                // matvec
+      {{300}, {300}, {{0}, {0}, {}, {}}},                  // dot product
+      {{3, 20, 9}, {3, 9, 11}, {{2}, {1}, {0}, {0}}},      // batched
+      {{33, 40}, {50, 40}, {{1}, {1}, {}, {}}},            // A @ B.T
+      {{9, 4, 6}, {6, 5, 9}, {{0, 2}, {2, 0}, {}, {}}},    // two contracting dims
+      {{2, 3, 4}, {4, 3, 2}, {{1}, {1}, {0}, {2}}},        // batch dims not leading
+      {{3}, {4}, {{}, {}, {}, {}}},                        // outer product (K = 1)
+      {{}, {}, {{}, {}, {}, {}}},                          // scalars
+      {{0, 5}, {5, 3}, {{1}, {0}, {}, {}}},                // empty M
+      {{4, 0}, {0, 3}, {{1}, {0}, {}, {}}},                // empty K: zeros
+  };
+  for (DType d : kNumeric)
+    for (const Case& c : cases) {
+      CAPTURE(dtype_name(d));
+      CAPTURE(c.ls.size());
+      Builder b;
+      Atom x = b.in(d, c.ls), y = b.in(d, c.rs);
+      b.out(b.eq(Prim::dot_general, {x, y}, c.p));
+      std::vector<AnyArray> args{data_any(d, c.ls, 40, -3, 3, false), data_any(d, c.rs, 41, -3, 3, false)};
+      auto got = compile_and_run(b.j, args)[0];
+      auto ref = eval_jaxpr(b.j, {}, args)[0];
+      if (is_float(d)) {
+        // FMA rounding (and reassociation for N == 1): K terms of magnitude <= 9.
+        std::int64_t K = 1;
+        for (auto a : c.p.lhs_contracting) K *= c.ls[static_cast<std::size_t>(a)];
+        const double eps = d == DType::f32 ? 1.2e-7 : 2.3e-16;
+        CHECK(within(got, ref, 2 * static_cast<double>(K) * 9 * eps * static_cast<double>(K)));
+      } else {
+        CHECK(same(got, ref));
+      }
+    }
+}
+
+TEST_CASE("backend: dot_general with fused operands and a fused consumer") {
+  Builder b;
+  Atom x = b.in(DType::f64, {64, 48}), y = b.in(DType::f64, {64, 48});
+  Atom xs = b.eq(Prim::sin, {x});
+  Atom yt = b.eq(Prim::transpose, {b.eq(Prim::add, {y, lit(1.0)})}, TransposeParams{{1, 0}});  // (48,64)
+  Atom m = b.eq(Prim::dot_general, {xs, yt}, DotGeneralParams{{1}, {0}, {}, {}});          // (64,64)
+  b.out(b.eq(Prim::tanh, {m}));
+  std::vector<AnyArray> args{data<double>({64, 48}, 42, -1, 1, false), data<double>({64, 48}, 43, -1, 1, false)};
+  CHECK(within(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0], 1e-13));
+}
+
+// ---------------------------------------------------------------------------
+// Kernel interface: constants, results that are inputs / literals / repeated,
+// rank 0, temporaries on the heap.
+
+TEST_CASE("backend: constvars come first; outputs may be inputs, literals or repeated") {
+  Builder b;
+  Atom c = b.cst(DType::f64, {3});
+  Atom x = b.in(DType::f64, {3});
+  Atom y = b.eq(Prim::add, {x, c});
+  b.out(y);
+  b.out(x);
+  b.out(lit(std::int32_t{7}));
+  b.out(y);
+  b.out(c);
+  auto r = compile_kernel(b.j, false);
+  Array<double> cv({3}, {10, 20, 30}), xv({3}, {1, 2, 3});
+  auto got = run(*r.kernel, b.j, {cv}, {xv});
+  auto ref = eval_jaxpr(b.j, {cv}, {xv});
+  REQUIRE(got.size() == 5);
+  for (std::size_t i = 0; i < 5; ++i) CHECK(same(got[i], ref[i]));
+  CHECK(got[2].get<std::int32_t>()() == 7);
+}
+
+TEST_CASE("backend: an all-scalar kernel") {
+  Builder b;
+  Atom x = b.in(DType::f32, {}), y = b.in(DType::i32, {});
+  Atom z = b.eq(Prim::add, {b.eq(Prim::convert_element_type, {y}, ConvertParams{DType::f32, false}), x});
+  b.out(b.eq(Prim::sqrt, {z}));
+  std::vector<AnyArray> args{Array<float>::scalar(2.25f), Array<std::int32_t>::scalar(4)};
+  CHECK(compile_and_run(b.j, args)[0].get<float>()() == 2.5f);
+}
+
+TEST_CASE("backend: fusion plan materialises expensive shared values and nothing else") {
+  Builder b;
+  Atom x = b.in(DType::f64, {500}), y = b.in(DType::f64, {500});
+  Atom cheap = b.eq(Prim::add, {x, y});                    // used twice: recomputed
+  Atom s = b.eq(Prim::exp, {x});                           // used by two nests: materialised
+  Atom sb = b.eq(Prim::broadcast_in_dim, {s}, BroadcastInDimParams{{7, 500}, {1}});  // expanding
+  Atom t = b.eq(Prim::mul, {b.eq(Prim::sin, {y}), cheap}); // single use: fused
+  b.out(b.eq(Prim::reduce_sum, {b.eq(Prim::mul, {s, cheap})}, ReduceParams{{0}}));
+  b.out(b.eq(Prim::add, {sb, sb}));
+  b.out(b.eq(Prim::add, {t, cheap}));
+  const FusionPlan plan = plan_fusion(b.j);
+  CHECK_FALSE(plan.materialised[static_cast<std::size_t>(cheap.var)]);
+  CHECK(plan.materialised[static_cast<std::size_t>(s.var)]);
+  CHECK(plan.why[static_cast<std::size_t>(s.var)].rfind("expensive", 0) == 0);
+  CHECK_FALSE(plan.materialised[static_cast<std::size_t>(sb.var)]);
+  CHECK_FALSE(plan.materialised[static_cast<std::size_t>(t.var)]);
+  std::vector<AnyArray> args{data<double>({500}, 50, -1, 1, false), data<double>({500}, 51, -1, 1, false)};
+  auto got = compile_and_run(b.j, args);
+  auto ref = eval_jaxpr(b.j, {}, args);
+  CHECK(within(got[0], ref[0], 1e-12));
+  CHECK(max_ulps(got[1], ref[1]) <= kTranscendentalUlps);
+  CHECK(max_ulps(got[2], ref[2]) <= 2 * kTranscendentalUlps);
+}
+
+TEST_CASE("backend: a deep chain with shared subexpressions compiles (memoised emission)") {
+  Builder b;
+  Atom x = b.in(DType::f64, {16});
+  Atom v = x;
+  for (int i = 0; i < 40; ++i) v = b.eq(Prim::mul, {b.eq(Prim::add, {v, v}), lit(0.5)});  // 2^40 paths if not memoised
+  b.out(b.eq(Prim::add, {v, lit(1.0)}));  // v stays fused, in both nests
+  b.out(b.eq(Prim::reduce_max, {b.eq(Prim::transpose, {v}, TransposeParams{{0}})}, ReduceParams{{0}}));
+  std::vector<AnyArray> args{data<double>({16}, 52)};
+  auto got = compile_and_run(b.j, args);
+  auto ref = eval_jaxpr(b.j, {}, args);
+  CHECK(same(got[0], ref[0]));
+  CHECK(same(got[1], ref[1]));
+}
+
+TEST_CASE("backend: heap temporaries (expensive values broadcast into a large nest)") {
+  Builder b;
+  Atom x = b.in(DType::f32, {3000}), y = b.in(DType::f32, {4, 3000});
+  Atom s = b.eq(Prim::log1p, {b.eq(Prim::abs, {x})});  // 12 KB: a heap temporary
+  Atom sb = b.eq(Prim::broadcast_in_dim, {s}, BroadcastInDimParams{{4, 3000}, {1}});
+  b.out(b.eq(Prim::mul, {sb, y}));
+  const FusionPlan plan = plan_fusion(b.j);
+  CHECK(plan.materialised[static_cast<std::size_t>(s.var)]);
+  std::vector<AnyArray> args{data<float>({3000}, 53), data<float>({4, 3000}, 54)};
+  CHECK(max_ulps(compile_and_run(b.j, args)[0], eval_jaxpr(b.j, {}, args)[0]) <= kTranscendentalUlps + 1);
+}
+
+// ---------------------------------------------------------------------------
+// Host specialisation, IR, lifetime, threads.
+
+TEST_CASE("backend: the optimised IR is vectorised and calls libmvec for sin") {
+  Builder b;
+  Atom x = b.in(DType::f64, {1000}), y = b.in(DType::f64, {1000});
+  b.out(b.eq(Prim::add, {b.eq(Prim::mul, {b.eq(Prim::sin, {x}), lit(2.0)}), b.eq(Prim::mul, {x, y})}));
+  auto r = compile_kernel(b.j, true);
+  CHECK(r.llvm_ir.find("define") != std::string::npos);
+  CHECK(r.llvm_ir.find("x double>") != std::string::npos);  // vector code
+  const bool libmvec = host_target_id().find("libmvec") != std::string::npos;
+  if (libmvec) CHECK(r.llvm_ir.find("@_ZGV") != std::string::npos);
+  if (host_target_id().find("+avx512f") != std::string::npos && libmvec)
+    CHECK(r.llvm_ir.find("_ZGVeN8v_sin") != std::string::npos);
+  CHECK(r.seconds > 0);
+  CHECK(compile_kernel(b.j, false).llvm_ir.empty());
+}
+
+TEST_CASE("backend: static shapes only") {
+  Jaxpr j;
+  const int n = j.new_var(ty(DType::i64, {}));
+  Type t{DType::f64, {JDim::of_var(n)}, false};
+  const int x = j.new_var(t);
+  j.invars = {n, x};
+  j.outvars = {Atom::of_var(x)};
+  CHECK_THROWS_AS(compile_kernel(j, false), TypeError);
+}
+
+TEST_CASE("backend: kernels free their code; compiles run concurrently") {
+  for (int i = 0; i < 20; ++i) {
+    Builder b;
+    Atom x = b.in(DType::i32, {8});
+    b.out(b.eq(Prim::add, {x, lit(std::int32_t{i})}));
+    auto r = compile_kernel(b.j, false);
+    CHECK(run(*r.kernel, b.j, {}, {data<std::int32_t>({8}, 60, 0, 10, false)})[0].get<std::int32_t>()(0) >= i);
+  }  // each kernel's ResourceTracker is removed here
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; ++rep) {
+        Builder b;
+        Atom x = b.in(DType::f64, {100 + t}), y = b.in(DType::f64, {100 + t});
+        b.out(b.eq(Prim::reduce_sum, {b.eq(Prim::mul, {b.eq(Prim::exp, {x}), y})}, ReduceParams{{0}}));
+        b.out(b.eq(Prim::dot_general, {x, y}, DotGeneralParams{{0}, {0}, {}, {}}));
+        auto r = compile_kernel(b.j, false);
+        std::vector<AnyArray> args{data<double>({100 + t}, 61, -1, 1, false), data<double>({100 + t}, 62, -1, 1, false)};
+        auto got = run(*r.kernel, b.j, {}, args);
+        auto ref = eval_jaxpr(b.j, {}, args);
+        ok[static_cast<std::size_t>(t)] += within(got[0], ref[0], 1e-12) && within(got[1], ref[1], 1e-12);
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) CHECK(ok[static_cast<std::size_t>(t)] == 3);
+}
