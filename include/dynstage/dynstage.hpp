@@ -1,4 +1,14 @@
 // dynstage: everything, the LLVM backend (dyn::jit) included.
+//
+// The backend's LLVM-heavy definitions are compiled once per program: Meson
+// users get them from dependency('dynstage') (src/backend.cpp); without
+// Meson, exactly one translation unit defines DYNSTAGE_IMPLEMENTATION before
+// including this header.
 #pragma once
 
 #include "core.hpp"
+#include "jit.hpp"
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+#include "llvm/backend_impl.hpp"
+#endif

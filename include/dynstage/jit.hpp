@@ -1,0 +1,652 @@
+// dynstage: dyn::jit — trace once per abstract signature, compile with the
+// LLVM backend, call the cached kernel.
+//
+// The abstract signature of a call is: for each non-static argument its
+// pytree structure (vector lengths) and each leaf's dtype and shape; for each
+// static argument its value. The first call with a signature traces the
+// function, lowers and compiles the jaxpr and stores a cache entry; later
+// calls with the same signature go straight to the kernel pointer.
+//
+// The hot path (a hit): walk the arguments once to hash the signature (no
+// allocation), look the hash up under the function's mutex, compare the
+// entry's stored signature leaf by leaf, collect data pointers into
+// thread-local scratch space, allocate the outputs, call the kernel. No
+// tracing, no hashing of array data, no allocation besides the outputs.
+//
+// Concurrency: a miss inserts an in-flight entry before compiling outside the
+// lock, so concurrent first calls with one signature compile once (the others
+// wait for it) and calls with other signatures proceed in parallel. A failed
+// trace or compile removes its entry: the function stays usable and the
+// error reaches every caller that waited for it.
+#pragma once
+
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <typeinfo>
+#include <unordered_map>
+#include <vector>
+
+#include "api.hpp"
+#include "llvm/backend.hpp"
+#include "print.hpp"
+
+namespace dyn {
+
+// At most N cached kernels per jitted function; the least recently used is
+// evicted (and its code freed) when a new one would exceed N.
+struct cache_capacity {
+  std::size_t n = 64;
+};
+
+struct JitStats {
+  std::size_t traces = 0;       // functions traced (cache misses that got as far as tracing)
+  std::size_t compiles = 0;     // kernels compiled
+  std::size_t cache_hits = 0;   // calls served by a cached kernel
+  std::size_t cache_size = 0;   // kernels currently cached
+  std::size_t evictions = 0;    // kernels evicted by cache_capacity
+  double compile_seconds = 0;   // total time in trace + lower + compile
+};
+
+namespace detail {
+
+// ---------------------------------------------------------------------------
+// Environment switches, read once.
+
+struct JitEnv {
+  bool log_compiles = false;
+  std::string dump_dir;
+  static const JitEnv& get() {
+    static const JitEnv env = [] {
+      JitEnv e;
+      if (const char* v = std::getenv("DYNSTAGE_LOG_COMPILES")) e.log_compiles = *v && std::string(v) != "0";
+      if (const char* v = std::getenv("DYNSTAGE_DUMP")) e.dump_dir = v;
+      return e;
+    }();
+    return env;
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Signatures.
+
+struct LeafSig {
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  friend bool operator==(const LeafSig&, const LeafSig&) = default;
+};
+
+inline std::string leaf_sig_str(const LeafSig& l) {
+  std::string s = std::string(dtype_name(l.dtype)) + "[";
+  for (std::size_t i = 0; i < l.shape.size(); ++i) s += (i ? "," : "") + std::to_string(l.shape[i]);
+  return s + "]";
+}
+
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+// The values of the static arguments, type-erased, with their comparison.
+struct StaticKey {
+  std::shared_ptr<const void> values;  // a std::tuple of the static argument values
+  const std::type_info* type = nullptr;
+  bool (*equal)(const void*, const void*) = nullptr;
+};
+
+struct Signature {
+  std::vector<std::size_t> arg_leaf_begin;  // first leaf of each argument (non-static ones)
+  std::vector<LeafSig> leaves;
+  std::vector<std::size_t> vector_sizes;
+  StaticKey statics;
+  std::uint64_t hash = 0;
+};
+
+// Walk the structure of an argument: leaves and vector lengths, in order.
+template <class X, class OnLeaf, class OnVector>
+void walk_structure(const X& x, OnLeaf& on_leaf, OnVector& on_vector) {
+  using U = std::remove_cvref_t<X>;
+  if constexpr (is_leaf_v<U>) {
+    on_leaf(x);
+  } else if constexpr (is_std_tuple<U>::value || is_std_pair<U>::value) {
+    std::apply([&](const auto&... e) { (walk_structure(e, on_leaf, on_vector), ...); }, x);
+  } else if constexpr (is_std_array<U>::value) {
+    for (const auto& e : x) walk_structure(e, on_leaf, on_vector);
+  } else if constexpr (is_std_vector<U>::value) {
+    on_vector(x.size());
+    for (const auto& e : x) walk_structure(e, on_leaf, on_vector);
+  } else {
+    hana::for_each(hana::keys(x), [&](auto key) { walk_structure(hana::at_key(x, key), on_leaf, on_vector); });
+  }
+}
+
+template <class L>
+DType leaf_dtype() {
+  return dtype_v<elem_t<L>>;
+}
+
+template <class L>
+const std::vector<std::int64_t>& leaf_shape(const L& leaf) {
+  if constexpr (is_array_v<L>) {
+    return leaf.shape();
+  } else {
+    static const std::vector<std::int64_t> scalar_shape;
+    return scalar_shape;
+  }
+}
+
+// An entry of the kernel cache.
+struct JitEntry {
+  Signature sig;
+  ClosedJaxpr jaxpr;                     // keeps the array constants alive
+  std::shared_ptr<Kernel> kernel;        // freeing the entry frees the code
+  KernelFn fn = nullptr;
+  std::vector<const void*> const_ptrs;   // data pointers of the constants
+  std::vector<LeafSig> outs;             // output types
+  TreeDef out_tree;
+  std::atomic<std::uint64_t> last_used{0};
+
+  // In-flight state: set once by the compiling thread.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;
+  std::exception_ptr error;
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return ready; });
+    if (error) std::rethrow_exception(error);
+  }
+  void finish(std::exception_ptr e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ready = true;
+      error = std::move(e);
+    }
+    cv.notify_all();
+  }
+};
+
+template <class X>
+struct contains_tracer_s {
+  static constexpr bool value = is_tracer_v<X>;
+};
+template <class... E>
+struct contains_tracer_s<std::tuple<E...>> {
+  static constexpr bool value = (contains_tracer_s<std::remove_cvref_t<E>>::value || ...);
+};
+template <class A, class B>
+struct contains_tracer_s<std::pair<A, B>> {
+  static constexpr bool value = contains_tracer_s<A>::value || contains_tracer_s<B>::value;
+};
+template <class E, std::size_t N>
+struct contains_tracer_s<std::array<E, N>> : contains_tracer_s<E> {};
+template <class E, class A>
+struct contains_tracer_s<std::vector<E, A>> : contains_tracer_s<E> {};
+template <template <class...> class S, class... A>
+  requires is_hana_struct_v<S<A...>>
+struct contains_tracer_s<S<A...>> {
+  static constexpr bool value = (contains_tracer_s<A>::value || ...);
+};
+// Whether an argument type holds tracers (a jitted function called inside
+// another trace).
+template <class X>
+constexpr bool contains_tracer() {
+  return contains_tracer_s<std::remove_cvref_t<X>>::value;
+}
+
+// Per-thread scratch space of the call path, reused across calls.
+struct CallScratch {
+  std::vector<const void*> args;
+  std::vector<void*> results;
+  std::vector<std::uint64_t> scalar_slots;  // C++ scalar arguments, in their dtype
+  std::vector<Storage> outputs;
+  static CallScratch& get() {
+    thread_local CallScratch s;
+    return s;
+  }
+};
+
+// Why a signature missed the cache, compared with the most recently used
+// entry (JAX's `explain`).
+inline std::string explain_miss(const Signature& now, const JitEntry* prev) {
+  if (!prev) return "first call";
+  const Signature& old = prev->sig;
+  if (old.statics.type != now.statics.type ||
+      (old.statics.equal && !old.statics.equal(old.statics.values.get(), now.statics.values.get())))
+    return "a static argument's value (or type) changed";
+  if (old.vector_sizes != now.vector_sizes || old.arg_leaf_begin != now.arg_leaf_begin ||
+      old.leaves.size() != now.leaves.size())
+    return "the pytree structure of the arguments changed";
+  for (std::size_t i = 0; i < now.leaves.size(); ++i) {
+    if (old.leaves[i] == now.leaves[i]) continue;
+    std::size_t arg = 0;
+    while (arg + 1 < now.arg_leaf_begin.size() && now.arg_leaf_begin[arg + 1] <= i) ++arg;
+    std::string what = old.leaves[i].dtype != now.leaves[i].dtype ? "dtype" : "shape";
+    return "argument leaf #" + std::to_string(i) + " (in non-static argument #" + std::to_string(arg) + ") changed " +
+           what + " from " + leaf_sig_str(old.leaves[i]) + " to " + leaf_sig_str(now.leaves[i]);
+  }
+  return "the signature differs only in its hash (collision)";
+}
+
+inline std::string signature_str(const Signature& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.leaves.size(); ++i) r += (i ? ", " : "") + leaf_sig_str(s.leaves[i]);
+  return r + ")";
+}
+
+// The cache of one jitted function (shared by its copies).
+struct JitCache {
+  std::mutex mu;
+  std::unordered_multimap<std::uint64_t, std::shared_ptr<JitEntry>> entries;
+  std::size_t capacity = 64;
+  std::atomic<std::uint64_t> tick{0};
+  std::atomic<std::size_t> traces{0}, compiles{0}, hits{0}, evictions{0};
+  double compile_seconds = 0;  // under mu
+  std::size_t dump_counter = 0;
+
+  // The least recently used finished entry; called with mu held.
+  void evict_if_needed() {
+    while (entries.size() > capacity) {
+      auto victim = entries.end();
+      for (auto it = entries.begin(); it != entries.end(); ++it) {
+        {
+          std::lock_guard<std::mutex> lock(it->second->mu);
+          if (!it->second->ready) continue;
+        }
+        if (victim == entries.end() || it->second->last_used < victim->second->last_used) victim = it;
+      }
+      if (victim == entries.end()) return;  // everything is in flight
+      entries.erase(victim);
+      ++evictions;
+    }
+  }
+
+  const JitEntry* most_recent() const {
+    const JitEntry* best = nullptr;
+    for (const auto& [h, e] : entries)
+      if (!best || e->last_used > best->last_used) best = e.get();
+    return best;
+  }
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+
+template <class F, class... Opts>
+class Jit {
+  template <std::size_t I, class A>
+  using arg_t = std::conditional_t<detail::is_static_arg<Opts...>(I), const A&, detail::traced_t<A>>;
+
+  template <class... Args>
+  static auto result_type_of() {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::type_identity<std::invoke_result_t<const F&, arg_t<I, Args>...>>{};
+    }(std::index_sequence_for<Args...>{});
+  }
+  template <class... Args>
+  using result_t = typename decltype(result_type_of<Args...>())::type;
+
+  template <class... Args>
+  static constexpr bool any_traced_leaf() {
+    bool r = false;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((r = r || (!detail::is_static_arg<Opts...>(I) && detail::contains_tracer<Args>())), ...);
+    }(std::index_sequence_for<Args...>{});
+    return r;
+  }
+
+public:
+  Jit(F f, std::source_location loc, std::size_t capacity)
+      : f_(std::move(f)), loc_(loc), cache_(std::make_shared<detail::JitCache>()) {
+    cache_->capacity = capacity == 0 ? 1 : capacity;
+  }
+
+  // Call: concrete arguments run the cached kernel; if any argument is a
+  // tracer (a jitted function used inside another trace) the function is
+  // traced inline into the enclosing trace, as JAX inlines nested jit.
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    if constexpr (any_traced_leaf<Args...>()) {
+      return f_(args...);
+    } else {
+      using R = result_t<Args...>;
+      std::shared_ptr<detail::JitEntry> e = lookup_or_compile(args...);
+      return run<R>(*e, args...);
+    }
+  }
+
+  // The jaxpr traced for these arguments' signature.
+  template <class... Args>
+  ClosedJaxpr jaxpr(const Args&... args) const {
+    return detail::trace_to_jaxpr<Opts...>(f_, loc_, args...).first;
+  }
+
+  // The optimised LLVM IR of the kernel for these arguments' signature.
+  template <class... Args>
+  std::string llvm_ir(const Args&... args) const {
+    ClosedJaxpr cj = jaxpr(args...);
+    return detail::compile_kernel(*cj.jaxpr, true).llvm_ir;
+  }
+
+  JitStats stats() const {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    JitStats s;
+    s.traces = cache_->traces;
+    s.compiles = cache_->compiles;
+    s.cache_hits = cache_->hits;
+    s.cache_size = cache_->entries.size();
+    s.evictions = cache_->evictions;
+    s.compile_seconds = cache_->compile_seconds;
+    return s;
+  }
+
+  void clear_cache() const {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    cache_->entries.clear();
+  }
+
+private:
+  // -------------------------------------------------------------------------
+  // Signature of a call.
+
+  template <class... Args>
+  std::uint64_t hash_args(const Args&... args) const {
+    std::uint64_t h = sizeof...(Args);
+    auto on_leaf = [&](const auto& leaf) {
+      using L = std::remove_cvref_t<decltype(leaf)>;
+      h = detail::mix(h, static_cast<std::uint64_t>(detail::leaf_dtype<L>()) + 1);
+      const auto& s = detail::leaf_shape(leaf);
+      h = detail::mix(h, s.size());
+      for (auto d : s) h = detail::mix(h, static_cast<std::uint64_t>(d));
+    };
+    auto on_vector = [&](std::size_t n) { h = detail::mix(h, 0xabcdefULL ^ n); };
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            if constexpr (detail::is_static_arg<Opts...>(I)) {
+              h = detail::mix(h, std::hash<std::remove_cvref_t<Args>>{}(args));
+            } else {
+              h = detail::mix(h, 0x1234ULL + I);
+              detail::walk_structure(args, on_leaf, on_vector);
+            }
+          }(),
+          ...);
+    }(std::index_sequence_for<Args...>{});
+    return h;
+  }
+
+  template <class... Args>
+  static auto statics_of(const Args&... args) {
+    auto refs = std::forward_as_tuple(args...);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple_cat([&] {
+        if constexpr (detail::is_static_arg<Opts...>(I)) return std::tuple<std::remove_cvref_t<Args>>(std::get<I>(refs));
+        else return std::tuple<>{};
+      }()...);
+    }(std::index_sequence_for<Args...>{});
+  }
+
+  template <class... Args>
+  detail::Signature make_signature(std::uint64_t hash, const Args&... args) const {
+    detail::Signature s;
+    s.hash = hash;
+    auto on_leaf = [&](const auto& leaf) {
+      using L = std::remove_cvref_t<decltype(leaf)>;
+      s.leaves.push_back(detail::LeafSig{detail::leaf_dtype<L>(), detail::leaf_shape(leaf)});
+    };
+    auto on_vector = [&](std::size_t n) { s.vector_sizes.push_back(n); };
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            if constexpr (!detail::is_static_arg<Opts...>(I)) {
+              s.arg_leaf_begin.push_back(s.leaves.size());
+              detail::walk_structure(args, on_leaf, on_vector);
+            }
+          }(),
+          ...);
+    }(std::index_sequence_for<Args...>{});
+    using T = decltype(statics_of(args...));
+    s.statics.values = std::make_shared<const T>(statics_of(args...));
+    s.statics.type = &typeid(T);
+    s.statics.equal = [](const void* a, const void* b) { return *static_cast<const T*>(a) == *static_cast<const T*>(b); };
+    return s;
+  }
+
+  // Does entry `e` serve these arguments? Compares without allocating.
+  template <class... Args>
+  static bool matches(const detail::JitEntry& e, const Args&... args) {
+    const detail::Signature& s = e.sig;
+    using T = decltype(statics_of(args...));
+    if (s.statics.type != &typeid(T)) return false;
+    if constexpr (std::tuple_size_v<T> > 0) {
+      if (!(*static_cast<const T*>(s.statics.values.get()) == statics_of(args...))) return false;
+    }
+    bool ok = true;
+    std::size_t leaf = 0, vec = 0;
+    auto on_leaf = [&](const auto& x) {
+      using L = std::remove_cvref_t<decltype(x)>;
+      if (!ok) return;
+      if (leaf >= s.leaves.size()) { ok = false; return; }
+      const detail::LeafSig& ls = s.leaves[leaf++];
+      ok = ls.dtype == detail::leaf_dtype<L>() && ls.shape == detail::leaf_shape(x);
+    };
+    auto on_vector = [&](std::size_t n) {
+      if (!ok) return;
+      ok = vec < s.vector_sizes.size() && s.vector_sizes[vec++] == n;
+    };
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((detail::is_static_arg<Opts...>(I) ? void() : detail::walk_structure(args, on_leaf, on_vector)), ...);
+    }(std::index_sequence_for<Args...>{});
+    return ok && leaf == s.leaves.size() && vec == s.vector_sizes.size();
+  }
+
+  // -------------------------------------------------------------------------
+  // Cache.
+
+  template <class... Args>
+  std::shared_ptr<detail::JitEntry> lookup_or_compile(const Args&... args) const {
+    detail::JitCache& c = *cache_;
+    std::uint64_t h = hash_args(args...);
+    std::shared_ptr<detail::JitEntry> e;
+    bool owner = false;
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      auto [lo, hi] = c.entries.equal_range(h);
+      for (auto it = lo; it != hi; ++it)
+        if (matches(*it->second, args...)) {
+          e = it->second;
+          break;
+        }
+      if (!e) {
+        e = std::make_shared<detail::JitEntry>();
+        e->sig = make_signature(h, args...);
+        if (detail::JitEnv::get().log_compiles) why = detail::explain_miss(e->sig, c.most_recent());
+        c.entries.emplace(h, e);
+        owner = true;
+      }
+    }
+    e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (!owner) {
+      e->wait();
+      c.hits.fetch_add(1, std::memory_order_relaxed);
+      return e;
+    }
+    try {
+      compile_entry(*e, why, args...);
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(c.mu);
+        auto [lo, hi] = c.entries.equal_range(h);
+        for (auto it = lo; it != hi; ++it)
+          if (it->second == e) {
+            c.entries.erase(it);
+            break;
+          }
+      }
+      e->finish(std::current_exception());
+      throw;
+    }
+    e->finish(nullptr);
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      c.evict_if_needed();
+    }
+    return e;
+  }
+
+  template <class... Args>
+  void compile_entry(detail::JitEntry& e, const std::string& why, const Args&... args) const {
+    detail::JitCache& c = *cache_;
+    auto t0 = std::chrono::steady_clock::now();
+    auto [cj, out_tree] = detail::trace_to_jaxpr<Opts...>(f_, loc_, args...);
+    c.traces.fetch_add(1, std::memory_order_relaxed);
+    auto t1 = std::chrono::steady_clock::now();
+    const detail::JitEnv& env = detail::JitEnv::get();
+    bool dump = !env.dump_dir.empty();
+    detail::CompileResult cr = detail::compile_kernel(*cj.jaxpr, dump);
+    auto t2 = std::chrono::steady_clock::now();
+    c.compiles.fetch_add(1, std::memory_order_relaxed);
+
+    e.kernel = cr.kernel;
+    e.fn = detail::kernel_entry(*cr.kernel);
+    for (const auto& k : cj.consts) e.const_ptrs.push_back(k.data());
+    const Jaxpr& j = *cj.jaxpr;
+    for (const Atom& a : j.outvars) {
+      const Type& t = j.type_of(a);
+      detail::LeafSig ls{t.dtype, {}};
+      for (const JDim& d : t.shape) {
+        if (!d.is_static()) detail::internal_error("jit: output with a dynamic dimension");
+        ls.shape.push_back(d.value);
+      }
+      e.outs.push_back(std::move(ls));
+    }
+    e.out_tree = out_tree;
+    e.jaxpr = std::move(cj);
+
+    double trace_s = std::chrono::duration<double>(t1 - t0).count();
+    double total_s = std::chrono::duration<double>(t2 - t0).count();
+    std::size_t dump_id = 0;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      c.compile_seconds += total_s;
+      dump_id = c.dump_counter++;
+    }
+    std::string where = detail::format_location(loc_);
+    if (env.log_compiles) {
+      std::fprintf(stderr,
+                   "dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
+                   "cache miss: %s\n",
+                   where.c_str(), detail::signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3,
+                   (total_s - trace_s) * 1e3, why.c_str());
+    }
+    if (dump) dump_kernel(env.dump_dir, where, dump_id, e, cr.llvm_ir);
+  }
+
+  static void dump_kernel(const std::string& dir, const std::string& where, std::size_t id,
+                          const detail::JitEntry& e, const std::string& ir) {
+    std::string base = where;
+    for (char& ch : base)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    base += "_" + std::to_string(id);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::ofstream(std::filesystem::path(dir) / (base + ".jaxpr")) << e.jaxpr << "\n";
+    std::ofstream(std::filesystem::path(dir) / (base + ".ll")) << ir;
+  }
+
+  // -------------------------------------------------------------------------
+  // Call path.
+
+  template <class R, class... Args>
+  detail::concrete_t<R> run(const detail::JitEntry& e, const Args&... args) const {
+    detail::CallScratch& sc = detail::CallScratch::get();
+    sc.args.assign(e.const_ptrs.begin(), e.const_ptrs.end());
+    sc.scalar_slots.resize(e.sig.leaves.size());
+    std::size_t leaf = 0;
+    auto on_leaf = [&](const auto& x) {
+      using L = std::remove_cvref_t<decltype(x)>;
+      if constexpr (is_array_v<L>) {
+        sc.args.push_back(x.data());
+      } else {
+        using E = detail::scalar_element_t<L>;
+        std::uint64_t* slot = &sc.scalar_slots[leaf];
+        E v = static_cast<E>(x);
+        std::memcpy(slot, &v, sizeof(E));
+        sc.args.push_back(slot);
+      }
+      ++leaf;
+    };
+    auto on_vector = [](std::size_t) {};
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((detail::is_static_arg<Opts...>(I) ? void() : detail::walk_structure(args, on_leaf, on_vector)), ...);
+    }(std::index_sequence_for<Args...>{});
+
+    sc.outputs.clear();
+    sc.results.clear();
+    for (const auto& o : e.outs) {
+      sc.outputs.push_back(detail::Storage::make(o.dtype, o.shape, false));
+      sc.results.push_back(sc.outputs.back().data);
+    }
+    detail::kernel_check(e.fn(sc.args.data(), sc.results.data()));
+    std::size_t k = 0;
+    auto make_leaf = [&]<class L>() -> L { return L(std::move(sc.outputs[k++])); };
+    return detail::unflatten<detail::concrete_t<R>>(e.out_tree, make_leaf);
+  }
+
+  F f_;
+  std::source_location loc_;
+  std::shared_ptr<detail::JitCache> cache_;
+};
+
+namespace detail {
+
+template <class O> struct capacity_of { static constexpr bool is = false; };
+template <> struct capacity_of<cache_capacity> { static constexpr bool is = true; };
+
+template <class... O>
+std::size_t capacity_from(const O&... opts) {
+  std::size_t n = cache_capacity{}.n;
+  (([&] {
+     if constexpr (capacity_of<O>::is) n = opts.n;
+   }()),
+   ...);
+  return n;
+}
+
+}  // namespace detail
+
+// jit(f, options...): fixed arities (see make_jaxpr) so the call site is
+// recorded for error messages and compile logs.
+template <class F>
+Jit<F> jit(F f, std::source_location loc = std::source_location::current()) {
+  return Jit<F>(std::move(f), loc, detail::capacity_from());
+}
+template <class F, class O1>
+Jit<F, O1> jit(F f, O1 o1, std::source_location loc = std::source_location::current()) {
+  return Jit<F, O1>(std::move(f), loc, detail::capacity_from(o1));
+}
+template <class F, class O1, class O2>
+Jit<F, O1, O2> jit(F f, O1 o1, O2 o2, std::source_location loc = std::source_location::current()) {
+  return Jit<F, O1, O2>(std::move(f), loc, detail::capacity_from(o1, o2));
+}
+template <class F, class O1, class O2, class O3>
+Jit<F, O1, O2, O3> jit(F f, O1 o1, O2 o2, O3 o3, std::source_location loc = std::source_location::current()) {
+  return Jit<F, O1, O2, O3>(std::move(f), loc, detail::capacity_from(o1, o2, o3));
+}
+
+}  // namespace dyn
