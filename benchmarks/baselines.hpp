@@ -1,0 +1,38 @@
+// dynstage benchmarks: the baselines' plain-function interface.
+//
+// Every baseline lives in its own translation unit so it gets its own flags
+// (-O3 -march=native; the same with -ffast-math; Eigen at -O3 -march=native)
+// while bench_main.cpp, which includes dynstage, builds at -O2. Only plain
+// pointers and sizes cross this boundary, so no inline code compiled with one
+// set of flags is ever used from a TU compiled with another (an ODR trap with
+// -ffast-math). All outputs are caller-preallocated; row-major throughout.
+#pragma once
+
+#include <cstdint>
+
+namespace bench {
+
+// Hand-written loops, -O3 -march=native (baseline_loops.cpp).
+namespace loops {
+void fused(const double* x, const double* y, double* out, std::int64_t n);  // out = sin(x)*2 + x*y
+double sum_squares(const double* x, std::int64_t n);
+void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
+void matmul(const double* a, const double* b, double* c, std::int64_t n);  // c = a @ b, n x n, i-k-j order
+}  // namespace loops
+
+// The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).
+namespace fastmath {
+void fused(const double* x, const double* y, double* out, std::int64_t n);
+double sum_squares(const double* x, std::int64_t n);
+void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
+}  // namespace fastmath
+
+// Eigen 3 expressions over Eigen::Map of the same buffers (baseline_eigen.cpp).
+namespace eigen {
+void fused(const double* x, const double* y, double* out, std::int64_t n);
+double sum_squares(const double* x, std::int64_t n);
+void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
+void matmul(const double* a, const double* b, double* c, std::int64_t n);
+}  // namespace eigen
+
+}  // namespace bench

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# dynstage benchmarks: build, run, and write docs/benchmarks.md. One command:
+#
+#   scripts/bench.sh                 # everything (~10 min on 2 busy cores)
+#   scripts/bench.sh --benchmark_filter=fused   # extra arguments go to bench_main
+#
+# Steps:
+#   1. build benchmarks/bench_main in its own build directory (build-bench/,
+#      buildtype=release; bench_main.cpp itself at -O2, the baselines at -O3
+#      -march=native [-ffast-math]), with Meson when the top-level meson.build
+#      includes benchmarks/, otherwise with g++ directly (same flags);
+#   2. run every benchmark, 5 repetitions, aggregates only, JSON to
+#      build-bench/bench.json (nothing is pinned: the machine is shared);
+#      then the softmax benchmarks again in a fresh process (malloc state);
+#   3. time the first and second kernel compiles of 5 fresh processes;
+#   4. time `g++ -std=c++20 -O2 -c` of a user file including
+#      <dynstage/dynstage.hpp> and calling dyn::jit (3 times);
+#   5. scripts/bench_report.py turns all that into docs/benchmarks.md.
+#
+# Environment: DYNSTAGE_BENCH_BUILD (build dir), DYNSTAGE_BENCH_REPS (5),
+# DYNSTAGE_BENCH_MD (docs/benchmarks.md), CXX (g++), JOBS (2).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${DYNSTAGE_BENCH_BUILD:-$root/build-bench}
+reps=${DYNSTAGE_BENCH_REPS:-5}
+md=${DYNSTAGE_BENCH_MD:-$root/docs/benchmarks.md}
+cxx=${CXX:-g++}
+jobs=${JOBS:-2}
+command_line="scripts/bench.sh${*:+ $*}"
+cd "$root"
+mkdir -p "$build"
+
+# ---------------------------------------------------------------------------
+# 1. Build.
+if grep -q "subdir('benchmarks')" meson.build; then
+  if [ ! -f "$build/build.ninja" ]; then
+    LLVM_CONFIG=${LLVM_CONFIG:-llvm-config-19} meson setup "$build" \
+      -Dbuildtype=release -Db_ndebug=true -Dbenchmarks=true -Dtests=false -Dexamples=false
+  else
+    meson configure "$build" -Dbuildtype=release -Db_ndebug=true -Dbenchmarks=true -Dtests=false -Dexamples=false >/dev/null
+  fi
+  ninja -C "$build" -j "$jobs" benchmarks/bench_main
+  exe=$build/benchmarks/bench_main
+else
+  echo "bench.sh: meson.build has no subdir('benchmarks'); building with $cxx directly" >&2
+  obj=$build/direct
+  mkdir -p "$obj"
+  llvm_inc=$(llvm-config-19 --includedir)
+  llvm_cpp=$(llvm-config-19 --cppflags | tr ' ' '\n' | grep -v '^-I' | tr '\n' ' ')
+  llvm_lib=$(llvm-config-19 --libdir)
+  common="-std=c++20 -Wall -Wextra -DNDEBUG"
+  # Recompile when the source, or any header it could include, is newer.
+  compile() {  # compile <source> <object> <flags...>
+    local src=$1 o=$2; shift 2
+    if [ ! -f "$o" ] || [ "$src" -nt "$o" ] || \
+       [ -n "$(find include benchmarks -newer "$o" \( -name '*.hpp' -o -name '*.inc' \) -print -quit)" ]; then
+      echo "  $cxx $* -c $src" >&2
+      "$cxx" $common "$@" -c "$src" -o "$o"
+    fi
+  }
+  # Two compiles at a time at most (JOBS=1: one).
+  pid=
+  bg() { if [ "$jobs" -gt 1 ]; then "$@" & pid=$!; else "$@"; pid=; fi; }
+  join() { if [ -n "$pid" ]; then wait "$pid"; fi; }
+  bg compile benchmarks/baseline_loops.cpp "$obj/baseline_loops.o" -O3 -march=native
+  compile benchmarks/baseline_fastmath.cpp "$obj/baseline_fastmath.o" -O3 -march=native -ffast-math
+  join
+  bg compile benchmarks/baseline_eigen.cpp "$obj/baseline_eigen.o" -O3 -march=native -isystem /usr/include/eigen3
+  compile benchmarks/bench_main.cpp "$obj/bench_main.o" -O2 -Iinclude
+  join
+  compile src/backend.cpp "$obj/backend.o" -O2 -Iinclude -isystem "$llvm_inc" $llvm_cpp
+  exe=$obj/bench_main
+  "$cxx" "$obj"/bench_main.o "$obj"/baseline_*.o "$obj"/backend.o -o "$exe" \
+    -lbenchmark -lpthread -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
+fi
+
+# ---------------------------------------------------------------------------
+# 2. Run. Console output shows progress; the JSON file is what the report reads.
+json=$build/bench.json
+"$exe" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+  --benchmark_out="$json" --benchmark_out_format=json "$@"
+
+# 2b. Softmax again in a fresh process. The JIT mallocs its outputs and its
+# temporaries on every call; whether those come back page-faulted depends on
+# glibc's malloc state (its dynamic mmap and trim thresholds), which the
+# large-array benchmarks before softmax change. Both numbers go in the report.
+fresh=$build/bench_softmax_fresh.json
+rm -f "$fresh"
+if grep -q '"run_name": "softmax/jit' "$json"; then
+  "$exe" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+    --benchmark_out="$fresh" --benchmark_out_format=json "$@" --benchmark_filter='^softmax/'
+fi
+
+# 3. First kernel of a process (fresh processes, so LLVM's one-off setup is in it).
+first=$build/first_kernel.jsonl
+: >"$first"
+for _ in $(seq "$reps"); do "$exe" --first-kernel >>"$first"; done
+
+# 4. Compile time of a user file (the backend's LLVM headers stay out of it).
+user=$build/user_compile.txt
+: >"$user"
+# One line per compile: wall seconds, then CPU seconds (user + sys of g++ and
+# its children) when /usr/bin/time is there.
+for _ in 1 2 3; do
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -o "$build/time.txt" -f "%e %U %S" \
+      "$cxx" -std=c++20 -O2 -Iinclude -c benchmarks/user_file.cpp -o "$build/user_file.o"
+    awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$build/time.txt" >>"$user"
+  else
+    start=$(date +%s.%N)
+    "$cxx" -std=c++20 -O2 -Iinclude -c benchmarks/user_file.cpp -o "$build/user_file.o"
+    end=$(date +%s.%N)
+    echo "$start $end" | awk '{printf "%.3f\n", $2 - $1}' >>"$user"
+  fi
+done
+
+# ---------------------------------------------------------------------------
+# 5. Report.
+extra=()
+if [ -f "$fresh" ]; then extra+=(--softmax-fresh "$fresh"); fi
+python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" "${extra[@]}" \
+  --command "$command_line" --cxx "$("$cxx" --version | head -1)" >"$md.tmp"
+mv "$md.tmp" "$md"
+echo "bench.sh: wrote ${md#"$root"/}"

@@ -1,0 +1,489 @@
+#!/usr/bin/env python3
+"""Turn a dynstage benchmark run into docs/benchmarks.md (stdlib only).
+
+Input: Google Benchmark JSON from benchmarks/bench_main (run with
+--benchmark_repetitions=N --benchmark_report_aggregates_only=true), the
+first-kernel timings (one JSON object per line, one line per fresh process)
+and the user-file compile times (seconds, one per line), all written by
+scripts/bench.sh. Output: markdown on stdout.
+
+Benchmark names are "case/variant/arg". Every figure is the median over the
+repetitions; ratios divide a baseline's median by dyn::jit's median of the
+same run, so > 1 means the JIT is faster. Ratios and targets use the CPU time
+of the benchmark thread (see the note written into the report).
+"""
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+from datetime import datetime, timezone
+
+UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+VARIANT_LABEL = {
+    "jit": "dyn::jit",
+    "eager": "eager (dyn::Array ops)",
+    "loops": "hand loop, -O3 -march=native",
+    "loops_alloc": "hand loop, -O3 -march=native, output allocated per call",
+    "fastmath": "hand loop, -O3 -march=native -ffast-math",
+    "fastmath_alloc": "hand loop, -O3 -march=native -ffast-math, output allocated per call",
+    "eigen": "Eigen 3 (-O3 -march=native)",
+    "jit_fused": "dyn::jit, sin(x)*2 + x*y",
+    "jit_add": "dyn::jit, x + y",
+    "eager_fused": "eager, sin(x)*2 + x*y",
+    "cpp_call": "plain C++ call of the hand loop (preallocated output)",
+    "cpp_call_alloc": "plain C++ call of the hand loop, output allocated per call",
+    "jit_fresh": "trace + lower + compile (+ first call), fresh dyn::jit each time",
+    "clear_cache": "trace + lower + compile (+ first call), clear_cache() each time",
+    "trace_only": "trace only (make_jaxpr)",
+}
+
+
+def load_runs(path):
+    with open(path) as f:
+        data = json.load(f)
+    runs = {}  # (case, variant, arg) -> {"median": {...}, "cv": {...}, ...}
+    for b in data["benchmarks"]:
+        if b.get("run_type") != "aggregate":
+            continue
+        parts = b["run_name"].split("/")
+        if len(parts) != 3:
+            continue
+        key = (parts[0], parts[1], int(parts[2]))
+        runs.setdefault(key, {})[b["aggregate_name"]] = b
+    return data["context"], runs
+
+
+def ns(b, which="cpu_time"):
+    return b[which] * UNIT_NS[b["time_unit"]]
+
+
+def fmt_time(t_ns):
+    if t_ns >= 1e9:
+        return f"{t_ns / 1e9:.3g} s"
+    if t_ns >= 1e6:
+        return f"{t_ns / 1e6:.3g} ms"
+    if t_ns >= 1e3:
+        return f"{t_ns / 1e3:.3g} us"
+    return f"{t_ns:.3g} ns"
+
+
+def fmt_ratio(r):
+    return f"{r:.2f}x" if r < 100 else f"{r:.0f}x"
+
+
+def cv_pct(entry, which="cpu_time"):
+    cv = entry.get("cv")
+    if not cv:
+        return ""
+    return f" ±{cv[which] * 100:.0f}%"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line.split(":", 1)[1].split()
+                    return [x for x in ("avx2", "fma", "avx512f", "avx512dq", "avx512vl") if x in flags]
+    except OSError:
+        pass
+    return []
+
+
+class Targets:
+    """Collects target checks for the summary table."""
+
+    def __init__(self):
+        self.rows = []
+
+    def ratio_at_least(self, what, ratio, need):
+        # ratio = baseline time / jit time; the target is ratio >= need.
+        if ratio is None:
+            self.rows.append((what, "not measured", "—", ""))
+            return
+        met = ratio >= need
+        if met:
+            note = f"{ratio / need:.2f}x margin"
+        else:
+            note = f"missed: jit would need to be {need / ratio:.2f}x faster"
+        self.rows.append((what, f"{fmt_ratio(ratio)} (need >= {need:g}x)", "met" if met else "MISSED", note))
+
+    def time_ratio_at_most(self, what, jit_over_base, limit):
+        # jit time / baseline time; the target is <= limit.
+        if jit_over_base is None:
+            self.rows.append((what, "not measured", "—", ""))
+            return
+        met = jit_over_base <= limit
+        note = f"{limit / jit_over_base:.2f}x margin" if met else \
+            f"missed: jit takes {jit_over_base / limit:.2f}x longer than allowed"
+        self.rows.append((what, f"jit time = {jit_over_base:.2f}x the fast-math time (limit {limit:g}x)",
+                          "met" if met else "MISSED", note))
+
+    def time_at_most(self, what, t_ns, limit_ns, unit_ns, unit):
+        if t_ns is None:
+            self.rows.append((what, "not measured", "—", ""))
+            return
+        met = t_ns <= limit_ns
+        note = f"{limit_ns / t_ns:.2f}x under" if met else f"missed: {t_ns / limit_ns:.2f}x over the limit"
+        self.rows.append((what, f"{t_ns / unit_ns:.3g} {unit} (limit {limit_ns / unit_ns:g} {unit})",
+                          "met" if met else "MISSED", note))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--first-kernel")
+    ap.add_argument("--user-compile")
+    ap.add_argument("--softmax-fresh", help="the softmax benchmarks re-run in a fresh process")
+    ap.add_argument("--command", default="scripts/bench.sh")
+    ap.add_argument("--cxx", default="")
+    args = ap.parse_args()
+
+    ctx, runs = load_runs(args.json)
+    reps = None
+    for r in runs.values():
+        if "median" in r:
+            reps = r["median"].get("repetitions")
+            break
+
+    def med(case, variant, arg, which="cpu_time"):
+        r = runs.get((case, variant, arg))
+        return ns(r["median"], which) if r and "median" in r else None
+
+    def ratio(case, variant, arg):
+        j, b = med(case, "jit", arg), med(case, variant, arg)
+        return b / j if j and b else None
+
+    out = []
+    w = out.append
+    date = ctx.get("date") or datetime.now(timezone.utc).isoformat()
+    w("# Benchmarks")
+    w("")
+    w("<!-- Generated by scripts/bench_report.py from a scripts/bench.sh run; do not edit by hand. -->")
+    w("")
+    w(f"Every figure is the **median of {reps or '?'} repetitions** (Google Benchmark "
+      "`--benchmark_repetitions`, aggregates only), measured **on a shared 2-core machine** "
+      "while other jobs (compilers) were running: absolute times are noisy and slower than on an "
+      "idle machine; the ratios, taken between benchmarks of the same run, are what to read. "
+      "± is the coefficient of variation across the repetitions.")
+    w("")
+    wall_cpu = [ns(r["median"], "real_time") / ns(r["median"]) for r in runs.values()
+                if "median" in r and ns(r["median"]) > 0]
+    spread = (f" (wall / CPU time across this run's benchmarks: median {statistics.median(wall_cpu):.2f}, "
+              f"range {min(wall_cpu):.2f}-{max(wall_cpu):.2f})") if wall_cpu else ""
+    w("**Time basis.** Ratios and targets use the CPU time of the benchmark thread (everything "
+      "measured is single-threaded, kernel compilation included), because with more runnable jobs "
+      "than cores the wall time mostly measures how long the scheduler kept the benchmark off a core"
+      + spread + ". Wall-clock medians are listed too.")
+    w("")
+    w("Made with:")
+    w("")
+    w("```")
+    w(args.command)
+    w("```")
+    w("")
+    w("| | |")
+    w("| --- | --- |")
+    w(f"| date | {date} |")
+    w(f"| CPU (/proc/cpuinfo) | {cpu_model()}, {ctx.get('num_cpus', '?')} cores, "
+      f"{ctx.get('mhz_per_cpu', '?')} MHz; {' '.join(cpu_flags())} |")
+    if "dynstage_host_target" in ctx:
+        tid = ctx["dynstage_host_target"]
+        w(f"| LLVM host target | `{tid.split()[0] if tid else '?'}` |")
+    load = ctx.get("load_avg")
+    if load:
+        w(f"| load average at start | {', '.join(f'{x:.2f}' for x in load)} |")
+    w(f"| kernel / OS | {platform.system()} {platform.release()} |")
+    if args.cxx:
+        w(f"| compiler | {args.cxx} |")
+    if ctx.get("library_build_type") == "debug":
+        w("| Google Benchmark | Debian's libbenchmark reports a debug build (its own bookkeeping only; "
+          "the code measured is built as listed below) |")
+    w("| flags | bench_main.cpp (dynstage, eager, jit) `-O2`; hand loops `-O3 -march=native`; "
+      "fast-math loops `-O3 -march=native -ffast-math`; Eigen 3.4 `-O3 -march=native`, one thread |")
+    w("")
+    w("Conventions: inputs are allocated once, outside the timed loop (uniform in [-4, 4]). "
+      "dyn::jit and eager allocate their outputs on every call (part of their cost); the hand loops "
+      "and Eigen write into a **preallocated** output, except the rows marked *output allocated per "
+      "call*, which allocate it exactly as the JIT does (64-byte aligned, uninitialised). JIT kernels "
+      "are compiled before their timed loops. At start-up bench_main checks every kernel against the "
+      "hand loop or Eigen (largest relative difference: "
+      + ", ".join(f"{k[len('check_'):]} {v}" for k, v in ctx.items() if k.startswith("check_"))
+      + ").")
+    w("")
+
+    targets = Targets()
+
+    def table(case, args_, variants, per="element", count=lambda a: a, title_arg=lambda a: f"n = {a:,}"):
+        for a in args_:
+            if not any((case, v, a) in runs for v in variants):
+                continue
+            w(f"**{title_arg(a)}**")
+            w("")
+            w(f"| variant | median CPU time | median wall time | ns/{per} | jit speed-up vs this |")
+            w("| --- | ---: | ---: | ---: | ---: |")
+            for v in variants:
+                r = runs.get((case, v, a))
+                if not r or "median" not in r:
+                    continue
+                m = r["median"]
+                c = ns(m)
+                rr = ratio(case, v, a)
+                rtxt = "—" if v == "jit" else (fmt_ratio(rr) if rr else "")
+                w(f"| {VARIANT_LABEL.get(v, v)} | {fmt_time(c)}{cv_pct(r)} | {fmt_time(ns(m, 'real_time'))} | "
+                  f"{c / count(a):.3g} | {rtxt} |")
+            w("")
+
+    # --- fused elementwise ---------------------------------------------------
+    w("## Fused elementwise: `sin(x) * 2 + x * y` (f64)")
+    w("")
+    w("One fused loop in the JIT (no intermediate arrays); eager runs one operation at a time. "
+      "The *output allocated per call* rows show what a fresh output costs the baselines: above "
+      "glibc's largest mmap threshold (32 MB, so at n = 1e7) every allocation is a new mapping whose "
+      "pages fault on first write, each call.")
+    w("")
+    fused_n = sorted({k[2] for k in runs if k[0] == "fused"})
+    table("fused", fused_n, ["jit", "eager", "loops", "loops_alloc", "fastmath", "fastmath_alloc", "eigen"])
+    for n in fused_n:
+        if n < 100000:
+            continue
+        targets.ratio_at_least(f"fused n={n:,}: vs hand -O3 loop", ratio("fused", "loops", n), 1.0)
+        fm = ratio("fused", "fastmath", n)
+        targets.time_ratio_at_most(f"fused n={n:,}: within 1.3x of the -ffast-math loop",
+                                   1 / fm if fm else None, 1.3)
+        targets.ratio_at_least(f"fused n={n:,}: vs eager", ratio("fused", "eager", n), 4.0)
+
+    # --- reductions ------------------------------------------------------------
+    w("## Reduction: sum of squares `sum(x * x)` (f64)")
+    w("")
+    w("The hand loop without -ffast-math must add in order (no vectorised reduction); "
+      "a JAX-style `reduce_sum` leaves the order unspecified, as do Eigen and -ffast-math.")
+    w("")
+    sumsq_n = sorted({k[2] for k in runs if k[0] == "sumsq"})
+    table("sumsq", sumsq_n, ["jit", "eager", "loops", "fastmath", "eigen"])
+    for n in sumsq_n:
+        targets.ratio_at_least(f"sum of squares n={n:,}: vs hand loop", ratio("sumsq", "loops", n), 0.9)
+        targets.ratio_at_least(f"sum of squares n={n:,}: vs Eigen", ratio("sumsq", "eigen", n), 1.0)
+
+    w("## Softmax over the rows of a matrix (f64)")
+    w("")
+    w("`e = exp(x - max(x, axis=1, keepdims)); e / sum(e, axis=1, keepdims)`.")
+    w("")
+    soft_n = sorted({k[2] for k in runs if k[0] == "softmax"})
+    table("softmax", soft_n, ["jit", "eager", "loops", "fastmath", "eigen"],
+          count=lambda a: a * a, title_arg=lambda a: f"{a} x {a}")
+    for n in soft_n:
+        targets.ratio_at_least(f"softmax {n}x{n}: vs hand loop", ratio("softmax", "loops", n), 0.9)
+        targets.ratio_at_least(f"softmax {n}x{n}: vs Eigen", ratio("softmax", "eigen", n), 1.0)
+    if args.softmax_fresh:
+        _, fresh_runs = load_runs(args.softmax_fresh)
+        main_runs = runs
+        runs = fresh_runs  # table() and ratio() read `runs`
+        w("The same benchmarks re-run **in a fresh process** (only softmax). The JIT allocates its "
+          "output and its temporaries (here the 8 MB `exp(x - max)`, kept from the row sums to the "
+          "division) with malloc on every call. Whether freed blocks of that size stay in the heap or "
+          "go back to the kernel, to be page-faulted in again on the next call, depends on glibc's "
+          "dynamic mmap/trim thresholds, which the large-array benchmarks earlier in the process move "
+          "(diagnosed with `perf stat -e page-faults`: ~4000 faults per call in the main run, almost none in a "
+          "fresh process; fixing the thresholds with `GLIBC_TUNABLES=glibc.malloc.mmap_threshold="
+          "33554432:glibc.malloc.trim_threshold=1073741824` removes the difference). If the two tables "
+          "differ, that is why:")
+        w("")
+        table("softmax", soft_n, ["jit", "eager", "loops", "fastmath", "eigen"],
+              count=lambda a: a * a, title_arg=lambda a: f"{a} x {a}, fresh process")
+        for n in soft_n:
+            targets.ratio_at_least(f"softmax {n}x{n} (fresh process): vs hand loop",
+                                   ratio("softmax", "loops", n), 0.9)
+            targets.ratio_at_least(f"softmax {n}x{n} (fresh process): vs Eigen", ratio("softmax", "eigen", n), 1.0)
+        runs = main_runs
+
+    # --- matmul ----------------------------------------------------------------
+    w("## Matmul `a @ b`, n x n (f64)")
+    w("")
+    w("The JIT lowers dot_general of at least a few thousand multiply-adds to GotoBLAS/BLIS-style "
+      "blocking (include/dynstage/llvm/lower_dot.hpp): B packed into KC x NR strips and A into "
+      "MR x KC tiles, an MR x NR register-tile micro-kernel of broadcast-times-vector FMAs; with "
+      "AVX-512 and f64: MR = 8, NR = 24 (three 8-wide vectors, 24 zmm accumulators), KC = 128, "
+      "MC = 128, NC = 1032. Eigen uses its own blocked GEMM, one thread. The hand i-k-j loop (no "
+      "blocking) is shown for scale only.")
+    w("")
+    mm_n = sorted({k[2] for k in runs if k[0] == "matmul"})
+    for n in mm_n:
+        w(f"**n = {n}**")
+        w("")
+        w("| variant | median CPU time | median wall time | GFLOP/s (CPU time) | jit speed-up vs this |")
+        w("| --- | ---: | ---: | ---: | ---: |")
+        for v in ["jit", "eigen", "loops"]:
+            r = runs.get(("matmul", v, n))
+            if not r or "median" not in r:
+                continue
+            m = r["median"]
+            c = ns(m)
+            rr = ratio("matmul", v, n)
+            w(f"| {VARIANT_LABEL[v] if v != 'loops' else 'hand i-k-j loop, -O3 -march=native'} | "
+              f"{fmt_time(c)}{cv_pct(r)} | {fmt_time(ns(m, 'real_time'))} | {2 * n ** 3 / c:.1f} | "
+              f"{'—' if v == 'jit' else fmt_ratio(rr) if rr else ''} |")
+        w("")
+    if 512 in mm_n:
+        targets.ratio_at_least("matmul 512: vs Eigen", ratio("matmul", "eigen", 512), 0.5)
+
+    # --- dispatch --------------------------------------------------------------
+    w("## Dispatch: a cached call at n = 1")
+    w("")
+    w("Time per call with one-element f64 inputs: signature hash and cache lookup, argument "
+      "pointers, output allocation (a dyn::Array), the kernel, result wrapping.")
+    w("")
+    w("| variant | median CPU time / call | median wall time / call |")
+    w("| --- | ---: | ---: |")
+    for v in ["jit_fused", "jit_add", "eager_fused", "cpp_call", "cpp_call_alloc"]:
+        r = runs.get(("dispatch", v, 1))
+        if r and "median" in r:
+            w(f"| {VARIANT_LABEL[v]} | {fmt_time(ns(r['median']))}{cv_pct(r)} | "
+              f"{fmt_time(ns(r['median'], 'real_time'))} |")
+    w("")
+    targets.time_at_most("cached dispatch, n=1 (sin(x)*2 + x*y)", med("dispatch", "jit_fused", 1), 50, 1, "ns")
+    targets.time_at_most("cached dispatch, n=1 (x + y)", med("dispatch", "jit_add", 1), 50, 1, "ns")
+
+    # --- compile latency -------------------------------------------------------
+    w("## Trace + lower + compile latency of a ten-operation kernel")
+    w("")
+    w("Kernel: `d = tanh(maximum(exp(sin(x)*2 + x*y - 1), y)); d / (y*y)` "
+      f"({ctx.get('ten_ops_eqns', '10')} jaxpr equations), f64[1000] inputs, "
+      "optimised at O3 for the host CPU. Each iteration compiles: a fresh dyn::jit object, or "
+      "clear_cache() on one; the (~µs) first call is included.")
+    w("")
+    w("| variant | median CPU time | median wall time |")
+    w("| --- | ---: | ---: |")
+    for v in ["jit_fresh", "clear_cache", "trace_only"]:
+        r = runs.get(("compile", v, 1000))
+        if r and "median" in r:
+            w(f"| {VARIANT_LABEL[v]} | {fmt_time(ns(r['median']))}{cv_pct(r)} | "
+              f"{fmt_time(ns(r['median'], 'real_time'))} |")
+    w("")
+    targets.time_at_most("trace + compile, ten operations (CPU time)", med("compile", "jit_fresh", 1000),
+                         15e6, 1e6, "ms")
+    wall = med("compile", "jit_fresh", 1000, "real_time")
+    if wall is not None:
+        targets.time_at_most("trace + compile, ten operations (wall time, shared machine)", wall, 15e6, 1e6, "ms")
+
+    if args.first_kernel:
+        firsts, seconds = [], []
+        with open(args.first_kernel) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    d = json.loads(line)
+                    firsts.append(d["first_kernel_ms"])
+                    seconds.append(d["second_kernel_ms"])
+        if firsts:
+            w(f"**First kernel of a process** (wall time, median of {len(firsts)} fresh processes of "
+              "`bench_main --first-kernel`): the first compile includes LLVM's one-off set-up (target "
+              "registration, the first LLJIT, loading libmvec).")
+            w("")
+            w("| | median | all runs |")
+            w("| --- | ---: | --- |")
+            w(f"| first kernel in the process | {statistics.median(firsts):.1f} ms | "
+              f"{', '.join(f'{x:.1f}' for x in firsts)} |")
+            w(f"| second kernel (fresh dyn::jit) | {statistics.median(seconds):.1f} ms | "
+              f"{', '.join(f'{x:.1f}' for x in seconds)} |")
+            w("")
+
+    user_cpu = None
+    if args.user_compile:
+        walls, cpus = [], []
+        with open(args.user_compile) as f:
+            for line in f:
+                parts = line.split()
+                if parts:
+                    walls.append(float(parts[0]))
+                    if len(parts) > 1:
+                        cpus.append(float(parts[1]))
+        if walls:
+            w("## Compile time of a user file")
+            w("")
+            w("`g++ -std=c++20 -O2 -c benchmarks/user_file.cpp`: a file that includes "
+              "`<dynstage/dynstage.hpp>` and calls `dyn::jit` once (no LLVM headers; the backend TU is "
+              f"compiled elsewhere), {len(walls)} compiles on the shared machine.")
+            w("")
+            w("| | median | all runs |")
+            w("| --- | ---: | --- |")
+            w(f"| wall time | {statistics.median(walls):.2f} s | {', '.join(f'{x:.2f}' for x in walls)} |")
+            if cpus:
+                w(f"| CPU time (user + sys) | {statistics.median(cpus):.2f} s | "
+                  f"{', '.join(f'{x:.2f}' for x in cpus)} |")
+            w("")
+            if cpus:
+                user_cpu = statistics.median(cpus)
+                targets.time_at_most("user file compile, g++ -O2 (CPU time)", statistics.median(cpus) * 1e9,
+                                     3e9, 1e9, "s")
+            targets.time_at_most("user file compile, g++ -O2 (wall time, shared machine)",
+                                 statistics.median(walls) * 1e9, 3e9, 1e9, "s")
+
+    # --- calibration -----------------------------------------------------------
+    # TOOLCHAIN.md measured these baselines (ns/element) on an idle machine of
+    # the same kind; their ratio to this run's says how much slower this run's
+    # absolute numbers are (other jobs on both cores, and on the VM's host).
+    idle = [("hand loop -O3 -march=native, n=1e3", ("fused", "loops", 1000), 5.2),
+            ("hand loop -ffast-math, n=1e3", ("fused", "fastmath", 1000), 0.8),
+            ("Eigen, n=1e3", ("fused", "eigen", 1000), 5.3)]
+    cal = []
+    for label, key, ref in idle:
+        t = med(*key)
+        if t is not None:
+            cal.append((label, t / key[2], ref))
+    if cal:
+        w("## How slow was the machine during this run?")
+        w("")
+        w("Absolute targets (ns, ms, s) depend on the machine's state; ratios do not. The project's "
+          "toolchain notes (shared/design/TOOLCHAIN.md, outside this repository) record these baselines, "
+          "measured on an idle machine of this kind (ns/element of `sin(x)*2 + x*y`); this run measured "
+          "(CPU time):")
+        w("")
+        w("| baseline | this run | idle (TOOLCHAIN.md) | this run / idle |")
+        w("| --- | ---: | ---: | ---: |")
+        for label, t, ref in cal:
+            w(f"| {label} | {t:.3g} | {ref:g} | {t / ref:.1f}x |")
+        factor = statistics.median([t / ref for _, t, ref in cal])
+        w("")
+        est = []
+        if med("dispatch", "jit_fused", 1):
+            est.append(f"cached dispatch ~{med('dispatch', 'jit_fused', 1) / factor:.0f} ns")
+        if med("compile", "jit_fresh", 1000):
+            est.append(f"ten-op compile ~{med('compile', 'jit_fresh', 1000) / factor / 1e6:.1f} ms")
+        if user_cpu is not None:
+            est.append(f"user-file compile ~{user_cpu / factor:.1f} s")
+        w(f"So this run's CPU times are roughly **{factor:.1f}x** an idle machine's (contention for the "
+          "shared cores and caches; a virtual machine's CPU time probably also counts time its host "
+          "takes the virtual CPU away). Scaled by that factor, as a rough estimate only: "
+          + ", ".join(est) + ". The targets table uses the measured values, not these estimates.")
+        w("")
+
+    # --- summary (placed after the header) -----------------------------------
+    summary = ["## Targets (issue 3)", "",
+               "Ratio = baseline median / jit median of the same run (> 1: jit faster), CPU time.", "",
+               "| target | measured | | margin or miss |", "| --- | --- | --- | --- |"]
+    for what, measured, status, note in targets.rows:
+        summary.append(f"| {what} | {measured} | {status} | {note} |")
+    summary.append("")
+    # Insert the summary before the first case section.
+    first_case = next(i for i, line in enumerate(out) if line.startswith("## "))
+    out[first_case:first_case] = summary
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
