@@ -223,7 +223,7 @@ TEST_CASE("golden: outputs may be inputs, literals and constants") {
   auto k = dyn::array({1.0, 2.0});
   auto f = [&](auto x) { return std::make_tuple(x, 3.0, k); };
   CHECK(str(dyn::make_jaxpr(f)(dyn::Array<double>({2}))) ==
-        "{ lambda a:f64[2]; b:f64[2]. let  in (b, 3.0:f32[], a) }");
+        "{ lambda a:f64[2]; b:f64[2]. let  in (b, 3.0:f64[], a) }");
 }
 
 // ---------------------------------------------------------------------------

@@ -129,7 +129,11 @@ TEST_CASE("jit: a jitted function called inside another trace is inlined") {
   auto outer = [&](auto x) { return inner(x) + 1.0; };
   std::ostringstream os;
   os << dyn::make_jaxpr(outer)(dyn::Array<double>({2}));
-  CHECK(os.str() == "{ lambda ; a:f64[2]. let b:f64[2] = mul a 3.0:f64[]; c:f64[2] = add b 1.0:f64[] in (c,) }");
+  CHECK(os.str() ==
+        "{ lambda ; a:f64[2]. let\n"
+        "    b:f64[2] = mul a 3.0:f64[]\n"
+        "    c:f64[2] = add b 1.0:f64[]\n"
+        "  in (c,) }");
   CHECK(inner.stats().compiles == 0);
 }
 
