@@ -653,8 +653,8 @@ inline AnyArray permuted(const AnyArray& x, const std::vector<std::int64_t>& per
 
 inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& out, const DotGeneralParams& dp) {
   const AnyArray &x = in[0], &y = in[1];
-  const auto lf = free_axes(x.rank(), dp.lhs_batch, dp.lhs_contracting);
-  const auto rf = free_axes(y.rank(), dp.rhs_batch, dp.rhs_contracting);
+  const auto lf = dot_free_axes(x.rank(), dp.lhs_batch, dp.lhs_contracting);
+  const auto rf = dot_free_axes(y.rank(), dp.rhs_batch, dp.rhs_contracting);
   auto size_of = [](const AnyArray& a, const std::vector<std::int64_t>& axes) {
     std::int64_t n = 1;
     for (auto i : axes) n *= a.shape()[static_cast<std::size_t>(i)];

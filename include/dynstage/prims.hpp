@@ -12,6 +12,7 @@
 // `None`, as Catalyst's `shape=(None,)`).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -90,6 +91,18 @@ struct ReduceParams {
   std::vector<std::int64_t> axes;
   friend bool operator==(const ReduceParams&, const ReduceParams&) = default;
 };
+// dot_general: the axes of an operand of rank `rank` that are neither batch
+// nor contracting, in order (they make up the output after the batch axes).
+inline std::vector<std::int64_t> dot_free_axes(int rank, const std::vector<std::int64_t>& batch,
+                                               const std::vector<std::int64_t>& contracting) {
+  std::vector<std::int64_t> r;
+  for (std::int64_t i = 0; i < rank; ++i)
+    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
+        std::find(contracting.begin(), contracting.end(), i) == contracting.end())
+      r.push_back(i);
+  return r;
+}
+
 struct DotGeneralParams {
   std::vector<std::int64_t> lhs_contracting, rhs_contracting;
   std::vector<std::int64_t> lhs_batch, rhs_batch;

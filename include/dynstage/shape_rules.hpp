@@ -434,17 +434,6 @@ inline std::vector<Aval> reduce_rule(Prim p, const std::vector<Aval>& in, const 
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
-// The axes of an operand that are neither batch nor contracting, in order.
-inline std::vector<std::int64_t> free_axes(int rank, const std::vector<std::int64_t>& batch,
-                                           const std::vector<std::int64_t>& contracting) {
-  std::vector<std::int64_t> r;
-  for (std::int64_t i = 0; i < rank; ++i)
-    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
-        std::find(contracting.begin(), contracting.end(), i) == contracting.end())
-      r.push_back(i);
-  return r;
-}
-
 inline Shape dims_at(const Shape& s, const std::vector<std::int64_t>& axes) {
   Shape r;
   for (auto a : axes) r.push_back(s[static_cast<std::size_t>(a)]);
@@ -492,8 +481,8 @@ inline std::vector<Aval> dot_general_rule(const std::vector<Aval>& in, const Dot
     fail<ShapeError>("dot_general requires contracting dimensions to have the same shape, got " + shape_str(lc) +
                      " and " + shape_str(rc));
   Shape out = lb;
-  for (auto a : free_axes(l.rank(), dp.lhs_batch, dp.lhs_contracting)) out.push_back(l.shape[static_cast<std::size_t>(a)]);
-  for (auto a : free_axes(r.rank(), dp.rhs_batch, dp.rhs_contracting)) out.push_back(r.shape[static_cast<std::size_t>(a)]);
+  for (auto a : dot_free_axes(l.rank(), dp.lhs_batch, dp.lhs_contracting)) out.push_back(l.shape[static_cast<std::size_t>(a)]);
+  for (auto a : dot_free_axes(r.rank(), dp.rhs_batch, dp.rhs_contracting)) out.push_back(r.shape[static_cast<std::size_t>(a)]);
   return {make_aval(l.dtype, std::move(out), l.weak && r.weak)};
 }
 

@@ -108,16 +108,6 @@ inline std::size_t num_data_inputs(const Eqn& e) {
 //    exactly the layout of [batch..., lhs free..., rhs free...].
 // The lowering then handles only dot_general((B,M,K), (B,K,N)).
 
-inline std::vector<std::int64_t> dot_free_axes(int rank, const std::vector<std::int64_t>& batch,
-                                               const std::vector<std::int64_t>& contracting) {
-  std::vector<std::int64_t> r;
-  for (std::int64_t i = 0; i < rank; ++i)
-    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
-        std::find(contracting.begin(), contracting.end(), i) == contracting.end())
-      r.push_back(i);
-  return r;
-}
-
 inline bool is_canonical_dot(const DotGeneralParams& p) {
   return p.lhs_contracting == std::vector<std::int64_t>{2} && p.rhs_contracting == std::vector<std::int64_t>{1} &&
          p.lhs_batch == std::vector<std::int64_t>{0} && p.rhs_batch == std::vector<std::int64_t>{0};
