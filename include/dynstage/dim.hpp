@@ -50,21 +50,21 @@ inline std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   return r;
 }
 
-// The symbolic engine (defined in symbolic.hpp); reached only when an
-// operand is symbolic.
-inline Dim sym_add(const Dim& a, const Dim& b);
-inline Dim sym_sub(const Dim& a, const Dim& b);
-inline Dim sym_mul(const Dim& a, const Dim& b);
-inline Dim sym_neg(const Dim& a);
-inline Dim sym_floordiv(const Dim& a, const Dim& b);
-inline Dim sym_mod(const Dim& a, const Dim& b);
-inline Dim sym_max(const Dim& a, const Dim& b);
-inline Dim sym_min(const Dim& a, const Dim& b);
+// The symbolic engine (defined in symbolic.hpp, compiled once per program
+// under DYNSTAGE_IMPLEMENTATION); reached only when an operand is symbolic.
+Dim sym_add(const Dim& a, const Dim& b);
+Dim sym_sub(const Dim& a, const Dim& b);
+Dim sym_mul(const Dim& a, const Dim& b);
+Dim sym_neg(const Dim& a);
+Dim sym_floordiv(const Dim& a, const Dim& b);
+Dim sym_mod(const Dim& a, const Dim& b);
+Dim sym_max(const Dim& a, const Dim& b);
+Dim sym_min(const Dim& a, const Dim& b);
 // e1 >= e2, decided or InconclusiveDimensionOperation; the message shows the
 // comparison as the user wrote it: 'lhs' op 'rhs'.
-inline bool sym_geq(const Dim& e1, const Dim& e2, const Dim& lhs, const char* op, const Dim& rhs);
-inline bool sym_equal(const DimExpr& a, const DimExpr& b);
-inline std::string sym_str(const DimExpr& e);
+bool sym_geq(const Dim& e1, const Dim& e2, const Dim& lhs, const char* op, const Dim& rhs);
+bool sym_equal(const DimExpr& a, const DimExpr& b);
+std::string sym_str(const DimExpr& e);
 }  // namespace detail
 
 class Dim {

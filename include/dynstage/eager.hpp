@@ -25,6 +25,10 @@
 
 #include "shape_rules.hpp"
 
+// The eager kernels are compiled once per program, in the one translation
+// unit that defines DYNSTAGE_IMPLEMENTATION; rules.hpp declares impl.
+#ifdef DYNSTAGE_IMPLEMENTATION
+
 namespace dyn::detail {
 
 // The kernels, in their own namespace so that their short names cannot
@@ -681,7 +685,7 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
 // ---------------------------------------------------------------------------
 // The table.
 
-inline std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params) {
+std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params) {
   using namespace kernels;
   using S = DTypeSet;
   const std::vector<Aval> outs = abstract_eval(prim, avals_of(prim, in), params);
@@ -797,3 +801,5 @@ inline std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, co
 }
 
 }  // namespace dyn::detail
+
+#endif  // DYNSTAGE_IMPLEMENTATION

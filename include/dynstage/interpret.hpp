@@ -56,8 +56,14 @@ inline void check_arg(const Jaxpr& j, int var, const AnyArray& a, const std::vec
                     type_str(j, t));
 }
 
-inline std::vector<AnyArray> eval_jaxpr(const Jaxpr& j, const std::vector<AnyArray>& consts,
-                                        const std::vector<AnyArray>& args) {
+// Out of line (compiled once per program, under DYNSTAGE_IMPLEMENTATION):
+// it reaches every eager kernel.
+std::vector<AnyArray> eval_jaxpr(const Jaxpr& j, const std::vector<AnyArray>& consts,
+                                 const std::vector<AnyArray>& args);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<AnyArray> eval_jaxpr(const Jaxpr& j, const std::vector<AnyArray>& consts,
+                                 const std::vector<AnyArray>& args) {
   if (consts.size() != j.constvars.size())
     fail<TypeError>("eval_jaxpr: " + std::to_string(consts.size()) + " constants given for " +
                     std::to_string(j.constvars.size()) + " constvars");
@@ -92,6 +98,7 @@ inline std::vector<AnyArray> eval_jaxpr(const Jaxpr& j, const std::vector<AnyArr
   for (const Atom& a : j.outvars) r.push_back(read(a));
   return r;
 }
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 }  // namespace detail
 

@@ -522,15 +522,26 @@ inline std::string format_jaxpr(const Jaxpr& j, int width = 80) {
 
 }  // namespace detail
 
-inline std::string to_string(const Jaxpr& j) { return detail::format_jaxpr(j); }
-
+// The public entry points are out of line: their definitions (and the
+// printer they pull in) are compiled once per program, in the translation
+// unit that defines DYNSTAGE_IMPLEMENTATION. The detail:: printer above stays
+// inline for code (and tests) that use it directly.
+std::string to_string(const Jaxpr& j);
 // A ClosedJaxpr prints as its jaxpr (JAX does not print the constants).
-inline std::string to_string(const ClosedJaxpr& cj) {
+std::string to_string(const ClosedJaxpr& cj);
+std::ostream& operator<<(std::ostream& os, const Jaxpr& j);
+std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::string to_string(const Jaxpr& j) { return detail::format_jaxpr(j); }
+
+std::string to_string(const ClosedJaxpr& cj) {
   if (!cj.jaxpr) detail::internal_error("print: ClosedJaxpr without a jaxpr");
   return detail::format_jaxpr(*cj.jaxpr);
 }
 
-inline std::ostream& operator<<(std::ostream& os, const Jaxpr& j) { return os << to_string(j); }
-inline std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj) { return os << to_string(cj); }
+std::ostream& operator<<(std::ostream& os, const Jaxpr& j) { return os << to_string(j); }
+std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj) { return os << to_string(cj); }
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 }  // namespace dyn

@@ -50,10 +50,13 @@ inline Aval aval_of(const AnyArray& a, bool weak = false) {
 
 // Output avals of `prim` applied to operands of types `in`. Throws
 // ShapeError / TypeError / IndexError naming the primitive and the shapes.
-inline std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params);
+std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params);
+
+// Both are defined once per program, under DYNSTAGE_IMPLEMENTATION
+// (shape_rules.hpp, eager.hpp): they are large and every jit call reaches them.
 
 // Eager kernel: the outputs of `prim` on concrete operands. The operands
 // have already passed abstract_eval.
-inline std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params);
+std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params);
 
 }  // namespace dyn::detail

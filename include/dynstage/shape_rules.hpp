@@ -28,6 +28,33 @@
 
 #include "rules.hpp"
 
+namespace dyn::detail::rule_util {
+
+// Dtype classes accepted by primitives.
+enum class DTypeSet : std::uint8_t {
+  any,              // bool, i32, i64, f32, f64
+  numeric,          // i32, i64, f32, f64
+  floating,         // f32, f64
+  integer_or_bool,  // bool, i32, i64 (bitwise on integers, logical on bool)
+};
+
+constexpr bool dtype_in(DType d, DTypeSet s) {
+  switch (s) {
+    case DTypeSet::any: return true;
+    case DTypeSet::numeric: return !is_bool(d);
+    case DTypeSet::floating: return is_float(d);
+    case DTypeSet::integer_or_bool: return !is_float(d);
+  }
+  return false;
+}
+
+}  // namespace dyn::detail::rule_util
+
+// The rule definitions are compiled once per program, in the one translation
+// unit that defines DYNSTAGE_IMPLEMENTATION (src/core.cpp, src/dynstage.cpp);
+// rules.hpp declares abstract_eval for everyone else.
+#ifdef DYNSTAGE_IMPLEMENTATION
+
 namespace dyn::detail {
 
 // The rules' vocabulary, in its own namespace so that its short names cannot
@@ -82,23 +109,6 @@ inline Dim numel(const Shape& s) {
 // ---------------------------------------------------------------------------
 // Operand and parameter checks shared by several rules.
 
-// Dtype classes accepted by primitives.
-enum class DTypeSet : std::uint8_t {
-  any,              // bool, i32, i64, f32, f64
-  numeric,          // i32, i64, f32, f64
-  floating,         // f32, f64
-  integer_or_bool,  // bool, i32, i64 (bitwise on integers, logical on bool)
-};
-
-constexpr bool dtype_in(DType d, DTypeSet s) {
-  switch (s) {
-    case DTypeSet::any: return true;
-    case DTypeSet::numeric: return !is_bool(d);
-    case DTypeSet::floating: return is_float(d);
-    case DTypeSet::integer_or_bool: return !is_float(d);
-  }
-  return false;
-}
 
 inline const char* dtype_set_str(DTypeSet s) {
   switch (s) {
@@ -491,7 +501,7 @@ inline std::vector<Aval> dot_general_rule(const std::vector<Aval>& in, const Dot
 // ---------------------------------------------------------------------------
 // The table.
 
-inline std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params) {
+std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params) {
   using namespace rule_util;
   using S = DTypeSet;
   switch (prim) {
@@ -560,3 +570,5 @@ inline std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, c
 }
 
 }  // namespace dyn::detail
+
+#endif  // DYNSTAGE_IMPLEMENTATION

@@ -690,22 +690,25 @@ inline std::set<std::string> dim_vars(const Dim& d) {
 
 // ---------------------------------------------------------------------------
 // The engine entry points declared in dim.hpp
+// (non-inline: one definition per program, in the DYNSTAGE_IMPLEMENTATION TU)
+#ifdef DYNSTAGE_IMPLEMENTATION
 
-inline Dim sym_add(const Dim& a, const Dim& b) { return adopt(add_dims(a, b)); }
-inline Dim sym_sub(const Dim& a, const Dim& b) { return adopt(sub_dims(a, b)); }
-inline Dim sym_mul(const Dim& a, const Dim& b) { return adopt(mul_dims(a, b)); }
-inline Dim sym_neg(const Dim& a) { return adopt(lincomb(a, -1, Dim(0), 0)); }
-inline Dim sym_floordiv(const Dim& a, const Dim& b) { return adopt(divmod_dims(a, b).first); }
-inline Dim sym_mod(const Dim& a, const Dim& b) { return adopt(divmod_dims(a, b).second); }
-inline Dim sym_max(const Dim& a, const Dim& b) { return adopt(max_dims(a, b)); }
-inline Dim sym_min(const Dim& a, const Dim& b) { return adopt(min_dims(a, b)); }
-inline bool sym_geq(const Dim& e1, const Dim& e2, const Dim& lhs, const char* op, const Dim& rhs) {
+Dim sym_add(const Dim& a, const Dim& b) { return adopt(add_dims(a, b)); }
+Dim sym_sub(const Dim& a, const Dim& b) { return adopt(sub_dims(a, b)); }
+Dim sym_mul(const Dim& a, const Dim& b) { return adopt(mul_dims(a, b)); }
+Dim sym_neg(const Dim& a) { return adopt(lincomb(a, -1, Dim(0), 0)); }
+Dim sym_floordiv(const Dim& a, const Dim& b) { return adopt(divmod_dims(a, b).first); }
+Dim sym_mod(const Dim& a, const Dim& b) { return adopt(divmod_dims(a, b).second); }
+Dim sym_max(const Dim& a, const Dim& b) { return adopt(max_dims(a, b)); }
+Dim sym_min(const Dim& a, const Dim& b) { return adopt(min_dims(a, b)); }
+bool sym_geq(const Dim& e1, const Dim& e2, const Dim& lhs, const char* op, const Dim& rhs) {
   return geq_decision(e1, e2, lhs, op, rhs);
 }
-inline bool sym_equal(const DimExpr& a, const DimExpr& b) {
+bool sym_equal(const DimExpr& a, const DimExpr& b) {
   return a.scope == b.scope && a.hash == b.hash && cmp_expr(a, b) == 0;
 }
-inline std::string sym_str(const DimExpr& e) { return expr_str(e); }
+std::string sym_str(const DimExpr& e) { return expr_str(e); }
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 // A hash consistent with ==, for caches keyed by (symbolic) shapes.
 inline std::size_t dim_hash(const Dim& d) {

@@ -263,7 +263,12 @@ inline bool any_tracer(const std::vector<Value>& in) {
 
 // `stage` forces recording into the active trace even when every operand is
 // concrete (zeros_like of a tracer is staged, as jnp.zeros_like is).
-inline std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Params& params, bool stage = false) {
+// Out of line: its definition reaches every rule and kernel, so it is
+// compiled once per program (DYNSTAGE_IMPLEMENTATION), not in each user TU.
+std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Params& params, bool stage = false);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Params& params, bool stage) {
   if (!params_match(prim, params)) internal_error("bind: wrong params type for " + std::string(prim_name(prim)));
   if (!any_tracer(in) && !(stage && current_trace())) {
     std::vector<AnyArray> arrays;
@@ -305,6 +310,7 @@ inline std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Pa
   t->jaxpr.eqns.push_back(std::move(e));
   return outs;
 }
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 inline Value bind1(Prim prim, const std::vector<Value>& in, const Params& params = NoParams{}, bool stage = false) {
   auto r = bind(prim, in, params, stage);
