@@ -221,7 +221,9 @@ struct CallScratch {
 
 // Why a signature missed the cache, compared with the most recently used
 // entry (JAX's `explain`).
-inline std::string explain_miss(const Signature& now, const JitEntry* prev) {
+std::string explain_miss(const Signature& now, const JitEntry* prev);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::string explain_miss(const Signature& now, const JitEntry* prev) {
   if (!prev) return "first call";
   const Signature& old = prev->sig;
   if (old.statics.type != now.statics.type ||
@@ -240,6 +242,7 @@ inline std::string explain_miss(const Signature& now, const JitEntry* prev) {
   }
   return "the signature differs only in its hash (collision)";
 }
+#endif
 
 inline std::string signature_str(const Signature& s) {
   std::string r = "(";

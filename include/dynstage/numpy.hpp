@@ -26,7 +26,9 @@ namespace dyn::detail {
 
 // Convert to `dt`. Concrete scalars are converted on the spot (they stay
 // literals); everything else goes through convert_element_type.
-inline Value convert(const Value& v, DType dt, bool weak = false) {
+Value convert(const Value& v, DType dt, bool weak = false);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value convert(const Value& v, DType dt, bool weak) {
   if (v.dtype() == dt && v.weak == weak) return v;
   if (!v.is_tracer() && v.array.rank() == 0) {
     Scalar s = scalar_of(v.array);
@@ -56,16 +58,20 @@ inline Value convert(const Value& v, DType dt, bool weak = false) {
   }
   return bind1(Prim::convert_element_type, {v}, ConvertParams{dt, weak});
 }
+#endif
 
 // When any operand is traced, concrete non-scalar operands become constvars
 // first, so that conversions and broadcasts of them are staged (reference
 // 001: constants are never folded into the program).
-inline void lift_all(std::vector<Value>& vs) {
+void lift_all(std::vector<Value>& vs);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void lift_all(std::vector<Value>& vs) {
   if (!any_tracer(vs)) return;
   TraceState* t = current_trace();
   if (!t) return;  // bind reports the escaped tracer
   for (auto& v : vs) v = t->lift(v);
 }
+#endif
 
 inline TypeInfo result_type(const std::vector<Value>& vs) {
   TypeInfo r = vs.at(0).type_info();
@@ -78,7 +84,9 @@ inline void promote_to(std::vector<Value>& vs, TypeInfo t) {
 }
 
 // numpy broadcasting of shapes; rank-0 operands never constrain.
-inline Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs) {
+Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs) {
   std::size_t rank = 0;
   for (const auto& v : vs) rank = std::max(rank, static_cast<std::size_t>(v.rank()));
   Shape out(rank, Dim(1));
@@ -99,12 +107,16 @@ inline Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs)
   }
   return out;
 }
+#endif
 
 // Broadcast `v` to `shape` (numpy rules: trailing alignment, 1s stretch).
 // `stage` records the broadcast even for a concrete `v` (a literal case of a
 // traced where), so no broadcast constant is folded into the program.
-inline Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op = "broadcast_to",
-                                bool stage = false) {
+Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op = "broadcast_to",
+                         bool stage = false);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op,
+                         bool stage) {
   Shape s = v.shape();
   if (s == shape) return v;
   if (s.size() > shape.size())
@@ -121,21 +133,27 @@ inline Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_
   }
   return bind1(Prim::broadcast_in_dim, {v}, p, stage);
 }
+#endif
 
 // Promote and broadcast operands of an elementwise primitive. Rank-0
 // operands are left for the primitive's scalar broadcasting (`add a 1.0`).
-inline void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t) {
+void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t) {
   lift_all(vs);
   Shape out = broadcast_shapes(op, vs);
   promote_to(vs, t);
   for (auto& v : vs)
     if (v.rank() != 0) v = broadcast_to_shape(v, out, op);
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // Elementwise families.
 
-inline bool is_float_only(Prim p) {
+bool is_float_only(Prim p);
+#ifdef DYNSTAGE_IMPLEMENTATION
+bool is_float_only(Prim p) {
   switch (p) {
     case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::rsqrt:
     case Prim::sin: case Prim::cos: case Prim::tan: case Prim::tanh: case Prim::logistic:
@@ -145,25 +163,32 @@ inline bool is_float_only(Prim p) {
       return false;
   }
 }
+#endif
 
 // The dtype an operand of a float-only op is computed in: ints and bools go
 // to the default float f32 (jnp.sin(int32) is float32).
 inline TypeInfo inexact(TypeInfo t) { return is_float(t.dtype) ? t : TypeInfo{DType::f32, false}; }
 
-inline Value unary(Prim p, const Value& x) {
+Value unary(Prim p, const Value& x);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value unary(Prim p, const Value& x) {
   if (is_float_only(p)) return bind1(p, {convert(x, inexact(x.type_info()).dtype, x.weak)});
   if ((p == Prim::floor || p == Prim::ceil || p == Prim::round) && !is_float(x.dtype())) return x;
   if (p == Prim::round) return bind1(p, {x}, RoundParams{1});
   return bind1(p, {x});
 }
+#endif
 
-inline Value binary(Prim p, Value a, Value b) {
+Value binary(Prim p, Value a, Value b);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value binary(Prim p, Value a, Value b) {
   std::vector<Value> vs{std::move(a), std::move(b)};
   TypeInfo t = result_type(vs);
   if (is_float_only(p)) t = inexact(t);
   promote_and_broadcast(prim_name(p), vs, t);
   return bind1(p, vs);
 }
+#endif
 
 inline Value compare(Prim p, Value a, Value b) {
   std::vector<Value> vs{std::move(a), std::move(b)};
@@ -172,7 +197,9 @@ inline Value compare(Prim p, Value a, Value b) {
 }
 
 // where(pred, a, b) = select_n(pred, b, a): lax's case 0 is the false case.
-inline Value where(Value pred, Value a, Value b) {
+Value where(Value pred, Value a, Value b);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value where(Value pred, Value a, Value b) {
   if (pred.dtype() != DType::bool_)
     fail<TypeError>("where: the predicate must have dtype bool, got " + std::string(dtype_name(pred.dtype())));
   std::vector<Value> vs{std::move(pred), std::move(a), std::move(b)};
@@ -190,19 +217,26 @@ inline Value where(Value pred, Value a, Value b) {
   }
   return bind1(Prim::select_n, {p, cases[1], cases[0]});
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // Axes.
 
-inline std::int64_t normalize_axis(std::string_view op, std::int64_t axis, int rank) {
+std::int64_t normalize_axis(std::string_view op, std::int64_t axis, int rank);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::int64_t normalize_axis(std::string_view op, std::int64_t axis, int rank) {
   if (axis < -rank || axis >= rank)
     fail<IndexError>(std::string(op) + ": axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
                      std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
+#endif
 
-inline std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<std::int64_t>& axes, int rank,
-                                                bool all_if_empty) {
+std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<std::int64_t>& axes, int rank,
+                                         bool all_if_empty);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<std::int64_t>& axes, int rank,
+                                         bool all_if_empty) {
   std::vector<std::int64_t> r;
   if (axes.empty() && all_if_empty) {
     for (int i = 0; i < rank; ++i) r.push_back(i);
@@ -217,19 +251,25 @@ inline std::vector<std::int64_t> normalize_axes(std::string_view op, const std::
   std::sort(r.begin(), r.end());
   return r;
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // Reductions. Summing (or multiplying) booleans gives i64 (API.md §8).
 
-inline Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty = true) {
+Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty = true);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
   ReduceParams params{normalize_axes(prim_name(p), axes, x.rank(), all_if_empty)};
   Value v = x;
   if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
   return bind1(p, {v}, params);
 }
+#endif
 
 // mean = sum / count, computed in a floating type (jnp.mean of ints is f32).
-inline Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
+Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
   std::vector<std::int64_t> ax = normalize_axes("mean", axes, x.rank(), all_if_empty);
   Value v = convert(x, inexact(x.type_info()).dtype);
   Value s = reduce(Prim::reduce_sum, v, ax, false);
@@ -239,11 +279,14 @@ inline Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool al
   Value n = convert(scalar_value(Scalar::of<double>(static_cast<double>(count)), true), s.dtype(), false);
   return bind1(Prim::div, {s, n});
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // Shape operations.
 
-inline Value reshape(const Value& x, const Shape& sizes) {
+Value reshape(const Value& x, const Shape& sizes);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value reshape(const Value& x, const Shape& sizes) {
   Shape in = x.shape();
   std::int64_t total = 1;
   for (const Dim& d : in) total *= d.value();
@@ -270,16 +313,22 @@ inline Value reshape(const Value& x, const Shape& sizes) {
   if (to_shape(p.new_sizes) == in) return x;
   return bind1(Prim::reshape, {x}, p);
 }
+#endif
 
-inline Value transpose(const Value& x, std::vector<std::int64_t> perm) {
+Value transpose(const Value& x, std::vector<std::int64_t> perm);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value transpose(const Value& x, std::vector<std::int64_t> perm) {
   int r = x.rank();
   if (perm.empty())
     for (int i = r - 1; i >= 0; --i) perm.push_back(i);
   for (auto& a : perm) a = normalize_axis("transpose", a, r);
   return bind1(Prim::transpose, {x}, TransposeParams{perm});
 }
+#endif
 
-inline Value expand_dims(const Value& x, std::int64_t axis) {
+Value expand_dims(const Value& x, std::int64_t axis);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value expand_dims(const Value& x, std::int64_t axis) {
   int r = x.rank();
   std::int64_t ax = normalize_axis("expand_dims", axis, r + 1);
   Shape in = x.shape();
@@ -295,8 +344,11 @@ inline Value expand_dims(const Value& x, std::int64_t axis) {
   }
   return bind1(Prim::broadcast_in_dim, {x}, p);
 }
+#endif
 
-inline Value squeeze(const Value& x, const std::vector<std::int64_t>& axes) {
+Value squeeze(const Value& x, const std::vector<std::int64_t>& axes);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value squeeze(const Value& x, const std::vector<std::int64_t>& axes) {
   Shape in = x.shape();
   std::vector<std::int64_t> ax;
   if (axes.empty()) {
@@ -308,8 +360,11 @@ inline Value squeeze(const Value& x, const std::vector<std::int64_t>& axes) {
   if (ax.empty()) return x;
   return bind1(Prim::squeeze, {x}, SqueezeParams{ax});
 }
+#endif
 
-inline Value concatenate(std::vector<Value> xs, std::int64_t axis) {
+Value concatenate(std::vector<Value> xs, std::int64_t axis);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value concatenate(std::vector<Value> xs, std::int64_t axis) {
   if (xs.empty()) fail<ShapeError>("concatenate: needs at least one array");
   lift_all(xs);
   TypeInfo t = result_type(xs);
@@ -320,18 +375,25 @@ inline Value concatenate(std::vector<Value> xs, std::int64_t axis) {
   if (xs.size() == 1) return xs[0];
   return bind1(Prim::concatenate, xs, ConcatenateParams{ax});
 }
+#endif
 
-inline Value slice(const Value& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
-                   const std::vector<std::int64_t>& strides) {
+Value slice(const Value& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
+            const std::vector<std::int64_t>& strides);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value slice(const Value& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
+            const std::vector<std::int64_t>& strides) {
   SliceParams p{starts, limits, strides};
   bool unit = std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
   if (unit) p.strides.clear();
   return bind1(Prim::slice, {x}, p);
 }
+#endif
 
 // Start indices of dynamic slices: scalar integers, i32 or i64 (promoted to a
 // common integer type, as JAX does).
-inline std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts) {
+std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts) {
   lift_all(starts);
   for (const auto& s : starts) {
     if (s.rank() != 0 || !is_integer(s.dtype()) )
@@ -344,8 +406,11 @@ inline std::vector<Value> index_operands(std::string_view op, std::vector<Value>
   }
   return starts;
 }
+#endif
 
-inline Value dynamic_slice(const Value& x, std::vector<Value> starts, const std::vector<std::int64_t>& sizes) {
+Value dynamic_slice(const Value& x, std::vector<Value> starts, const std::vector<std::int64_t>& sizes);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value dynamic_slice(const Value& x, std::vector<Value> starts, const std::vector<std::int64_t>& sizes) {
   if (static_cast<int>(starts.size()) != x.rank())
     fail<IndexError>("dynamic_slice: " + std::to_string(starts.size()) + " start indices for an array of rank " +
                      std::to_string(x.rank()));
@@ -354,8 +419,11 @@ inline Value dynamic_slice(const Value& x, std::vector<Value> starts, const std:
   lift_all(ops);
   return bind1(Prim::dynamic_slice, ops, DynamicSliceParams{sizes});
 }
+#endif
 
-inline Value dynamic_update_slice(const Value& x, const Value& update, std::vector<Value> starts) {
+Value dynamic_update_slice(const Value& x, const Value& update, std::vector<Value> starts);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value dynamic_update_slice(const Value& x, const Value& update, std::vector<Value> starts) {
   if (static_cast<int>(starts.size()) != x.rank())
     fail<IndexError>("dynamic_update_slice: " + std::to_string(starts.size()) +
                      " start indices for an array of rank " + std::to_string(x.rank()));
@@ -368,11 +436,14 @@ inline Value dynamic_update_slice(const Value& x, const Value& update, std::vect
   lift_all(ops);
   return bind1(Prim::dynamic_update_slice, ops, NoParams{});
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // Creation.
 
-inline Value full(const Shape& shape, const Value& fill, DType dt, bool stage = false) {
+Value full(const Shape& shape, const Value& fill, DType dt, bool stage = false);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value full(const Shape& shape, const Value& fill, DType dt, bool stage) {
   Value v = convert(fill, dt);
   BroadcastInDimParams p;
   for (const Dim& d : shape) {
@@ -381,6 +452,7 @@ inline Value full(const Shape& shape, const Value& fill, DType dt, bool stage = 
   }
   return bind1(Prim::broadcast_in_dim, {v}, p, stage);
 }
+#endif
 
 inline Value iota(DType dt, std::int64_t n) {
   if (n < 0) fail<ShapeError>("arange: negative size " + std::to_string(n));
@@ -390,15 +462,20 @@ inline Value iota(DType dt, std::int64_t n) {
 // ---------------------------------------------------------------------------
 // Linear algebra: numpy dot and matmul in terms of dot_general.
 
-inline Value dot_general(const Value& a, const Value& b, DotGeneralParams p) {
+Value dot_general(const Value& a, const Value& b, DotGeneralParams p);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value dot_general(const Value& a, const Value& b, DotGeneralParams p) {
   std::vector<Value> vs{a, b};
   lift_all(vs);
   TypeInfo t = result_type(vs);
   promote_to(vs, TypeInfo{t.dtype, false});
   return bind1(Prim::dot_general, vs, p);
 }
+#endif
 
-inline Value dot(const Value& a, const Value& b) {
+Value dot(const Value& a, const Value& b);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value dot(const Value& a, const Value& b) {
   int ra = a.rank(), rb = b.rank();
   if (ra == 0 || rb == 0) return binary(Prim::mul, a, b);
   DotGeneralParams p;
@@ -406,8 +483,11 @@ inline Value dot(const Value& a, const Value& b) {
   p.rhs_contracting = {rb == 1 ? 0 : rb - 2};
   return dot_general(a, b, p);
 }
+#endif
 
-inline Value matmul(Value a, Value b) {
+Value matmul(Value a, Value b);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value matmul(Value a, Value b) {
   int ra = a.rank(), rb = b.rank();
   if (ra == 0 || rb == 0) fail<ShapeError>("matmul: operands must have rank >= 1, got " + shape_str(a.shape()) +
                                            " and " + shape_str(b.shape()));
@@ -451,5 +531,6 @@ inline Value matmul(Value a, Value b) {
   if (a_vec) r = squeeze(r, {-2 + (b_vec ? 1 : 0)});
   return r;
 }
+#endif
 
 }  // namespace dyn::detail

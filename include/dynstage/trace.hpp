@@ -114,29 +114,7 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   }
 
   // The atom standing for `v` in this trace.
-  Atom atom_for(const Value& v) {
-    if (v.is_tracer()) {
-      const TracerNode* n = v.tracer.get();
-      if (n->trace.get() == this) return Atom::of_var(n->var);
-      if (!n->trace->active || n->trace->level >= level)
-        fail<TypeError>("UnexpectedTracerError: a tracer " + aval_str(n->aval) +
-                        " from a trace that has finished (or from an unrelated trace) was used; a tracer "
-                        "must not escape the function being traced (through a global, a static or a "
-                        "captured reference)");
-      auto it = captured_consts.find(n);
-      if (it != captured_consts.end()) return Atom::of_var(it->second);
-      int c = add_constvar(n->aval, v);
-      captured_consts.emplace(n, c);
-      return Atom::of_var(c);
-    }
-    if (v.array.rank() == 0) return Atom::literal(scalar_of(v.array), v.weak);
-    auto key = std::make_tuple(v.array.data(), static_cast<int>(v.array.dtype()), v.array.shape());
-    auto it = array_consts.find(key);
-    if (it != array_consts.end()) return Atom::of_var(it->second);
-    int c = add_constvar(aval_of(v.array), Value{v.array, nullptr, false});
-    array_consts.emplace(std::move(key), c);
-    return Atom::of_var(c);
-  }
+  Atom atom_for(const Value& v);  // out of line (DYNSTAGE_IMPLEMENTATION)
 
   // A tracer for a concrete non-scalar array: its constvar.
   Value lift(const Value& v) {
@@ -147,6 +125,32 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
     return make_tracer(a.var, av);
   }
 };
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+Atom TraceState::atom_for(const Value& v) {
+  if (v.is_tracer()) {
+    const TracerNode* n = v.tracer.get();
+    if (n->trace.get() == this) return Atom::of_var(n->var);
+    if (!n->trace->active || n->trace->level >= level)
+      fail<TypeError>("UnexpectedTracerError: a tracer " + aval_str(n->aval) +
+                      " from a trace that has finished (or from an unrelated trace) was used; a tracer "
+                      "must not escape the function being traced (through a global, a static or a "
+                      "captured reference)");
+    auto it = captured_consts.find(n);
+    if (it != captured_consts.end()) return Atom::of_var(it->second);
+    int c = add_constvar(n->aval, v);
+    captured_consts.emplace(n, c);
+    return Atom::of_var(c);
+  }
+  if (v.array.rank() == 0) return Atom::literal(scalar_of(v.array), v.weak);
+  auto key = std::make_tuple(v.array.data(), static_cast<int>(v.array.dtype()), v.array.shape());
+  auto it = array_consts.find(key);
+  if (it != array_consts.end()) return Atom::of_var(it->second);
+  int c = add_constvar(aval_of(v.array), Value{v.array, nullptr, false});
+  array_consts.emplace(std::move(key), c);
+  return Atom::of_var(c);
+}
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 inline TraceState* current_trace() {
   auto& s = trace_stack();
@@ -190,67 +194,72 @@ public:
   //      equation's operands before the equation.
   //   2. Equations no output depends on are dropped (dead code).
   //   3. Constvars are renumbered in order of first use in the new order.
-  static void order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources) {
-    std::vector<int> producer(j.types.size(), -1);
-    for (std::size_t e = 0; e < j.eqns.size(); ++e)
-      for (int o : j.eqns[e].outputs) producer[static_cast<std::size_t>(o)] = static_cast<int>(e);
-    std::vector<char> state(j.eqns.size(), 0);  // 0 new, 1 on stack, 2 emitted
-    std::vector<std::size_t> order;
-    std::vector<std::pair<std::size_t, std::size_t>> stack;  // (eqn, next operand)
-    auto visit = [&](const Atom& root) {
-      if (!root.is_var()) return;
-      int p0 = producer[static_cast<std::size_t>(root.var)];
-      if (p0 < 0 || state[static_cast<std::size_t>(p0)]) return;
-      state[static_cast<std::size_t>(p0)] = 1;
-      stack.emplace_back(static_cast<std::size_t>(p0), 0);
-      while (!stack.empty()) {
-        auto& [e, k] = stack.back();
-        const Eqn& q = j.eqns[e];
-        if (k < q.inputs.size()) {
-          const Atom& a = q.inputs[k++];
-          if (!a.is_var()) continue;
-          int p = producer[static_cast<std::size_t>(a.var)];
-          if (p >= 0 && !state[static_cast<std::size_t>(p)]) {
-            state[static_cast<std::size_t>(p)] = 1;
-            stack.emplace_back(static_cast<std::size_t>(p), 0);
-          }
-          continue;
-        }
-        state[e] = 2;
-        order.push_back(e);
-        stack.pop_back();
-      }
-    };
-    for (const Atom& a : j.outvars) visit(a);
-    std::vector<Eqn> eqns;
-    eqns.reserve(order.size());
-    for (std::size_t e : order) eqns.push_back(std::move(j.eqns[e]));
-    j.eqns = std::move(eqns);
+  static void order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources);  // out of line
 
-    std::vector<int> const_index(j.types.size(), -1);
-    for (std::size_t i = 0; i < j.constvars.size(); ++i)
-      const_index[static_cast<std::size_t>(j.constvars[i])] = static_cast<int>(i);
-    std::vector<int> constvars;
-    std::vector<Value> sources;
-    auto use = [&](const Atom& a) {
-      if (!a.is_var()) return;
-      int& ci = const_index[static_cast<std::size_t>(a.var)];
-      if (ci < 0) return;
-      constvars.push_back(a.var);
-      sources.push_back(const_sources[static_cast<std::size_t>(ci)]);
-      ci = -1;
-    };
-    for (const Eqn& q : j.eqns)
-      for (const Atom& a : q.inputs) use(a);
-    for (const Atom& a : j.outvars) use(a);
-    j.constvars = std::move(constvars);
-    const_sources = std::move(sources);
-  }
   const std::vector<Value>& const_sources() const { return state_->const_sources; }
 
 private:
   std::shared_ptr<TraceState> state_;
 };
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+void TraceScope::order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources) {
+  std::vector<int> producer(j.types.size(), -1);
+  for (std::size_t e = 0; e < j.eqns.size(); ++e)
+    for (int o : j.eqns[e].outputs) producer[static_cast<std::size_t>(o)] = static_cast<int>(e);
+  std::vector<char> state(j.eqns.size(), 0);  // 0 new, 1 on stack, 2 emitted
+  std::vector<std::size_t> order;
+  std::vector<std::pair<std::size_t, std::size_t>> stack;  // (eqn, next operand)
+  auto visit = [&](const Atom& root) {
+    if (!root.is_var()) return;
+    int p0 = producer[static_cast<std::size_t>(root.var)];
+    if (p0 < 0 || state[static_cast<std::size_t>(p0)]) return;
+    state[static_cast<std::size_t>(p0)] = 1;
+    stack.emplace_back(static_cast<std::size_t>(p0), 0);
+    while (!stack.empty()) {
+      auto& [e, k] = stack.back();
+      const Eqn& q = j.eqns[e];
+      if (k < q.inputs.size()) {
+        const Atom& a = q.inputs[k++];
+        if (!a.is_var()) continue;
+        int p = producer[static_cast<std::size_t>(a.var)];
+        if (p >= 0 && !state[static_cast<std::size_t>(p)]) {
+          state[static_cast<std::size_t>(p)] = 1;
+          stack.emplace_back(static_cast<std::size_t>(p), 0);
+        }
+        continue;
+      }
+      state[e] = 2;
+      order.push_back(e);
+      stack.pop_back();
+    }
+  };
+  for (const Atom& a : j.outvars) visit(a);
+  std::vector<Eqn> eqns;
+  eqns.reserve(order.size());
+  for (std::size_t e : order) eqns.push_back(std::move(j.eqns[e]));
+  j.eqns = std::move(eqns);
+
+  std::vector<int> const_index(j.types.size(), -1);
+  for (std::size_t i = 0; i < j.constvars.size(); ++i)
+    const_index[static_cast<std::size_t>(j.constvars[i])] = static_cast<int>(i);
+  std::vector<int> constvars;
+  std::vector<Value> sources;
+  auto use = [&](const Atom& a) {
+    if (!a.is_var()) return;
+    int& ci = const_index[static_cast<std::size_t>(a.var)];
+    if (ci < 0) return;
+    constvars.push_back(a.var);
+    sources.push_back(const_sources[static_cast<std::size_t>(ci)]);
+    ci = -1;
+  };
+  for (const Eqn& q : j.eqns)
+    for (const Atom& a : q.inputs) use(a);
+  for (const Atom& a : j.outvars) use(a);
+  j.constvars = std::move(constvars);
+  const_sources = std::move(sources);
+}
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 // ---------------------------------------------------------------------------
 // bind: the one place where an operation either runs or is recorded.
