@@ -1,5 +1,11 @@
 // dynstage core: arrays, tracing, make_jaxpr, eval_jaxpr and eager execution.
 // No LLVM: including this costs no LLVM headers (API.md §1).
+//
+// The core's big non-template definitions are compiled once per program, in
+// the one translation unit that defines DYNSTAGE_IMPLEMENTATION before
+// including this header (src/core.cpp, behind dependency('dynstage-core')).
+// Programs that use dyn::jit include <dynstage/dynstage.hpp> instead, whose
+// implementation TU (src/dynstage.cpp) contains the core's definitions too.
 #pragma once
 
 #include "errors.hpp"

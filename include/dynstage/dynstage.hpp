@@ -1,7 +1,8 @@
 // dynstage: everything, the LLVM backend (dyn::jit) included.
 //
-// The backend's LLVM-heavy definitions are compiled once per program: Meson
-// users get them from dependency('dynstage') (src/backend.cpp); without
+// dynstage's big non-template definitions (rules, eager kernels, printer,
+// symbolic engine, and the LLVM backend) are compiled once per program: Meson
+// users get them from dependency('dynstage') (src/dynstage.cpp); without
 // Meson, exactly one translation unit defines DYNSTAGE_IMPLEMENTATION before
 // including this header.
 #pragma once

@@ -3,7 +3,7 @@
 // This header is all the rest of dynstage (and every user file) sees of the
 // backend: it declares, and includes no LLVM header. The definitions live in
 // llvm/backend_impl.hpp, which exactly one translation unit per program
-// compiles (src/backend.cpp, or a user TU that defines DYNSTAGE_IMPLEMENTATION
+// compiles (src/dynstage.cpp, or a user TU that defines DYNSTAGE_IMPLEMENTATION
 // before including <dynstage/dynstage.hpp>), because LLVM's headers cost
 // 5-16 s per translation unit.
 //

@@ -1,9 +1,9 @@
 // dynstage: the LLVM backend's implementation (definitions of backend.hpp).
 //
 // Compiled in exactly one translation unit per program: the one that defines
-// DYNSTAGE_IMPLEMENTATION before including this header (src/backend.cpp,
-// which Meson adds to dynstage_dep's sources, or a user file when building
-// without Meson). Everywhere else this header is empty, so LLVM's headers
+// DYNSTAGE_IMPLEMENTATION before including <dynstage/dynstage.hpp>
+// (src/dynstage.cpp, which Meson builds once into dependency('dynstage'), or a
+// user file when building without Meson). Everywhere else this header is empty, so LLVM's headers
 // (5-16 s per TU) are parsed once per program.
 //
 // The five functions of backend.hpp are defined here non-inline (one
