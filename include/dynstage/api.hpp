@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
+#include <memory>
 #include <source_location>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -25,6 +28,30 @@ namespace dyn {
 // they are part of the cache key.
 template <std::size_t... I>
 struct static_argnums {};
+
+// One shape specification per argument, in JAX's grammar (API.md §5):
+// "(b, 4)", "(batch, ...)", "(_, n)", "2*d", "b + 15", "..."; missing ones
+// are "...". A spec applies to every leaf of a pytree argument. Dimension
+// variables are shared across arguments by name.
+struct polymorphic_shapes {
+  std::vector<std::string> specs;
+  polymorphic_shapes(std::initializer_list<std::string> s) : specs(s) {}  // NOLINT: braced use by design
+  explicit polymorphic_shapes(std::vector<std::string> s) : specs(std::move(s)) {}
+};
+
+// Symbolic constraints on the dimension variables: "a >= b", "b <= 16",
+// "a * b == c + d" (an equality is a rewrite rule, left to right).
+struct constraints {
+  std::vector<std::string> list;
+  constraints(std::initializer_list<std::string> c) : list(c) {}  // NOLINT
+  explicit constraints(std::vector<std::string> c) : list(std::move(c)) {}
+};
+
+// jit only: at most N cached kernels per jitted function; the least recently
+// used is evicted (and its code freed) when a new one would exceed N.
+struct cache_capacity {
+  std::size_t n = 64;
+};
 
 namespace detail {
 
@@ -45,15 +72,153 @@ constexpr bool is_static_arg([[maybe_unused]] std::size_t k) {
   return r;
 }
 
+// The options' values, whatever their order.
+struct Options {
+  std::vector<std::string> specs;        // polymorphic_shapes
+  std::vector<std::string> constraints;  // constraints
+  std::size_t capacity = cache_capacity{}.n;
+  bool polymorphic() const { return !specs.empty(); }
+};
+
+template <class... O>
+Options options_of(const O&... opts) {
+  Options r;
+  (
+      [&] {
+        if constexpr (std::is_same_v<O, polymorphic_shapes>) r.specs = opts.specs;
+        else if constexpr (std::is_same_v<O, constraints>) r.constraints = opts.list;
+        else if constexpr (std::is_same_v<O, cache_capacity>) r.capacity = opts.n == 0 ? 1 : opts.n;
+        else static_assert(is_static_argnums<O>::value, "dynstage: unknown option type");
+      }(),
+      ...);
+  if (r.specs.empty() && !r.constraints.empty())
+    fail<TypeError>("dyn::constraints given without dyn::polymorphic_shapes: constraints apply to the dimension "
+                    "variables of the shape specifications");
+  return r;
+}
+
+// One traced leaf of the arguments, for shape polymorphism: which argument,
+// its position among that argument's leaves, and its concrete shape.
+struct LeafDesc {
+  std::size_t arg = 0, index = 0, count = 1;
+  std::vector<std::int64_t> shape;
+};
+
+// The symbolic shapes of a trace's arguments (reference 003).
+struct Polymorphism {
+  std::shared_ptr<SymbolicScope> scope;
+  std::vector<ArgSpec> leaves;  // every traced leaf: name ("args[0]", "args[1][2]") and symbolic shape
+  std::shared_ptr<const DimSolver> solver;
+  // The implicit dimension arguments, in order: the variables (in order of
+  // appearance), then the other symbolic dimensions of the argument shapes.
+  std::vector<Dim> dim_args;
+};
+
+// Parses and resolves the specs against the leaves, checks that every
+// variable can be solved (ShapeAssertionError otherwise) and that the leaves
+// themselves satisfy the specs.
+Polymorphism make_polymorphism(const Options& o, const std::vector<LeafDesc>& leaves);
+
+// The dimension variables of `d`, appended to `out` in order of appearance.
+void collect_vars(const Dim& d, std::vector<std::string>& out);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+namespace {
+void collect_expr_vars(const DimExpr& e, std::vector<std::string>& out) {
+  for (const auto& [term, k] : e.terms)
+    for (const auto& [f, p] : term->factors) {
+      if (f->op == DimOp::var) {
+        if (std::find(out.begin(), out.end(), f->var) == out.end()) out.push_back(f->var);
+      } else {
+        collect_expr_vars(*f->lhs, out);
+        collect_expr_vars(*f->rhs, out);
+      }
+    }
+}
+}  // namespace
+
+void collect_vars(const Dim& d, std::vector<std::string>& out) {
+  if (d.is_symbolic()) collect_expr_vars(*d.expr(), out);
+}
+
+Polymorphism make_polymorphism(const Options& o, const std::vector<LeafDesc>& leaves) {
+  Polymorphism p;
+  p.scope = SymbolicScope::make(o.constraints);
+  std::vector<std::vector<std::int64_t>> shapes;
+  for (const LeafDesc& l : leaves) {
+    const std::string text = l.arg < o.specs.size() ? o.specs[l.arg] : "...";
+    ShapeSpec spec = parse_shape_spec(text, p.scope);
+    std::string name = "args[" + std::to_string(l.arg) + "]";
+    if (l.count > 1) name += "[" + std::to_string(l.index) + "]";
+    p.leaves.push_back(ArgSpec{name, resolve_spec(spec, l.shape)});
+    shapes.push_back(l.shape);
+  }
+  if (o.specs.size() > 0 && leaves.empty())
+    fail<TypeError>("dyn::polymorphic_shapes given for a function without array arguments");
+  p.solver = std::make_shared<const DimSolver>(p.leaves);
+  p.solver->solve_shapes(shapes);
+  std::vector<std::string> vars;
+  for (const ArgSpec& a : p.leaves)
+    for (const Dim& d : a.shape)
+      collect_vars(d, vars);
+  for (const std::string& v : vars) p.dim_args.push_back(p.scope->var(v));
+  for (const ArgSpec& a : p.leaves)
+    for (const Dim& d : a.shape)
+      if (d.is_symbolic() && std::find(p.dim_args.begin(), p.dim_args.end(), d) == p.dim_args.end())
+        p.dim_args.push_back(d);
+  return p;
+}
+#endif
+
+// The traced leaves of non-static arguments.
+template <class... Opts, class... Args>
+std::vector<LeafDesc> leaf_descs(const Args&... args) {
+  std::vector<LeafDesc> r;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          if constexpr (!is_static_arg<Opts...>(I)) {
+            std::size_t first = r.size();
+            for_each_leaf(args, [&](const auto& leaf) {
+              LeafDesc d;
+              d.arg = I;
+              d.index = r.size() - first;
+              d.shape = static_shape(leaf_aval(leaf).shape);
+              r.push_back(std::move(d));
+            });
+            for (std::size_t k = first; k < r.size(); ++k) r[k].count = r.size() - first;
+          }
+        }(),
+        ...);
+  }(std::index_sequence_for<Args...>{});
+  return r;
+}
+
 // Replace the leaves of a non-static argument with fresh argument tracers of
-// `scope`, in order.
+// `scope`, in order. With `shapes`, leaf k (counting across arguments from
+// `next`) takes the symbolic shape shapes[k].
+// An integer scalar argument standing for a dimension variable (Catalyst's
+// dynamic sizes): the variable and the argument's leaf index.
+struct DimLeaf {
+  Dim var;
+  std::size_t leaf = 0;
+};
+
 template <class Arg>
-traced_t<Arg> trace_argument(const Arg& arg, TraceScope& scope) {
+traced_t<Arg> trace_argument(const Arg& arg, TraceScope& scope, const std::vector<ArgSpec>* shapes,
+                             std::size_t& next, std::vector<DimLeaf>& dim_leaves) {
   std::vector<Aval> avals;
-  for_each_leaf(arg, [&](const auto& leaf) { avals.push_back(leaf_aval(leaf)); });
+  const std::size_t first = next;
+  for_each_leaf(arg, [&](const auto& leaf) {
+    avals.push_back(leaf_aval(leaf));
+    if (shapes) avals.back().shape = (*shapes)[next].shape;
+    ++next;
+  });
   std::size_t k = 0;
   auto make_leaf = [&]<class L>() -> L {
-    Value v = scope.new_arg(avals[k++]);
+    Value v = scope.new_arg(avals[k]);
+    if (v.tracer->dim) dim_leaves.push_back(DimLeaf{*v.tracer->dim, first + k});
+    ++k;
     return L(v.tracer);
   };
   return unflatten<traced_t<Arg>>(treedef_of(arg), make_leaf);
@@ -83,16 +248,34 @@ concrete_t<R> to_concrete(const R& out) {
   return unflatten<concrete_t<R>>(treedef_of(out), make_leaf);
 }
 
+// What tracing a function gives: the closed jaxpr, the structure and
+// symbolic shapes of its results, and the arguments' polymorphism (if any).
+struct Traced {
+  ClosedJaxpr jaxpr;
+  TreeDef out_tree;
+  std::vector<Shape> out_shapes;  // of the explicit results
+  std::shared_ptr<const Polymorphism> poly;
+  std::vector<DimLeaf> dim_leaves;
+};
+
 // Trace f on arguments: static ones pass through, the others become argument
-// tracers. Returns the closed jaxpr and the traced result (for its structure).
+// tracers (with polymorphic shapes: symbolic ones, after the implicit
+// dimension arguments).
 template <class... Opts, class F, class... Args>
-auto trace_to_jaxpr(const F& f, const std::source_location& loc, const Args&... args) {
+Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options& opts, const Args&... args) {
   TraceSite site(loc);
-  TraceScope scope;
+  std::shared_ptr<const Polymorphism> poly;
+  if (opts.polymorphic())
+    poly = std::make_shared<const Polymorphism>(make_polymorphism(opts, leaf_descs<Opts...>(args...)));
+  TraceScope scope(poly ? poly->scope : nullptr);
+  if (poly)
+    for (const Dim& d : poly->dim_args) scope.state().new_dim_arg(d);
+  std::size_t next_leaf = 0;
+  std::vector<DimLeaf> dim_leaves;
   auto traced_args = [&]<std::size_t... I>(std::index_sequence<I...>) {
     auto one = [&]<std::size_t K>(const auto& arg) -> decltype(auto) {
       if constexpr (is_static_arg<Opts...>(K)) return arg;
-      else return trace_argument(arg, scope);
+      else return trace_argument(arg, scope, poly ? &poly->leaves : nullptr, next_leaf, dim_leaves);
     };
     // Braced initialisation evaluates left to right: invars in argument order.
     return std::tuple<std::conditional_t<is_static_arg<Opts...>(I), const Args&, traced_t<Args>>...>{
@@ -108,7 +291,7 @@ auto trace_to_jaxpr(const F& f, const std::source_location& loc, const Args&... 
                       "make_jaxpr/jit cannot capture outer tracers (pass them as arguments)");
     cj.consts.push_back(src.array);
   }
-  return std::make_pair(std::move(cj), treedef_of(out));
+  return Traced{std::move(cj), treedef_of(out), scope.out_shapes(), std::move(poly), std::move(dim_leaves)};
 }
 
 }  // namespace detail
@@ -119,16 +302,25 @@ auto trace_to_jaxpr(const F& f, const std::source_location& loc, const Args&... 
 template <class F, class... Opts>
 class MakeJaxpr {
 public:
-  MakeJaxpr(F f, std::source_location loc) : f_(std::move(f)), loc_(loc) {}
+  MakeJaxpr(F f, std::source_location loc, detail::Options opts)
+      : f_(std::move(f)), loc_(loc), opts_(std::move(opts)) {}
 
   template <class... Args>
   ClosedJaxpr operator()(const Args&... args) const {
-    return detail::trace_to_jaxpr<Opts...>(f_, loc_, args...).first;
+    return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...).jaxpr;
+  }
+
+  // The symbolic shapes of the results for these arguments (reference 003's
+  // `out_avals`: `(a, 2*b)` for concatenating f32[a,b] with itself on axis 1).
+  template <class... Args>
+  std::vector<Shape> out_shapes(const Args&... args) const {
+    return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...).out_shapes;
   }
 
 private:
   F f_;
   std::source_location loc_;
+  detail::Options opts_;
 };
 
 // Fixed arities rather than a pack, so that a defaulted source_location can
@@ -136,19 +328,19 @@ private:
 // option type appears at most once; there are four kinds.
 template <class F>
 auto make_jaxpr(F f, std::source_location loc = std::source_location::current()) {
-  return MakeJaxpr<F>(std::move(f), loc);
+  return MakeJaxpr<F>(std::move(f), loc, detail::Options{});
 }
 template <class F, class O1>
-auto make_jaxpr(F f, O1, std::source_location loc = std::source_location::current()) {
-  return MakeJaxpr<F, O1>(std::move(f), loc);
+auto make_jaxpr(F f, O1 o1, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1>(std::move(f), loc, detail::options_of(o1));
 }
 template <class F, class O1, class O2>
-auto make_jaxpr(F f, O1, O2, std::source_location loc = std::source_location::current()) {
-  return MakeJaxpr<F, O1, O2>(std::move(f), loc);
+auto make_jaxpr(F f, O1 o1, O2 o2, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1, O2>(std::move(f), loc, detail::options_of(o1, o2));
 }
 template <class F, class O1, class O2, class O3>
-auto make_jaxpr(F f, O1, O2, O3, std::source_location loc = std::source_location::current()) {
-  return MakeJaxpr<F, O1, O2, O3>(std::move(f), loc);
+auto make_jaxpr(F f, O1 o1, O2 o2, O3 o3, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1, O2, O3>(std::move(f), loc, detail::options_of(o1, o2, o3));
 }
 
 // ---------------------------------------------------------------------------

@@ -494,11 +494,14 @@ inline AnyArray concatenate_impl(const std::vector<AnyArray>& in, const Aval& ou
   return AnyArray(std::move(o));
 }
 
-inline AnyArray slice_impl(const AnyArray& x, const Aval& out, const SliceParams& sp) {
+inline AnyArray slice_impl(const std::vector<AnyArray>& in, const Aval& out, const SliceParams& sp) {
+  const AnyArray& x = in[0];
   auto strides = row_major_strides(x.shape());
   std::int64_t offset = 0;
+  std::size_t k = 1;  // dynamic start indices come first among the operands
   for (std::size_t i = 0; i < strides.size(); ++i) {
-    offset += sp.start_indices[i] * strides[i];
+    const std::int64_t start = sp.start_indices[i] == kDynamicDim ? scalar_int(in[k++]) : sp.start_indices[i];
+    offset += start * strides[i];
     if (!sp.strides.empty()) strides[i] *= sp.strides[i];
   }
   return gather(x, out, offset, std::move(strides));
@@ -771,7 +774,7 @@ std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Par
     case Prim::squeeze: return {reshape_impl(in[0], out)};
     case Prim::transpose: return {transpose_impl(in[0], out, std::get<TransposeParams>(params))};
     case Prim::concatenate: return {concatenate_impl(in, out, std::get<ConcatenateParams>(params))};
-    case Prim::slice: return {slice_impl(in[0], out, std::get<SliceParams>(params))};
+    case Prim::slice: return {slice_impl(in, out, std::get<SliceParams>(params))};
     case Prim::dynamic_slice: return {dynamic_slice_impl(in, out, std::get<DynamicSliceParams>(params))};
     case Prim::dynamic_update_slice: return {dynamic_update_slice_impl(in)};
     case Prim::iota: return {iota_impl(out, std::get<IotaParams>(params))};

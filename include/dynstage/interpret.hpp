@@ -6,6 +6,7 @@
 // primitive's eager kernel, write its outputs.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -102,11 +103,56 @@ std::vector<AnyArray> eval_jaxpr(const Jaxpr& j, const std::vector<AnyArray>& co
 
 }  // namespace detail
 
+namespace detail {
+// The full argument list of `j` from its explicit arguments: each implicit
+// dimension argument is read off the shape of an explicit argument whose type
+// uses it (reference 000's expand_args, at run time).
+std::vector<AnyArray> expand_explicit_args(const Jaxpr& j, const std::vector<AnyArray>& args);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<AnyArray> expand_explicit_args(const Jaxpr& j, const std::vector<AnyArray>& args) {
+  const std::size_t n = j.invars.size();
+  std::vector<AnyArray> full(n);
+  std::vector<std::int64_t> value(n, -1);
+  std::vector<std::size_t> pos(j.types.size(), n);  // invar index of a variable
+  for (std::size_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(j.invars[i])] = i;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!j.in_explicit[i]) continue;
+    const AnyArray& a = args[k++];
+    full[i] = a;
+    const Type& t = j.types[static_cast<std::size_t>(j.invars[i])];
+    if (a.rank() != t.rank()) continue;  // reported by the type check
+    for (std::size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d].is_static()) continue;
+      std::size_t p = pos[static_cast<std::size_t>(t.shape[d].var)];
+      if (p < n && !j.in_explicit[p] && value[p] < 0) value[p] = a.shape()[d];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (j.in_explicit[i]) continue;
+    if (value[i] < 0)
+      fail<TypeError>("eval_jaxpr: implicit argument #" + std::to_string(i) +
+                      " (a dimension) is not the size of any explicit argument's dimension; pass all " +
+                      std::to_string(n) + " inputs, implicit ones first");
+    full[i] = AnyArray(Array<std::int64_t>(std::vector<std::int64_t>{}, std::vector<std::int64_t>{value[i]}));
+  }
+  return full;
+}
+#endif
+}  // namespace detail
+
 // Interpret a closed jaxpr with the eager kernels: its outputs, implicit
-// dimensions first.
+// dimensions first. `args` are all its inputs, or only the explicit ones
+// when every implicit dimension argument is the size of some explicit
+// argument's dimension (it is then read off that shape).
 inline std::vector<AnyArray> eval_jaxpr(const ClosedJaxpr& cj, const std::vector<AnyArray>& args) {
   if (!cj.jaxpr) detail::fail<TypeError>("eval_jaxpr: empty ClosedJaxpr");
-  return detail::eval_jaxpr(*cj.jaxpr, cj.consts, args);
+  const Jaxpr& j = *cj.jaxpr;
+  if (!j.in_explicit.empty() && args.size() < j.invars.size() &&
+      args.size() == static_cast<std::size_t>(std::count(j.in_explicit.begin(), j.in_explicit.end(), true)))
+    return detail::eval_jaxpr(j, cj.consts, detail::expand_explicit_args(j, args));
+  return detail::eval_jaxpr(j, cj.consts, args);
 }
 
 }  // namespace dyn

@@ -109,6 +109,31 @@ Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs) {
 }
 #endif
 
+// A shape parameter: static sizes as they are; each symbolic dimension is
+// kDynamicDim, its value appended to `operands` (JAX's dynamic shapes:
+// `broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[] a`).
+std::vector<std::int64_t> shape_param(std::string_view op, const Shape& shape, std::vector<Value>& operands);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<std::int64_t> shape_param(std::string_view op, const Shape& shape, std::vector<Value>& operands) {
+  std::vector<std::int64_t> r;
+  r.reserve(shape.size());
+  for (const Dim& d : shape) {
+    if (d.is_static()) {
+      if (d.value() < 0) fail<ShapeError>(std::string(op) + ": negative dimension in shape " + shape_str(shape));
+      r.push_back(d.value());
+      continue;
+    }
+    TraceState* t = current_trace();
+    if (!t)
+      fail<TypeError>(std::string(op) + ": the symbolic dimension " + d.to_string() + " in shape " +
+                      shape_str(shape) + " can only be used while tracing");
+    operands.push_back(t->dim_operand(d));
+    r.push_back(kDynamicDim);
+  }
+  return r;
+}
+#endif
+
 // Broadcast `v` to `shape` (numpy rules: trailing alignment, 1s stretch).
 // `stage` records the broadcast even for a concrete `v` (a literal case of a
 // traced where), so no broadcast constant is folded into the program.
@@ -124,14 +149,15 @@ Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op
                      shape_str(shape));
   std::size_t off = shape.size() - s.size();
   BroadcastInDimParams p;
-  for (const Dim& d : shape) p.shape.push_back(d.value());
+  std::vector<Value> operands{v};
+  p.shape = shape_param(op, shape, operands);
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (!(s[i] == shape[off + i] || s[i] == Dim(1)))
       fail<ShapeError>(std::string(op) + ": cannot broadcast an array of shape " + shape_str(s) + " to shape " +
                        shape_str(shape));
     p.broadcast_dimensions.push_back(static_cast<std::int64_t>(off + i));
   }
-  return bind1(Prim::broadcast_in_dim, {v}, p, stage);
+  return bind1(Prim::broadcast_in_dim, operands, p, stage);
 }
 #endif
 
@@ -274,9 +300,11 @@ Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_em
   Value v = convert(x, inexact(x.type_info()).dtype);
   Value s = reduce(Prim::reduce_sum, v, ax, false);
   Shape sh = x.shape();
-  std::int64_t count = 1;
-  for (auto a : ax) count *= sh[static_cast<std::size_t>(a)].value();
-  Value n = convert(scalar_value(Scalar::of<double>(static_cast<double>(count)), true), s.dtype(), false);
+  Dim count = 1;
+  for (auto a : ax) count *= sh[static_cast<std::size_t>(a)];
+  Value n = count.is_static()
+                ? convert(scalar_value(Scalar::of<double>(static_cast<double>(count.value())), true), s.dtype(), false)
+                : convert(current_trace()->dim_operand(count), s.dtype(), false);
   return bind1(Prim::div, {s, n});
 }
 #endif
@@ -288,30 +316,33 @@ Value reshape(const Value& x, const Shape& sizes);
 #ifdef DYNSTAGE_IMPLEMENTATION
 Value reshape(const Value& x, const Shape& sizes) {
   Shape in = x.shape();
-  std::int64_t total = 1;
-  for (const Dim& d : in) total *= d.value();
+  Dim total = 1;
+  for (const Dim& d : in) total *= d;
   int infer = -1;
-  std::int64_t known = 1;
-  ReshapeParams p;
+  Dim known = 1;
+  Shape out = sizes;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    std::int64_t d = sizes[i].value();
-    if (d == -1) {
+    const Dim& d = sizes[i];
+    if (d == Dim(-1)) {
       if (infer >= 0) fail<ShapeError>("reshape: can only specify one unknown dimension (-1), got " + shape_str(sizes));
       infer = static_cast<int>(i);
     } else {
-      if (d < 0) fail<ShapeError>("reshape: negative dimension in new shape " + shape_str(sizes));
+      if (d.is_static() && d.value() < 0)
+        fail<ShapeError>("reshape: negative dimension in new shape " + shape_str(sizes));
       known *= d;
     }
-    p.new_sizes.push_back(d);
   }
   if (infer >= 0) {
-    if (known == 0 || total % known != 0)
-      fail<ShapeError>("reshape: cannot reshape array of shape " + shape_str(in) + " (size " + std::to_string(total) +
+    if (known == Dim(0) || mod(total, known) != Dim(0))
+      fail<ShapeError>("reshape: cannot reshape array of shape " + shape_str(in) + " (size " + total.to_string() +
                        ") into shape " + shape_str(sizes));
-    p.new_sizes[static_cast<std::size_t>(infer)] = total / known;
+    out[static_cast<std::size_t>(infer)] = floordiv(total, known);
   }
-  if (to_shape(p.new_sizes) == in) return x;
-  return bind1(Prim::reshape, {x}, p);
+  if (out == in) return x;
+  std::vector<Value> operands{x};
+  ReshapeParams p;
+  p.new_sizes = shape_param("reshape", out, operands);
+  return bind1(Prim::reshape, operands, p);
 }
 #endif
 
@@ -333,16 +364,19 @@ Value expand_dims(const Value& x, std::int64_t axis) {
   std::int64_t ax = normalize_axis("expand_dims", axis, r + 1);
   Shape in = x.shape();
   BroadcastInDimParams p;
+  Shape out;
   for (int i = 0, k = 0; i <= r; ++i) {
     if (i == ax) {
-      p.shape.push_back(1);
+      out.emplace_back(1);
       continue;
     }
-    p.shape.push_back(in[static_cast<std::size_t>(k)].value());
+    out.push_back(in[static_cast<std::size_t>(k)]);
     p.broadcast_dimensions.push_back(i);
     ++k;
   }
-  return bind1(Prim::broadcast_in_dim, {x}, p);
+  std::vector<Value> operands{x};
+  p.shape = shape_param("expand_dims", out, operands);
+  return bind1(Prim::broadcast_in_dim, operands, p);
 }
 #endif
 
@@ -377,15 +411,41 @@ Value concatenate(std::vector<Value> xs, std::int64_t axis) {
 }
 #endif
 
-Value slice(const Value& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
-            const std::vector<std::int64_t>& strides);
+// Symbolic start and limit indices become operands (kDynamicDim).
+Value slice(const Value& x, const Shape& starts, const Shape& limits, const std::vector<std::int64_t>& strides);
 #ifdef DYNSTAGE_IMPLEMENTATION
-Value slice(const Value& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
-            const std::vector<std::int64_t>& strides) {
-  SliceParams p{starts, limits, strides};
+Value slice(const Value& x, const Shape& starts, const Shape& limits, const std::vector<std::int64_t>& strides) {
+  std::vector<Value> operands{x};
+  SliceParams p;
+  for (const auto& [bounds, param] : {std::pair{&starts, &p.start_indices}, std::pair{&limits, &p.limit_indices}})
+    for (const Dim& d : *bounds) {
+      if (d.is_static()) {
+        param->push_back(d.value());
+        continue;
+      }
+      TraceState* t = current_trace();
+      if (!t) fail<TypeError>("slice: the symbolic index " + d.to_string() + " can only be used while tracing");
+      operands.push_back(t->dim_operand(d));
+      param->push_back(kDynamicDim);
+    }
+  p.strides = strides;
   bool unit = std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
   if (unit) p.strides.clear();
-  return bind1(Prim::slice, {x}, p);
+  return bind1(Prim::slice, operands, p);
+}
+#endif
+
+// lax.slice_in_dim: x[start:limit:stride] along `axis`.
+Value slice_in_dim(const Value& x, const Dim& start, const Dim& limit, std::int64_t stride, std::int64_t axis);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value slice_in_dim(const Value& x, const Dim& start, const Dim& limit, std::int64_t stride, std::int64_t axis) {
+  const std::int64_t ax = normalize_axis("slice_in_dim", axis, x.rank());
+  Shape starts(static_cast<std::size_t>(x.rank()), Dim(0)), limits = x.shape();
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(x.rank()), 1);
+  starts[static_cast<std::size_t>(ax)] = start;
+  limits[static_cast<std::size_t>(ax)] = limit;
+  strides[static_cast<std::size_t>(ax)] = stride;
+  return slice(x, starts, limits, strides);
 }
 #endif
 
@@ -446,17 +506,17 @@ Value full(const Shape& shape, const Value& fill, DType dt, bool stage = false);
 Value full(const Shape& shape, const Value& fill, DType dt, bool stage) {
   Value v = convert(fill, dt);
   BroadcastInDimParams p;
-  for (const Dim& d : shape) {
-    if (d.value() < 0) fail<ShapeError>("full: negative dimension in shape " + shape_str(shape));
-    p.shape.push_back(d.value());
-  }
-  return bind1(Prim::broadcast_in_dim, {v}, p, stage);
+  std::vector<Value> operands{v};
+  p.shape = shape_param("full", shape, operands);
+  return bind1(Prim::broadcast_in_dim, operands, p, stage);
 }
 #endif
 
-inline Value iota(DType dt, std::int64_t n) {
-  if (n < 0) fail<ShapeError>("arange: negative size " + std::to_string(n));
-  return bind1(Prim::iota, {}, IotaParams{dt, {n}, 0});
+inline Value iota(DType dt, const Dim& n, bool stage = false) {
+  if (n.is_static() && n.value() < 0) fail<ShapeError>("arange: negative size " + n.to_string());
+  std::vector<Value> operands;
+  IotaParams p{dt, shape_param("arange", {n}, operands), 0};
+  return bind1(Prim::iota, operands, p, stage);
 }
 
 // ---------------------------------------------------------------------------

@@ -261,7 +261,16 @@ auto slice(const X& x, const std::vector<std::int64_t>& starts, const std::vecto
            const std::vector<std::int64_t>& strides = {}, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
   return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
-      detail::slice(detail::to_value(x), starts, limits, strides));
+      detail::slice(detail::to_value(x), detail::to_shape(starts), detail::to_shape(limits), strides));
+}
+// lax.slice_in_dim: x[start:limit:stride] along `axis`; start and limit may
+// be symbolic dimensions (`slice_in_dim(x, 0, mod(x.shape(0), 3))`).
+template <ArrayLike X>
+auto slice_in_dim(const X& x, const Dim& start, const Dim& limit, std::int64_t stride = 1, std::int64_t axis = 0,
+                  detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
+      detail::slice_in_dim(detail::to_value(x), start, limit, stride, axis));
 }
 
 // A start index of a dynamic slice: an integer, or a scalar integer tracer
@@ -324,18 +333,126 @@ Array<T> full(const std::vector<std::int64_t>& shape, T value, detail::Loc loc =
   return detail::from_value<Array<T>>(
       detail::full(detail::to_shape(shape), detail::to_value(value), dtype_v<T>));
 }
+// (The initializer_list overloads make `zeros<double>({3, 4})` an Array and
+// `zeros<double>({n, 4})`, with a Dim or a traced n, a Tracer.)
+template <class T>
+Array<T> full(std::initializer_list<std::int64_t> shape, T value, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(std::vector<std::int64_t>(shape), value, loc);
+}
 template <class T>
 Array<T> zeros(const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
   return full<T>(shape, T(0), loc);
+}
+template <class T>
+Array<T> zeros(std::initializer_list<std::int64_t> shape, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(std::vector<std::int64_t>(shape), T(0), loc);
 }
 template <class T>
 Array<T> ones(const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
   return full<T>(shape, T(1), loc);
 }
 template <class T>
+Array<T> ones(std::initializer_list<std::int64_t> shape, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(std::vector<std::int64_t>(shape), T(1), loc);
+}
+template <class T>
 Array<T> arange(std::int64_t n, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
   return detail::from_value<Array<T>>(detail::iota(dtype_v<T>, n));
+}
+
+// A size of an array being created while tracing: an integer, a dyn::Dim, or
+// an integer scalar tracer (a dynamic size, Catalyst style: its run-time
+// value is the size).
+class Size {
+public:
+  template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+  Size(I i) : d_(static_cast<std::int64_t>(i)) {}  // NOLINT: implicit by design
+  Size(Dim d) : d_(std::move(d)) {}                  // NOLINT
+  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  Size(const Tracer<T>& t) : d_(detail::dim_of(t.value(), "size")) {}  // NOLINT
+  const Dim& dim() const { return d_; }
+
+private:
+  Dim d_;
+};
+
+namespace detail {
+inline Shape sizes_shape(const std::vector<Size>& sizes) {
+  Shape s;
+  for (const Size& z : sizes) s.push_back(z.dim());
+  return s;
+}
+// A creation with symbolic or traced sizes is staged into the current trace.
+inline void require_trace(const char* op) {
+  if (!current_trace())
+    fail<TypeError>(std::string(op) +
+                    " with dyn::Dim or traced sizes gives a dyn::Tracer and can only be called while tracing; "
+                    "use integer sizes for a concrete array");
+}
+}  // namespace detail
+
+namespace detail {
+template <class T>
+Tracer<T> staged_full(const char* op, const Shape& shape, T value, const Loc& loc) {
+  OpSite site(loc);
+  require_trace(op);
+  return from_value<Tracer<T>>(full(shape, to_value(value), dtype_v<T>, true));
+}
+}  // namespace detail
+
+// (Overloads: an integer list `{3, 4}` or `{}` picks the Array forms above;
+// a list with a Dim or a traced size picks std::vector<Size>; a Shape, such as
+// x.shape(), the std::vector<Dim> template.)
+template <class T>
+Tracer<T> full(const std::vector<Size>& shape, T value, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("full", detail::sizes_shape(shape), value, loc);
+}
+template <class T, class S> requires std::is_same_v<S, Dim>
+Tracer<T> full(const std::vector<S>& shape, T value, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("full", shape, value, loc);
+}
+template <class T>
+Tracer<T> zeros(const std::vector<Size>& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("zeros", detail::sizes_shape(shape), T(0), loc);
+}
+template <class T, class S> requires std::is_same_v<S, Dim>
+Tracer<T> zeros(const std::vector<S>& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("zeros", shape, T(0), loc);
+}
+template <class T>
+Tracer<T> ones(const std::vector<Size>& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("ones", detail::sizes_shape(shape), T(1), loc);
+}
+template <class T, class S> requires std::is_same_v<S, Dim>
+Tracer<T> ones(const std::vector<S>& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("ones", shape, T(1), loc);
+}
+template <class T>
+Tracer<T> arange(const Dim& n, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_trace("arange");
+  return detail::from_value<Tracer<T>>(detail::iota(dtype_v<T>, n, true));
+}
+template <class T, class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Tracer<T> arange(const Tracer<I>& n, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return arange<T>(detail::dim_of(n.value(), "arange"), loc);
+}
+
+// A dimension as an i64[] value (jnp.array(x.shape[0])): a concrete rank-0
+// array for an integer, the tracer holding it for a dyn::Dim (while tracing).
+inline Array<std::int64_t> dim_value(std::int64_t d) {
+  return Array<std::int64_t>(std::vector<std::int64_t>{}, std::vector<std::int64_t>{d});
+}
+inline Tracer<std::int64_t> dim_value(const Dim& d, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_trace("dim_value");
+  detail::Value v = detail::dim_to_value(d);
+  v.weak = false;
+  if (!v.is_tracer())  // a static dimension: staged, as the result is a tracer
+    v = detail::bind1(detail::Prim::convert_element_type, {v}, detail::ConvertParams{DType::i64, false}, true);
+  return detail::from_value<Tracer<std::int64_t>>(v);
 }
 
 template <ArrayLike X, class V> requires is_scalar_v<V>

@@ -169,7 +169,7 @@ inline void check_index_operand(Prim p, const Aval& a, std::size_t operand) {
 // A shape parameter whose kDynamicDim entries take their values, in order,
 // from the integer scalar operands in[first], in[first + 1], ...
 inline Shape resolve_dynamic_shape(Prim p, const char* what, const std::vector<std::int64_t>& sizes,
-                                   const std::vector<Aval>& in, std::size_t first) {
+                                   const std::vector<Aval>& in, std::size_t first, bool allow_negative = false) {
   const auto ndyn = static_cast<std::size_t>(std::count(sizes.begin(), sizes.end(), kDynamicDim));
   if (in.size() != first + ndyn)
     fail<TypeError>(prim_str(p) + " takes " + std::to_string(first) + (first == 1 ? " operand" : " operands") +
@@ -180,7 +180,7 @@ inline Shape resolve_dynamic_shape(Prim p, const char* what, const std::vector<s
   std::size_t k = first;
   for (auto s : sizes) {
     if (s != kDynamicDim) {
-      if (s < 0)
+      if (s < 0 && !allow_negative)
         fail<ShapeError>(prim_str(p) + " " + what + " must be non-negative, got " + ints_str(sizes));
       out.emplace_back(s);
       continue;
@@ -191,7 +191,7 @@ inline Shape resolve_dynamic_shape(Prim p, const char* what, const std::vector<s
                       aval_str(d));
     if (!d.dim_value)
       internal_error(prim_str(p) + ": dimension operand #" + std::to_string(k) + " carries no dimension value");
-    if (d.dim_value->is_static() && d.dim_value->value() < 0)
+    if (!allow_negative && d.dim_value->is_static() && d.dim_value->value() < 0)
       fail<ShapeError>(prim_str(p) + " got the negative dimension " + d.dim_value->to_string() +
                        " for a None in " + what + " " + ints_str(sizes));
     out.push_back(*d.dim_value);
@@ -344,8 +344,10 @@ inline std::vector<Aval> concatenate_rule(const std::vector<Aval>& in, const Con
   return {make_aval(in[0].dtype, std::move(out), weak)};
 }
 
+// start_indices and limit_indices may hold kDynamicDim: their values come,
+// in that order, from the integer scalar operands after the operand.
 inline std::vector<Aval> slice_rule(const std::vector<Aval>& in, const SliceParams& sp) {
-  check_arity(Prim::slice, in, 1);
+  if (in.empty()) fail<TypeError>("slice takes 1 operand, got 0");
   const Aval& x = in[0];
   const auto n = static_cast<std::size_t>(x.rank());
   auto check_len = [&](const char* what, const std::vector<std::int64_t>& v) {
@@ -356,21 +358,28 @@ inline std::vector<Aval> slice_rule(const std::vector<Aval>& in, const SlicePara
   check_len("start_indices", sp.start_indices);
   check_len("limit_indices", sp.limit_indices);
   if (!sp.strides.empty()) check_len("strides", sp.strides);
+  std::vector<std::int64_t> both = sp.start_indices;
+  both.insert(both.end(), sp.limit_indices.begin(), sp.limit_indices.end());
+  const Shape bounds = resolve_dynamic_shape(Prim::slice, "start_indices + limit_indices", both, in, 1, true);
   Shape out;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t start = sp.start_indices[i], limit = sp.limit_indices[i];
+    const Dim &start = bounds[i], &limit = bounds[n + i];
     const std::int64_t stride = sp.strides.empty() ? 1 : sp.strides[i];
-    if (start < 0)
+    if (!(start >= Dim(0)))
       fail<IndexError>("slice start_indices must be greater than or equal to zero, got start_indices " +
-                       ints_str(sp.start_indices) + " for operand shape " + shape_str(x.shape));
-    if (!(x.shape[i] >= Dim(limit)))
+                       shape_str(Shape(bounds.begin(), bounds.begin() + static_cast<std::ptrdiff_t>(n))) +
+                       " for operand shape " + shape_str(x.shape));
+    if (!(x.shape[i] >= limit))
       fail<IndexError>("slice limit_indices must be less than or equal to operand shape, got limit_indices " +
-                       ints_str(sp.limit_indices) + " for operand shape " + shape_str(x.shape));
-    if (limit < start)
+                       shape_str(Shape(bounds.begin() + static_cast<std::ptrdiff_t>(n), bounds.end())) +
+                       " for operand shape " + shape_str(x.shape));
+    if (!(limit >= start))
       fail<IndexError>("slice limit_indices must be greater than or equal to start_indices, got start_indices " +
-                       ints_str(sp.start_indices) + " and limit_indices " + ints_str(sp.limit_indices));
+                       shape_str(Shape(bounds.begin(), bounds.begin() + static_cast<std::ptrdiff_t>(n))) +
+                       " and limit_indices " +
+                       shape_str(Shape(bounds.begin() + static_cast<std::ptrdiff_t>(n), bounds.end())));
     if (stride < 1) fail<IndexError>("slice strides must be positive, got " + ints_str(sp.strides));
-    out.emplace_back((limit - start + stride - 1) / stride);
+    out.push_back(stride == 1 ? limit - start : floordiv(limit - start + (stride - 1), Dim(stride)));
   }
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }

@@ -14,9 +14,13 @@
 // primitive passes those sources as operands in the outer scope.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <source_location>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -32,6 +36,10 @@ struct TracerNode {
   std::shared_ptr<TraceState> trace;
   int var = -1;
   Aval aval;
+  // For an integer scalar used as a size (Catalyst's dynamic dimensions): the
+  // dimension variable it stands for, created when first needed (dim_of).
+  // aval.dim_value holds a dimension known when the tracer was made.
+  mutable std::optional<Dim> dim;
 };
 using TracerRef = std::shared_ptr<const TracerNode>;
 
@@ -42,7 +50,12 @@ struct Value {
   bool weak = false; // weakly typed (from a C++ scalar literal)
 
   bool is_tracer() const { return tracer != nullptr; }
-  Aval aval() const { return tracer ? tracer->aval : aval_of(array, weak); }
+  Aval aval() const {
+    if (!tracer) return aval_of(array, weak);
+    Aval a = tracer->aval;
+    if (!a.dim_value && tracer->dim) a.dim_value = tracer->dim;
+    return a;
+  }
   DType dtype() const { return tracer ? tracer->aval.dtype : array.dtype(); }
   int rank() const { return tracer ? tracer->aval.rank() : array.rank(); }
   Shape shape() const { return tracer ? tracer->aval.shape : to_shape(array.shape()); }
@@ -71,6 +84,11 @@ inline std::vector<TraceState*>& trace_stack() {
   return stack;
 }
 
+inline TraceState* current_trace() {
+  auto& s = trace_stack();
+  return s.empty() ? nullptr : s.back();
+}
+
 struct TraceState : std::enable_shared_from_this<TraceState> {
   Jaxpr jaxpr;
   // Where each constvar's value comes from, parallel to jaxpr.constvars: a
@@ -78,32 +96,67 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   std::vector<Value> const_sources;
   std::size_t level = 0;  // position in the trace stack
   bool active = true;
+  TraceState* parent = nullptr;  // the enclosing trace, if any (it outlives this one)
   // Constvar dedup: buffer identity (data pointer, dtype, shape) for arrays,
   // node identity for captured tracers.
   std::map<std::tuple<const void*, int, std::vector<std::int64_t>>, int> array_consts;
   std::map<const TracerNode*, int> captured_consts;
 
-  Type type_of_aval(const Aval& a) {
-    Type t{a.dtype, {}, a.weak};
-    for (const Dim& d : a.shape) {
-      if (!d.is_static())
-        fail<InconclusiveDimensionOperation>("symbolic dimension " + d.to_string() +
-                                             " cannot be used in this trace");
-      t.shape.push_back(JDim{d.value(), -1});
-    }
-    return t;
+  // Symbolic dimensions. `scope` holds the dimension variables and the
+  // constraints (shared with enclosing traces); `dims` maps each dimension
+  // expression materialised in this trace to the i64[] tracer holding its
+  // value, so equal expressions are one variable (reference 000:
+  // `ones(n + 1) + ones(n + 1)` type-checks).
+  std::shared_ptr<SymbolicScope> scope;
+  std::map<ExprPtr, Value, ExprLess> dims;
+
+  SymbolicScope& sym_scope() {
+    if (!scope) scope = SymbolicScope::make();
+    return *scope;
   }
+
+  // The jaxpr type of an abstract value: symbolic dimensions refer to the
+  // variables holding their values (materialised on demand).
+  Type type_of_aval(const Aval& a);  // out of line (DYNSTAGE_IMPLEMENTATION)
 
   Value make_tracer(int var, Aval aval) {
     bool weak = aval.weak;
-    auto node = std::make_shared<TracerNode>(TracerNode{shared_from_this(), var, std::move(aval)});
+    auto node = std::make_shared<TracerNode>(TracerNode{shared_from_this(), var, std::move(aval), std::nullopt});
     return Value{AnyArray(), std::move(node), weak};
   }
 
+  // An explicit argument. An i64[] scalar argument may size arrays (Catalyst's
+  // dynamic dimensions): it stands for a dimension variable from the start,
+  // so arithmetic on it gives dimensions (`n + 1`).
   Value new_arg(const Aval& a) {
     int v = jaxpr.new_var(type_of_aval(a));
     jaxpr.invars.push_back(v);
-    return make_tracer(v, a);
+    if (!jaxpr.in_explicit.empty()) jaxpr.in_explicit.push_back(true);
+    Value t = make_tracer(v, a);
+    if (a.rank() == 0 && a.dtype == DType::i64 && !a.dim_value) fresh_dim(t);
+    return t;
+  }
+
+  // A new dimension variable standing for the value of integer scalar tracer
+  // `v` of this trace.
+  Dim fresh_dim(const Value& v) {
+    SymbolicScope& sc = sym_scope();
+    Dim d = sc.var("_d" + std::to_string(sc.variables().size()));
+    v.tracer->dim = d;
+    if (v.dtype() == DType::i64) remember_dim(d, v);
+    return d;
+  }
+
+  // An implicit i64[] argument holding the value of dimension `d` (a
+  // polymorphic dimension variable or expression of the arguments' shapes).
+  Value new_dim_arg(const Dim& d) {
+    if (jaxpr.in_explicit.empty()) jaxpr.in_explicit.assign(jaxpr.invars.size(), true);
+    int v = jaxpr.new_var(Type{DType::i64, {}, false});
+    jaxpr.invars.push_back(v);
+    jaxpr.in_explicit.push_back(false);
+    Value t = make_tracer(v, Aval{DType::i64, {}, false, d});
+    dims.emplace(d.expr(), t);
+    return t;
   }
 
   int add_constvar(const Aval& a, Value source) {
@@ -124,7 +177,28 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
     Aval av = v.aval();
     return make_tracer(a.var, av);
   }
+
+  // The value of dimension `d` in this trace, which must be the innermost
+  // one: a strong i64 literal when static, else the tracer holding it
+  // (materialised by equations the first time: `b:i64[] = add a 1`).
+  Value dim_operand(const Dim& d);  // out of line (DYNSTAGE_IMPLEMENTATION)
+
+  // Remember that tracer `v` (of this trace) holds dimension `d`.
+  void remember_dim(const Dim& d, const Value& v) {
+    if (d.is_symbolic()) dims.emplace(d.expr(), v);
+  }
+
+private:
+  Value materialise(const DimExpr& e);
+  Value term_value(const DimTerm& t, SymbolicScope* sc);
+  Value factor_value(const DimFactor& f, SymbolicScope* sc);
 };
+
+// The dimension that integer scalar `v` stands for when used as a size: its
+// value when concrete; for a tracer, the dimension it was computed as, or a
+// fresh dimension variable standing for its (run-time) value. `op` names the
+// operation in errors.
+Dim dim_of(const Value& v, std::string_view op);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 Atom TraceState::atom_for(const Value& v) {
@@ -150,18 +224,19 @@ Atom TraceState::atom_for(const Value& v) {
   array_consts.emplace(std::move(key), c);
   return Atom::of_var(c);
 }
+
 #endif  // DYNSTAGE_IMPLEMENTATION
 
-inline TraceState* current_trace() {
-  auto& s = trace_stack();
-  return s.empty() ? nullptr : s.back();
-}
 
 // RAII: a new scope being traced, pushed on this thread's trace stack.
 class TraceScope {
 public:
-  TraceScope() : state_(std::make_shared<TraceState>()) {
+  // A scope nested in the current trace (if any). Its symbolic dimensions live
+  // in `scope` if given, else in the enclosing trace's scope.
+  explicit TraceScope(std::shared_ptr<SymbolicScope> scope = nullptr) : state_(std::make_shared<TraceState>()) {
     state_->level = trace_stack().size();
+    state_->parent = current_trace();
+    state_->scope = scope ? std::move(scope) : state_->parent ? state_->parent->scope : nullptr;
     trace_stack().push_back(state_.get());
   }
   ~TraceScope() {
@@ -176,13 +251,16 @@ public:
   Value new_arg(const Aval& a) { return state_->new_arg(a); }
 
   // Close the scope over `outs`: concrete results are lifted (scalars become
-  // literal outputs, arrays constvars). Returns the jaxpr in canonical order
-  // (see order_jaxpr); const_sources() says where its constvars come from.
-  std::shared_ptr<Jaxpr> finish(const std::vector<Value>& outs) {
-    for (const Value& v : outs) state_->jaxpr.outvars.push_back(state_->atom_for(v));
-    order_jaxpr(state_->jaxpr, state_->const_sources);
-    return std::make_shared<Jaxpr>(state_->jaxpr);
-  }
+  // literal outputs, arrays constvars). With `implicit_results`, dimension
+  // variables of the results' types that the body computes are returned
+  // first, as implicit results (reference 000: `in (b, c)` for a function
+  // returning ones(n + 1)). Returns the jaxpr in canonical order (see
+  // order_jaxpr); const_sources() says where its constvars come from.
+  std::shared_ptr<Jaxpr> finish(const std::vector<Value>& outs, bool implicit_results = true);
+
+  // The symbolic shapes of the values finish() was given, for callers that
+  // allocate results (jit) or report them.
+  const std::vector<Shape>& out_shapes() const { return out_shapes_; }
 
   // Canonical equation order. C++ leaves the evaluation order of function
   // arguments unspecified (g++ goes right to left), so the order in which
@@ -200,29 +278,66 @@ public:
 
 private:
   std::shared_ptr<TraceState> state_;
+  std::vector<Shape> out_shapes_;
 };
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+std::shared_ptr<Jaxpr> TraceScope::finish(const std::vector<Value>& outs, bool implicit_results) {
+  Jaxpr& j = state_->jaxpr;
+  out_shapes_.clear();
+  std::vector<Atom> explicit_outs;
+  for (const Value& v : outs) {
+    explicit_outs.push_back(state_->atom_for(v));
+    out_shapes_.push_back(v.shape());
+  }
+  j.outvars.clear();
+  j.out_explicit.clear();
+  if (implicit_results) {
+    // Dimension variables of the results that are neither inputs nor
+    // constants: computed by the body, so returned (once each, in order).
+    std::vector<char> bound(j.types.size(), 0);
+    for (int v : j.invars) bound[static_cast<std::size_t>(v)] = 1;
+    for (int v : j.constvars) bound[static_cast<std::size_t>(v)] = 1;
+    for (const Atom& a : explicit_outs)
+      for (const JDim& d : j.type_of(a).shape)
+        if (!d.is_static() && !bound[static_cast<std::size_t>(d.var)]) {
+          bound[static_cast<std::size_t>(d.var)] = 1;
+          j.outvars.push_back(Atom::of_var(d.var));
+        }
+    if (!j.outvars.empty()) j.out_explicit.assign(j.outvars.size(), false);
+  }
+  for (const Atom& a : explicit_outs) j.outvars.push_back(a);
+  if (!j.out_explicit.empty()) j.out_explicit.resize(j.outvars.size(), true);
+  order_jaxpr(j, state_->const_sources);
+  return std::make_shared<Jaxpr>(j);
+}
+
 void TraceScope::order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources) {
   std::vector<int> producer(j.types.size(), -1);
   for (std::size_t e = 0; e < j.eqns.size(); ++e)
     for (int o : j.eqns[e].outputs) producer[static_cast<std::size_t>(o)] = static_cast<int>(e);
+  // What an equation depends on: the dimension variables of its results'
+  // types (which may be used by no operand), then its operands.
+  std::vector<std::vector<int>> deps(j.eqns.size());
+  for (std::size_t e = 0; e < j.eqns.size(); ++e) {
+    for (int o : j.eqns[e].outputs)
+      for (const JDim& d : j.types[static_cast<std::size_t>(o)].shape)
+        if (!d.is_static()) deps[e].push_back(d.var);
+    for (const Atom& a : j.eqns[e].inputs)
+      if (a.is_var()) deps[e].push_back(a.var);
+  }
   std::vector<char> state(j.eqns.size(), 0);  // 0 new, 1 on stack, 2 emitted
   std::vector<std::size_t> order;
-  std::vector<std::pair<std::size_t, std::size_t>> stack;  // (eqn, next operand)
-  auto visit = [&](const Atom& root) {
-    if (!root.is_var()) return;
-    int p0 = producer[static_cast<std::size_t>(root.var)];
+  std::vector<std::pair<std::size_t, std::size_t>> stack;  // (eqn, next dependency)
+  auto visit = [&](int root) {
+    int p0 = producer[static_cast<std::size_t>(root)];
     if (p0 < 0 || state[static_cast<std::size_t>(p0)]) return;
     state[static_cast<std::size_t>(p0)] = 1;
     stack.emplace_back(static_cast<std::size_t>(p0), 0);
     while (!stack.empty()) {
       auto& [e, k] = stack.back();
-      const Eqn& q = j.eqns[e];
-      if (k < q.inputs.size()) {
-        const Atom& a = q.inputs[k++];
-        if (!a.is_var()) continue;
-        int p = producer[static_cast<std::size_t>(a.var)];
+      if (k < deps[e].size()) {
+        int p = producer[static_cast<std::size_t>(deps[e][k++])];
         if (p >= 0 && !state[static_cast<std::size_t>(p)]) {
           state[static_cast<std::size_t>(p)] = 1;
           stack.emplace_back(static_cast<std::size_t>(p), 0);
@@ -234,28 +349,46 @@ void TraceScope::order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources) {
       stack.pop_back();
     }
   };
-  for (const Atom& a : j.outvars) visit(a);
+  for (const Atom& a : j.outvars) {
+    if (!a.is_var()) continue;
+    for (const JDim& d : j.types[static_cast<std::size_t>(a.var)].shape)
+      if (!d.is_static()) visit(d.var);
+    visit(a.var);
+  }
   std::vector<Eqn> eqns;
   eqns.reserve(order.size());
   for (std::size_t e : order) eqns.push_back(std::move(j.eqns[e]));
   j.eqns = std::move(eqns);
 
+  // Constvars in order of first use; a constvar's dimension variables come
+  // before it (Catalyst: `od:i64[] o:f64[od]`).
   std::vector<int> const_index(j.types.size(), -1);
   for (std::size_t i = 0; i < j.constvars.size(); ++i)
     const_index[static_cast<std::size_t>(j.constvars[i])] = static_cast<int>(i);
   std::vector<int> constvars;
   std::vector<Value> sources;
-  auto use = [&](const Atom& a) {
-    if (!a.is_var()) return;
-    int& ci = const_index[static_cast<std::size_t>(a.var)];
+  std::function<void(int)> use = [&](int var) {
+    int& ci = const_index[static_cast<std::size_t>(var)];
     if (ci < 0) return;
-    constvars.push_back(a.var);
-    sources.push_back(const_sources[static_cast<std::size_t>(ci)]);
+    const int idx = ci;
     ci = -1;
+    for (const JDim& d : j.types[static_cast<std::size_t>(var)].shape)
+      if (!d.is_static()) use(d.var);
+    constvars.push_back(var);
+    sources.push_back(const_sources[static_cast<std::size_t>(idx)]);
   };
-  for (const Eqn& q : j.eqns)
-    for (const Atom& a : q.inputs) use(a);
-  for (const Atom& a : j.outvars) use(a);
+  auto use_type = [&](int var) {
+    for (const JDim& d : j.types[static_cast<std::size_t>(var)].shape)
+      if (!d.is_static()) use(d.var);
+  };
+  for (int v : j.invars) use_type(v);
+  for (const Eqn& q : j.eqns) {
+    for (int o : q.outputs) use_type(o);
+    for (const Atom& a : q.inputs)
+      if (a.is_var()) use(a.var);
+  }
+  for (const Atom& a : j.outvars)
+    if (a.is_var()) use(a.var);
   j.constvars = std::move(constvars);
   const_sources = std::move(sources);
 }
@@ -269,6 +402,30 @@ inline bool any_tracer(const std::vector<Value>& in) {
     if (v.is_tracer()) return true;
   return false;
 }
+
+// Integer scalar arithmetic on dimensions stays a dimension: the result of
+// `n + 1` for a dimension-valued n is the dimension n + 1, so two sizes
+// computed alike are the same dimension (reference 000).
+void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& out);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& out) {
+  if (out.size() != 1 || out[0].rank() != 0 || !is_integer(out[0].dtype)) return;
+  for (const Aval& a : in)
+    if (!a.dim_value) return;
+  auto d = [&](std::size_t i) { return *in[i].dim_value; };
+  switch (prim) {
+    case Prim::add: out[0].dim_value = d(0) + d(1); break;
+    case Prim::sub: out[0].dim_value = d(0) - d(1); break;
+    case Prim::mul: out[0].dim_value = d(0) * d(1); break;
+    case Prim::neg: out[0].dim_value = -d(0); break;
+    case Prim::max: out[0].dim_value = max_dim(d(0), d(1)); break;
+    case Prim::min: out[0].dim_value = min_dim(d(0), d(1)); break;
+    case Prim::convert_element_type: out[0].dim_value = d(0); break;
+    default: break;
+  }
+}
+#endif
 
 // `stage` forces recording into the active trace even when every operand is
 // concrete (zeros_like of a tracer is staged, as jnp.zeros_like is).
@@ -308,13 +465,16 @@ std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Params& p
     avals.push_back(v.aval());
   }
   std::vector<Aval> out_avals = abstract_eval(prim, avals, params);
+  propagate_dim(prim, avals, out_avals);
   Eqn e{prim, std::move(atoms), {}, params};
   std::vector<Value> outs;
   outs.reserve(out_avals.size());
   for (auto& a : out_avals) {
     int var = t->jaxpr.new_var(t->type_of_aval(a));
     e.outputs.push_back(var);
+    std::optional<Dim> d = a.dtype == DType::i64 ? a.dim_value : std::nullopt;
     outs.push_back(t->make_tracer(var, std::move(a)));
+    if (d) t->remember_dim(*d, outs.back());
   }
   t->jaxpr.eqns.push_back(std::move(e));
   return outs;
@@ -326,5 +486,133 @@ inline Value bind1(Prim prim, const std::vector<Value>& in, const Params& params
   if (r.size() != 1) internal_error("bind1: " + std::string(prim_name(prim)) + " has several outputs");
   return std::move(r[0]);
 }
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+Type TraceState::type_of_aval(const Aval& a) {
+  Type t{a.dtype, {}, a.weak};
+  for (const Dim& d : a.shape) {
+    if (d.is_static()) {
+      t.shape.push_back(JDim{d.value(), -1});
+      continue;
+    }
+    Value v = dim_operand(d);
+    t.shape.push_back(JDim::of_var(atom_for(v).var));
+  }
+  return t;
+}
+
+Value TraceState::dim_operand(const Dim& d) {
+  if (d.is_static()) return scalar_value(Scalar::of<std::int64_t>(d.value()), false);
+  if (current_trace() != this)
+    internal_error("dim_operand: dimension " + d.to_string() + " materialised outside the innermost trace");
+  if (auto it = dims.find(d.expr()); it != dims.end()) return it->second;
+  // Known in an enclosing trace: captured, as any outer tracer.
+  for (TraceState* p = parent; p; p = p->parent)
+    if (auto it = p->dims.find(d.expr()); it != p->dims.end()) {
+      Value v = lift(it->second);
+      dims.emplace(d.expr(), v);
+      return v;
+    }
+  Value v = materialise(*d.expr());
+  if (!v.aval().dim_value) v.tracer->dim = d;  // a shape rule reads it (resolve_dynamic_shape)
+  dims.emplace(d.expr(), v);
+  return v;
+}
+
+inline Value i64_literal(std::int64_t k) { return scalar_value(Scalar::of<std::int64_t>(k), false); }
+
+// Sum of terms, largest first, the constant last: `add (mul b 2) 1`; negative
+// coefficients subtract (`sub a 1`).
+Value TraceState::materialise(const DimExpr& e) {
+  SymbolicScope* sc = e.scope;
+  if (e.terms.size() == 1 && e.terms[0].second == 1 && !e.terms[0].first->is_constant())
+    return term_value(*e.terms[0].first, sc);
+  Value acc;
+  bool have = false;
+  for (const auto& [term, k] : e.terms) {
+    if (term->is_constant()) {
+      if (!have) internal_error("materialise: a constant dimension expression");
+      acc = bind1(k < 0 ? Prim::sub : Prim::add, {acc, i64_literal(k < 0 ? -k : k)});
+      continue;
+    }
+    Value tv = dim_operand(from_term(term, 1, sc));
+    std::int64_t mag = k < 0 ? -k : k;
+    if (mag != 1) tv = bind1(Prim::mul, {tv, i64_literal(mag)});
+    if (!have) {
+      acc = k < 0 ? bind1(Prim::neg, {tv}) : tv;
+      have = true;
+    } else {
+      acc = bind1(k < 0 ? Prim::sub : Prim::add, {acc, tv});
+    }
+  }
+  return acc;
+}
+
+Value TraceState::term_value(const DimTerm& t, SymbolicScope* sc) {
+  if (t.factors.size() == 1 && t.factors[0].second == 1) return factor_value(*t.factors[0].first, sc);
+  Value acc;
+  bool have = false;
+  for (const auto& [f, p] : t.factors) {
+    Dim fd = f->op == DimOp::var
+                 ? from_var(f->var, sc)
+                 : from_operation(f->op, operand_dim(f->lhs, sc), operand_dim(f->rhs, sc), sc);
+    Value fv = dim_operand(fd);
+    for (std::int64_t i = 0; i < p; ++i) {
+      acc = have ? bind1(Prim::mul, {acc, fv}) : fv;
+      have = true;
+    }
+  }
+  return acc;
+}
+
+// floordiv and mod with floor semantics from lax's truncating div and rem:
+// q = div(a, b) - (rem(a, b) != 0 and sign(rem) != sign(b)); m = a - q*b.
+Value TraceState::factor_value(const DimFactor& f, SymbolicScope* sc) {
+  if (f.op == DimOp::var)
+    fail<TypeError>("dimension variable '" + f.var +
+                    "' is not defined in this trace: a dimension (dyn::Dim) of another traced function, or "
+                    "of a finished trace, was used");
+  Value a = dim_operand(operand_dim(f.lhs, sc));
+  Value b = dim_operand(operand_dim(f.rhs, sc));
+  switch (f.op) {
+    case DimOp::max: return bind1(Prim::max, {a, b});
+    case DimOp::min: return bind1(Prim::min, {a, b});
+    case DimOp::floordiv:
+    case DimOp::mod: {
+      // Truncation is floor when both operands are known non-negative (the
+      // common case: sizes divided by a positive constant).
+      auto nonneg = [&](const ExprPtr& e) {
+        try {
+          return operand_dim(e, sc) >= Dim(0);
+        } catch (const InconclusiveDimensionOperation&) {
+          return false;
+        }
+      };
+      if (nonneg(f.lhs) && nonneg(f.rhs)) return bind1(f.op == DimOp::floordiv ? Prim::div : Prim::rem, {a, b});
+      Value q = bind1(Prim::div, {a, b});
+      Value r = bind1(Prim::rem, {a, b});
+      Value zero = i64_literal(0);
+      Value nonzero = bind1(Prim::ne, {r, zero});
+      Value sign_differs = bind1(Prim::ne, {bind1(Prim::lt, {r, zero}), bind1(Prim::lt, {b, zero})});
+      Value adjust = bind1(Prim::and_, {nonzero, sign_differs});
+      Value fq = bind1(Prim::sub, {q, bind1(Prim::convert_element_type, {adjust}, ConvertParams{DType::i64, false})});
+      if (f.op == DimOp::floordiv) return fq;
+      return bind1(Prim::sub, {a, bind1(Prim::mul, {fq, b})});
+    }
+    case DimOp::var: break;
+  }
+  internal_error("factor_value: bad operation");
+}
+
+Dim dim_of(const Value& v, std::string_view op) {
+  if (v.rank() != 0 || !is_integer(v.dtype()))
+    fail<TypeError>(std::string(op) + ": a size must be an integer scalar, got " + aval_str(v.aval()));
+  if (!v.is_tracer()) return *aval_of(v.array).dim_value;
+  const TracerNode& n = *v.tracer;
+  if (n.aval.dim_value) return *n.aval.dim_value;
+  if (n.dim) return *n.dim;
+  return n.trace->fresh_dim(v);
+}
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 }  // namespace dyn::detail

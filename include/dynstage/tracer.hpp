@@ -47,8 +47,11 @@ public:
   bool valid() const { return node_ != nullptr; }
 
   // `if (x > 0)` and `double d = x` must not compile (reference 002).
+  // (Not offered from an integer tracer to an integer type: that tracer is a
+  // size in `zeros<double>({n, 4})`, which must pick the dyn::Size overload.)
   template <class U>
-    requires std::is_arithmetic_v<U>
+    requires std::is_arithmetic_v<U> &&
+             (!std::is_integral_v<T> || std::is_same_v<T, bool> || !std::is_integral_v<U> || std::is_same_v<U, bool>)
   operator U() const {
     static_assert(!std::is_same_v<U, bool> || detail::dependent_false<U>,
                   "TracerBoolConversionError: attempted boolean conversion of a traced array "
@@ -97,9 +100,13 @@ template <class X> inline constexpr bool is_array_v = is_array<std::remove_cvref
 template <class X>
 inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::remove_cvref_t<X>>;
 
-// A dyn:: operand: a tracer, a concrete array, or a C++ scalar (weak literal).
 template <class X>
-concept Operand = is_tracer_v<X> || is_array_v<X> || is_scalar_v<X>;
+inline constexpr bool is_dim_v = std::is_same_v<std::remove_cvref_t<X>, Dim>;
+
+// A dyn:: operand: a tracer, a concrete array, a C++ scalar (weak literal),
+// or a dimension (a weak i64 scalar: its value, like jnp.array(x.shape[0])).
+template <class X>
+concept Operand = is_tracer_v<X> || is_array_v<X> || is_scalar_v<X> || is_dim_v<X>;
 // An array-like operand (what a dyn:: operation needs at least one of).
 template <class X>
 concept ArrayLike = is_tracer_v<X> || is_array_v<X>;
@@ -124,6 +131,7 @@ constexpr auto scalar_element() {
 template <class S> using scalar_element_t = decltype(scalar_element<S>());
 
 template <class X> struct element_type_of { using type = scalar_element_t<X>; };
+template <> struct element_type_of<Dim> { using type = std::int64_t; };
 template <class T> struct element_type_of<Tracer<T>> { using type = T; };
 template <class T> struct element_type_of<Array<T>> { using type = T; };
 template <class X> using elem_t = typename element_type_of<std::remove_cvref_t<X>>::type;
@@ -132,6 +140,7 @@ template <class X> using elem_t = typename element_type_of<std::remove_cvref_t<X
 template <class X>
 constexpr TypeInfo info_of() {
   if constexpr (is_scalar_v<X>) return weak_type_of<std::remove_cvref_t<X>>();
+  else if constexpr (is_dim_v<X>) return TypeInfo{DType::i64, true};
   else return TypeInfo{dtype_v<elem_t<X>>, false};
 }
 
@@ -140,18 +149,36 @@ constexpr DType promoted_dtype() {
   return promote_types(info_of<A>(), info_of<B>()).dtype;
 }
 
+// A dyn::Dim operand counts as traced: its value is known only while tracing
+// (a symbolic dimension's value is a tracer).
 template <class... X>
-inline constexpr bool any_tracer_v = (is_tracer_v<X> || ...);
+inline constexpr bool any_tracer_v = ((is_tracer_v<X> || is_dim_v<X>) || ...);
 
 // Tracer<T> if any operand is traced, else Array<T>.
 template <class T, class... X>
 using result_of_t = std::conditional_t<any_tracer_v<X...>, Tracer<T>, Array<T>>;
+
+// The value of a dimension: a weak i64 literal when static, else (while
+// tracing) the i64[] tracer holding it.
+Value dim_to_value(const Dim& d);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value dim_to_value(const Dim& d) {
+  if (d.is_static()) return scalar_value(Scalar::of<std::int64_t>(d.value()), true);
+  TraceState* t = current_trace();
+  if (!t)
+    fail<TypeError>("the symbolic dimension " + d.to_string() + " has a value only while tracing");
+  Value v = t->dim_operand(d);
+  v.weak = true;
+  return v;
+}
+#endif
 
 template <class X>
 Value to_value(const X& x) {
   using U = std::remove_cvref_t<X>;
   if constexpr (is_tracer_v<U>) return x.value();
   else if constexpr (is_array_v<U>) return Value{AnyArray(x), nullptr, false};
+  else if constexpr (is_dim_v<U>) return dim_to_value(x);
   else {
     using E = scalar_element_t<U>;
     TypeInfo w = weak_type_of<U>();
@@ -179,9 +206,11 @@ R from_value(const Value& v) {
       // A traced computation can fold to a concrete value (e.g. reshape to the
       // same shape of a lifted constant); lift it back into the trace.
       TraceState* t = current_trace();
-      if (!t) internal_error("from_value: concrete result where a tracer was expected, outside any trace");
+      if (!t)
+        fail<TypeError>("an operation on a dyn::Dim gives a dyn::Tracer and can only be used while tracing");
       Value lifted = t->lift(v);
-      if (!lifted.is_tracer()) internal_error("from_value: a concrete scalar where a tracer was expected");
+      if (!lifted.is_tracer())  // a scalar stays a literal: stage it
+        lifted = bind1(Prim::convert_element_type, {v}, ConvertParams{v.dtype(), false}, true);
       return from_value<R>(lifted);
     }
     if (v.dtype() != dtype_v<T>)
