@@ -20,6 +20,7 @@
 // error reaches every caller that waited for it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstring>
@@ -44,12 +45,6 @@
 #include "print.hpp"
 
 namespace dyn {
-
-// At most N cached kernels per jitted function; the least recently used is
-// evicted (and its code freed) when a new one would exceed N.
-struct cache_capacity {
-  std::size_t n = 64;
-};
 
 struct JitStats {
   std::size_t traces = 0;       // functions traced (cache misses that got as far as tracing)
@@ -154,8 +149,19 @@ struct JitEntry {
   std::shared_ptr<Kernel> kernel;        // freeing the entry frees the code
   KernelFn fn = nullptr;
   std::vector<const void*> const_ptrs;   // data pointers of the constants
-  std::vector<LeafSig> outs;             // output types
+  std::vector<LeafSig> outs;             // output types (static shapes; see `dynamic`)
   TreeDef out_tree;
+  std::size_t implicit_outs = 0;         // leading outputs not returned to the caller
+
+  // Symbolic and dynamic dimensions: the kernel takes the values of the
+  // implicit dimension arguments, and the outputs' shapes are evaluated from
+  // the dimension variables at each call (solved from the argument shapes,
+  // or read from integer scalar arguments that size arrays).
+  bool dynamic = false;
+  std::shared_ptr<const Polymorphism> poly;
+  std::vector<DimLeaf> dim_leaves;
+  std::vector<std::string> dim_leaf_names;
+  std::vector<Shape> out_shapes;         // every output, implicit ones first
   std::atomic<std::uint64_t> last_used{0};
 
   // In-flight state: set once by the compiling thread.
@@ -212,6 +218,9 @@ struct CallScratch {
   std::vector<const void*> args;
   std::vector<void*> results;
   std::vector<std::uint64_t> scalar_slots;  // C++ scalar arguments, in their dtype
+  std::vector<std::int64_t> dim_slots;      // values of the implicit dimension arguments
+  std::vector<std::vector<std::int64_t>> leaf_shapes;
+  std::vector<std::int64_t> leaf_ints;      // integer scalar leaves, as int64
   std::vector<Storage> outputs;
   static CallScratch& get() {
     thread_local CallScratch s;
@@ -313,9 +322,9 @@ class Jit {
   }
 
 public:
-  Jit(F f, std::source_location loc, std::size_t capacity)
-      : f_(std::move(f)), loc_(loc), cache_(std::make_shared<detail::JitCache>()) {
-    cache_->capacity = capacity == 0 ? 1 : capacity;
+  Jit(F f, std::source_location loc, detail::Options opts)
+      : f_(std::move(f)), loc_(loc), opts_(std::move(opts)), cache_(std::make_shared<detail::JitCache>()) {
+    cache_->capacity = opts_.capacity;
   }
 
   // Call: concrete arguments run the cached kernel; if any argument is a
@@ -335,7 +344,7 @@ public:
   // The jaxpr traced for these arguments' signature.
   template <class... Args>
   ClosedJaxpr jaxpr(const Args&... args) const {
-    return detail::trace_to_jaxpr<Opts...>(f_, loc_, args...).first;
+    return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...).jaxpr;
   }
 
   // The optimised LLVM IR of the kernel for these arguments' signature.
@@ -374,7 +383,8 @@ private:
       h = detail::mix(h, static_cast<std::uint64_t>(detail::leaf_dtype<L>()) + 1);
       const auto& s = detail::leaf_shape(leaf);
       h = detail::mix(h, s.size());
-      for (auto d : s) h = detail::mix(h, static_cast<std::uint64_t>(d));
+      if (!opts_.polymorphic())  // else the dimensions are checked by solving
+        for (auto d : s) h = detail::mix(h, static_cast<std::uint64_t>(d));
     };
     auto on_vector = [&](std::size_t n) { h = detail::mix(h, 0xabcdefULL ^ n); };
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -431,7 +441,7 @@ private:
 
   // Does entry `e` serve these arguments? Compares without allocating.
   template <class... Args>
-  static bool matches(const detail::JitEntry& e, const Args&... args) {
+  bool matches(const detail::JitEntry& e, const Args&... args) const {
     const detail::Signature& s = e.sig;
     using T = decltype(statics_of(args...));
     if (s.statics.type != &typeid(T)) return false;
@@ -445,7 +455,9 @@ private:
       if (!ok) return;
       if (leaf >= s.leaves.size()) { ok = false; return; }
       const detail::LeafSig& ls = s.leaves[leaf++];
-      ok = ls.dtype == detail::leaf_dtype<L>() && ls.shape == detail::leaf_shape(x);
+      const auto& shape = detail::leaf_shape(x);
+      ok = ls.dtype == detail::leaf_dtype<L>() &&
+           (opts_.polymorphic() ? ls.shape.size() == shape.size() : ls.shape == shape);
     };
     auto on_vector = [&](std::size_t n) {
       if (!ok) return;
@@ -516,7 +528,9 @@ private:
   void compile_entry(detail::JitEntry& e, const std::string& why, const Args&... args) const {
     detail::JitCache& c = *cache_;
     auto t0 = std::chrono::steady_clock::now();
-    auto [cj, out_tree] = detail::trace_to_jaxpr<Opts...>(f_, loc_, args...);
+    detail::Traced traced = detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...);
+    ClosedJaxpr& cj = traced.jaxpr;
+    const detail::TreeDef& out_tree = traced.out_tree;
     c.traces.fetch_add(1, std::memory_order_relaxed);
     auto t1 = std::chrono::steady_clock::now();
     const detail::JitEnv& env = detail::JitEnv::get();
@@ -529,12 +543,40 @@ private:
     e.fn = detail::kernel_entry(*cr.kernel);
     for (const auto& k : cj.consts) e.const_ptrs.push_back(k.data());
     const Jaxpr& j = *cj.jaxpr;
-    for (const Atom& a : j.outvars) {
-      const Type& t = j.type_of(a);
+    e.implicit_outs = j.out_explicit.empty()
+                          ? 0
+                          : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
+    e.out_shapes.assign(e.implicit_outs, Shape{});
+    e.out_shapes.insert(e.out_shapes.end(), traced.out_shapes.begin(), traced.out_shapes.end());
+    e.poly = traced.poly;
+    e.dim_leaves = traced.dim_leaves;
+    for (const auto& dl : e.dim_leaves) e.dim_leaf_names.push_back(dl.var.to_string());
+    e.dynamic = e.poly != nullptr;
+    for (std::size_t k = 0; k < j.outvars.size(); ++k) {
+      const Type& t = j.type_of(j.outvars[k]);
       detail::LeafSig ls{t.dtype, {}};
-      for (const JDim& d : t.shape) {
-        if (!d.is_static()) detail::internal_error("jit: output with a dynamic dimension");
-        ls.shape.push_back(d.value);
+      for (const Dim& d : e.out_shapes[k]) {
+        if (d.is_static()) {
+          ls.shape.push_back(d.value());
+          continue;
+        }
+        e.dynamic = true;
+        // Every variable of a result's size must be known before the call.
+        std::vector<std::string> vars;
+        detail::collect_vars(d, vars);
+        for (const std::string& v : vars) {
+          bool known = std::find(e.dim_leaf_names.begin(), e.dim_leaf_names.end(), v) != e.dim_leaf_names.end();
+          if (e.poly) {
+            const auto solved = e.poly->solver->variables();
+            known = known || std::find(solved.begin(), solved.end(), v) != solved.end();
+          }
+          if (!known)
+            detail::fail<TypeError>("jit: result #" + std::to_string(k) + " has the dimension " + d.to_string() +
+                                    ", which depends on values computed inside the function; jit allocates "
+                                    "results before the call, so their sizes must follow from the argument "
+                                    "shapes and integer arguments (make_jaxpr, eval_jaxpr and eager support it)");
+        }
+        ls.shape.push_back(0);
       }
       e.outs.push_back(std::move(ls));
     }
@@ -575,11 +617,52 @@ private:
   // -------------------------------------------------------------------------
   // Call path.
 
+  // The values of the dimension variables for this call (dynamic entries).
+  template <class... Args>
+  static detail::Bindings bind_dims(const detail::JitEntry& e, detail::CallScratch& sc, const Args&... args) {
+    sc.leaf_shapes.clear();
+    sc.leaf_ints.clear();
+    auto on_leaf = [&](const auto& x) {
+      using L = std::remove_cvref_t<decltype(x)>;
+      sc.leaf_shapes.push_back(detail::leaf_shape(x));
+      std::int64_t v = 0;
+      if constexpr (is_array_v<L>) {
+        if constexpr (std::is_integral_v<typename L::value_type> && !std::is_same_v<typename L::value_type, bool>)
+          if (x.size() == 1) v = static_cast<std::int64_t>(*x.data());
+      } else if constexpr (std::is_integral_v<L>) {
+        v = static_cast<std::int64_t>(x);
+      }
+      sc.leaf_ints.push_back(v);
+    };
+    auto on_vector = [](std::size_t) {};
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((detail::is_static_arg<Opts...>(I) ? void() : detail::walk_structure(args, on_leaf, on_vector)), ...);
+    }(std::index_sequence_for<Args...>{});
+    detail::Bindings env;
+    if (e.poly) env = e.poly->solver->solve_shapes(sc.leaf_shapes);
+    for (std::size_t i = 0; i < e.dim_leaves.size(); ++i) {
+      const std::int64_t v = sc.leaf_ints[e.dim_leaves[i].leaf];
+      if (v < 0)
+        detail::fail<ShapeError>("jit: the integer argument leaf #" + std::to_string(e.dim_leaves[i].leaf) +
+                                 " sizes arrays but is negative (" + std::to_string(v) + ")");
+      env[e.dim_leaf_names[i]] = v;
+    }
+    return env;
+  }
+
   template <class R, class... Args>
   detail::concrete_t<R> run(const detail::JitEntry& e, const Args&... args) const {
     detail::CallScratch& sc = detail::CallScratch::get();
     sc.args.assign(e.const_ptrs.begin(), e.const_ptrs.end());
     sc.scalar_slots.resize(e.sig.leaves.size());
+    detail::Bindings env;
+    if (e.dynamic) {
+      env = bind_dims(e, sc, args...);
+      sc.dim_slots.clear();
+      if (e.poly)
+        for (const Dim& d : e.poly->dim_args) sc.dim_slots.push_back(detail::evaluate(d, env));
+      for (const std::int64_t& v : sc.dim_slots) sc.args.push_back(&v);
+    }
     std::size_t leaf = 0;
     auto on_leaf = [&](const auto& x) {
       using L = std::remove_cvref_t<decltype(x)>;
@@ -601,55 +684,48 @@ private:
 
     sc.outputs.clear();
     sc.results.clear();
-    for (const auto& o : e.outs) {
-      sc.outputs.push_back(detail::Storage::make(o.dtype, o.shape, false));
-      sc.results.push_back(sc.outputs.back().data);
+    if (!e.dynamic) {
+      for (const auto& o : e.outs) {
+        sc.outputs.push_back(detail::Storage::make(o.dtype, o.shape, false));
+        sc.results.push_back(sc.outputs.back().data);
+      }
+    } else {
+      for (std::size_t i = 0; i < e.outs.size(); ++i) {
+        std::vector<std::int64_t> shape;
+        for (const Dim& d : e.out_shapes[i]) shape.push_back(d.is_static() ? d.value() : detail::evaluate(d, env));
+        sc.outputs.push_back(detail::Storage::make(e.outs[i].dtype, shape, false));
+        sc.results.push_back(sc.outputs.back().data);
+      }
     }
     detail::kernel_check(e.fn(sc.args.data(), sc.results.data()));
-    std::size_t k = 0;
+    std::size_t k = e.implicit_outs;
     auto make_leaf = [&]<class L>() -> L { return L(std::move(sc.outputs[k++])); };
     return detail::unflatten<detail::concrete_t<R>>(e.out_tree, make_leaf);
   }
 
   F f_;
   std::source_location loc_;
+  detail::Options opts_;
   std::shared_ptr<detail::JitCache> cache_;
 };
-
-namespace detail {
-
-template <class O> struct capacity_of { static constexpr bool is = false; };
-template <> struct capacity_of<cache_capacity> { static constexpr bool is = true; };
-
-template <class... O>
-std::size_t capacity_from(const O&... opts) {
-  std::size_t n = cache_capacity{}.n;
-  (([&] {
-     if constexpr (capacity_of<O>::is) n = opts.n;
-   }()),
-   ...);
-  return n;
-}
-
-}  // namespace detail
 
 // jit(f, options...): fixed arities (see make_jaxpr) so the call site is
 // recorded for error messages and compile logs.
 template <class F>
 Jit<F> jit(F f, std::source_location loc = std::source_location::current()) {
-  return Jit<F>(std::move(f), loc, detail::capacity_from());
+  return Jit<F>(std::move(f), loc, detail::Options{});
 }
 template <class F, class O1>
 Jit<F, O1> jit(F f, O1 o1, std::source_location loc = std::source_location::current()) {
-  return Jit<F, O1>(std::move(f), loc, detail::capacity_from(o1));
+  return Jit<F, O1>(std::move(f), loc, detail::options_of(o1));
 }
 template <class F, class O1, class O2>
 Jit<F, O1, O2> jit(F f, O1 o1, O2 o2, std::source_location loc = std::source_location::current()) {
-  return Jit<F, O1, O2>(std::move(f), loc, detail::capacity_from(o1, o2));
+  return Jit<F, O1, O2>(std::move(f), loc, detail::options_of(o1, o2));
 }
 template <class F, class O1, class O2, class O3>
 Jit<F, O1, O2, O3> jit(F f, O1 o1, O2 o2, O3 o3, std::source_location loc = std::source_location::current()) {
-  return Jit<F, O1, O2, O3>(std::move(f), loc, detail::capacity_from(o1, o2, o3));
+  return Jit<F, O1, O2, O3>(std::move(f), loc, detail::options_of(o1, o2, o3));
 }
 
 }  // namespace dyn
