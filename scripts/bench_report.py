@@ -293,15 +293,15 @@ def main():
         _, fresh_runs = load_runs(args.softmax_fresh)
         main_runs = runs
         runs = fresh_runs  # table() and ratio() read `runs`
-        w("The same benchmarks re-run **in a fresh process** (only softmax). The JIT allocates its "
-          "output and its temporaries (here the 8 MB `exp(x - max)`, kept from the row sums to the "
-          "division) with malloc on every call. Whether freed blocks of that size stay in the heap or "
-          "go back to the kernel, to be page-faulted in again on the next call, depends on glibc's "
-          "dynamic mmap/trim thresholds, which the large-array benchmarks earlier in the process move "
-          "(diagnosed with `perf stat -e page-faults`: ~4000 faults per call in the main run, almost none in a "
-          "fresh process; fixing the thresholds with `GLIBC_TUNABLES=glibc.malloc.mmap_threshold="
-          "33554432:glibc.malloc.trim_threshold=1073741824` removes the difference). If the two tables "
-          "differ, that is why:")
+        w("The same benchmarks re-run **in a fresh process** (only softmax). This second run was added "
+          "when the JIT malloc'd an 8 MB temporary (`exp(x - max)`) on every call, whose pages were "
+          "faulted in again on every call or not depending on glibc's dynamic mmap/trim thresholds, "
+          "which the large-array benchmarks earlier in the process move (~4000 page faults per call "
+          "in the main run, almost none in a fresh process). The JIT now computes softmax row by row "
+          "(fusion rule 4, docs/backend.md): its only temporaries are one-row buffers (8 KB) and its "
+          "8 MB output comes from the large-block pool, so the malloc state no longer matters "
+          "(`perf stat -e page-faults`: no faults per call); the two tables should agree within "
+          "noise:")
         w("")
         table("softmax", soft_n, ["jit", "eager", "loops", "fastmath", "eigen"],
               count=lambda a: a * a, title_arg=lambda a: f"{a} x {a}, fresh process")

@@ -138,6 +138,14 @@ CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir) {
 
   CompileResult result;
   if (want_ir) {
+    // The fusion plan first, as IR comments (the text stays valid .ll).
+    result.llvm_ir = "; fusion plan (fusion.hpp):\n";
+    const std::string ps = plan_str(j, plan);
+    for (std::size_t a = 0, nl; a < ps.size(); a = nl + 1) {
+      nl = ps.find('\n', a);
+      if (nl == std::string::npos) nl = ps.size();
+      result.llvm_ir += ";   " + ps.substr(a, nl - a) + "\n";
+    }
     llvm::raw_string_ostream os(result.llvm_ir);
     mod->print(os, nullptr);
   }

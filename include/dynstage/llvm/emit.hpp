@@ -31,11 +31,16 @@ namespace dyn::detail::llvmjit {
 // kStackBudgetBytes per kernel in total; the rest on the heap.
 inline constexpr std::int64_t kStackTempBytes = 4096;
 inline constexpr std::int64_t kStackBudgetBytes = 64 * 1024;
+// Reductions of at least this many elements interleave 8 accumulators, not 4
+// (fewer would leave FMA/add latency exposed; more would leave a long scalar
+// remainder on short runs such as the rows of a row group).
+inline constexpr std::int64_t kLongReduction = 8192;
 
 // What to tell LLVM about a loop (loop metadata).
 enum class LoopHint {
   normal,     // vectorise as it sees fit, no interleaving (the global default)
   reduction,  // a register accumulator: interleave 4 vectors to hide the add latency
+  long_reduction,  // the same over a long run (>= kLongReduction): 8 vectors, two FMA ports' worth
   plain,      // neither vectorise nor unroll (packing loops, tile loops)
 };
 
@@ -183,7 +188,8 @@ struct Emitter {
         ops.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")}));
       } else {
         ops.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.interleave.count"),
-                                              llvm::ConstantAsMetadata::get(b.getInt32(4))}));
+                                              llvm::ConstantAsMetadata::get(
+                                                  b.getInt32(hint == LoopHint::long_reduction ? 8 : 4))}));
       }
       llvm::MDNode* md = llvm::MDNode::getDistinct(ctx, ops);
       md->replaceOperandWith(0, md);

@@ -26,10 +26,29 @@
 //     memory traffic as a few arithmetic operations.
 //  Candidates are considered latest first, so materialising a consumer can
 //  make its producers single-use again.
+//  4. Row groups (plan_row_groups). A reduction over the trailing axes
+//     [t, r) of its operand (the "row" axes; reduce_sum/max/min/prod) whose
+//     rows hold >= kMinRowElements elements seeds a group with row space
+//     P = the operand's leading axes [0, t). The roots that follow it in
+//     emission order join while each one
+//       - is a reduction over the trailing axes of an operand with the same
+//         leading axes P, or a fusible root whose output starts with P
+//         (dot_general, concatenate, dynamic_update_slice never join);
+//       - reads the buffer of an earlier member (a data dependency), and
+//       - reads every earlier member's buffer only within the row it is
+//         computing ("row-aligned"): along the index maps of its fused
+//         expression (broadcast_in_dim, reshape, transpose, slices, ...)
+//         the buffer's leading non-unit axes are exactly the nest's row
+//         axes, and its other axes depend on the row axes not at all.
+//     A group of >= 2 members becomes one loop over the rows of P; per row
+//     each member's nest runs over that row only, in order, so the row stays
+//     in L1 between members. A member's temporary whose readers are all in
+//     its group is ROW-LOCAL: a buffer of one row (the reduction results:
+//     one scalar), allocated once for the group, never the full array.
+//     Softmax, log-sum-exp, layer norms are instances, not special cases.
 #pragma once
 
 #include <algorithm>
-#include <string>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -174,6 +193,14 @@ inline Jaxpr canonicalize_dots(const Jaxpr& in) {
 // ---------------------------------------------------------------------------
 // plan_fusion
 
+// Rule 4: a run of consecutive materialised roots emitted as ONE loop over
+// the rows of `rows` (the leading axes all members share), each member's nest
+// running over one row inside it.
+struct RowGroup {
+  std::vector<int> members;         // eqn indices, in emission order (consecutive roots)
+  std::vector<std::int64_t> rows;   // the shared leading axes (the row space)
+};
+
 struct FusionPlan {
   std::vector<int> def;             // var -> index of its defining eqn; -1 for constvars/invars
   std::vector<bool> live;           // eqn -> some output is needed
@@ -181,6 +208,9 @@ struct FusionPlan {
   std::vector<int> out_slot;        // var -> first outvar position it is written to, or -1
   std::vector<int> last_read;       // var -> last eqn whose nest reads its buffer (eqns.size(): output copies)
   std::vector<std::string> why;     // var -> why it was materialised (for dumps and tests)
+  std::vector<RowGroup> groups;     // rule 4
+  std::vector<int> group_of;        // eqn -> index into groups, or -1
+  std::vector<bool> row_local;      // var -> its temporary holds only the current row of its group
 };
 
 inline constexpr int kExpensiveCost = 20;
@@ -306,6 +336,251 @@ inline void mark(FusionPlan& plan, int v, std::string why) {
 
 }  // namespace fusion_detail
 
+// ---------------------------------------------------------------------------
+// Rule 4: row groups.
+
+// A seed's rows must be long enough for the member nests' inner loops to
+// vectorise (a short row would turn a flat vectorised loop, libmvec calls
+// included, into scalar code).
+inline constexpr std::int64_t kMinRowElements = 16;
+
+namespace row_detail {
+
+// Where one axis of a value's index comes from, seen from a member's nest
+// with t row axes: >= 0 exactly row axis k; kInner: the nest's inner axes or
+// a constant only; kMixed: a row axis remapped (another row may be read).
+inline constexpr int kInner = -1;
+inline constexpr int kMixed = -2;
+
+// Whether eqn e reduces exactly the trailing axes [t, r) of a var operand
+// with t >= 1 (output shape = the leading axes).
+inline bool trailing_reduction(const Jaxpr& j, const Eqn& e, std::size_t& t, std::vector<std::int64_t>& rows) {
+  if (prim_kind(e.prim) != Kind::reduction || !e.inputs[0].is_var()) return false;
+  const auto xd = static_dims(j.type_of(e.inputs[0]));
+  auto axes = std::get<ReduceParams>(e.params).axes;
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (axes.empty() || axes.size() >= xd.size()) return false;
+  t = xd.size() - axes.size();
+  for (std::size_t k = 0; k < axes.size(); ++k)
+    if (axes[k] != static_cast<std::int64_t>(t + k)) return false;
+  rows.assign(xd.begin(), xd.begin() + static_cast<std::ptrdiff_t>(t));
+  return true;
+}
+
+// The walk of one candidate member's nest: every buffer it reads, with the
+// index map tags of the read.
+struct RowWalk {
+  const Jaxpr& j;
+  const FusionPlan& plan;
+  std::size_t t;
+  const std::vector<std::int64_t>& rows;
+  const std::vector<bool>& member;  // var -> output of an earlier member
+  bool aligned = true;               // every read of a member's buffer stays in the row
+  bool linked = false;               // some member's buffer is read
+  std::set<std::pair<int, std::vector<int>>> seen;
+
+  RowWalk(const Jaxpr& jj, const FusionPlan& p, std::size_t tt, const std::vector<std::int64_t>& r,
+          const std::vector<bool>& m)
+      : j(jj), plan(p), t(tt), rows(r), member(m) {}
+
+  std::vector<int> root_tags(const std::vector<std::int64_t>& dims) const {
+    std::vector<int> tags(dims.size(), kInner);
+    for (std::size_t d = 0; d < dims.size() && d < t; ++d)
+      if (dims[d] != 1) tags[d] = static_cast<int>(d);
+    return tags;
+  }
+
+  void read_buffer(int v, const std::vector<int>& tags) {
+    if (!member[static_cast<std::size_t>(v)]) return;  // computed before the group: any index
+    linked = true;
+    const auto dims = static_dims(j.types[static_cast<std::size_t>(v)]);
+    std::vector<int> seq, want;
+    for (std::size_t d = 0; d < dims.size(); ++d)
+      if (dims[d] != 1) seq.push_back(tags[d]);
+    for (std::size_t k = 0; k < t; ++k)
+      if (rows[k] != 1) want.push_back(static_cast<int>(k));
+    if (seq.size() < want.size()) {
+      aligned = false;
+      return;
+    }
+    for (std::size_t i = 0; i < seq.size(); ++i)
+      if (seq[i] != (i < want.size() ? want[i] : kInner)) aligned = false;
+  }
+
+  void visit(const Atom& a, const std::vector<int>& tags) {
+    if (!a.is_var()) return;
+    const int v = a.var;
+    const auto vs = static_cast<std::size_t>(v);
+    if (plan.materialised[vs]) return read_buffer(v, tags);
+    if (!seen.insert({v, tags}).second) return;
+    eqn(j.eqns[static_cast<std::size_t>(plan.def[vs])], tags);
+  }
+
+  // Propagate the tags of e's output to its data inputs.
+  void eqn(const Eqn& e, const std::vector<int>& tags) {
+    const auto od = static_dims(j.types[static_cast<std::size_t>(e.outputs[0])]);
+    auto dims_of = [&](const Atom& x) { return static_dims(j.type_of(x)); };
+    switch (prim_kind(e.prim)) {
+      case Kind::unary:
+      case Kind::binary:
+      case Kind::compare:
+      case Kind::select:
+      case Kind::convert:
+        for (const Atom& in : e.inputs) visit(in, j.type_of(in).rank() == 0 ? std::vector<int>{} : tags);
+        return;
+      case Kind::reduction:
+      case Kind::contraction: return;  // never fused
+      case Kind::structural: break;
+    }
+    if (e.prim == Prim::iota || e.inputs.empty()) return;
+    const Atom& x = e.inputs[0];
+    switch (e.prim) {
+      case Prim::broadcast_in_dim: {
+        if (!x.is_var()) return;
+        const auto xd = dims_of(x);
+        const auto& bd = std::get<BroadcastInDimParams>(e.params).broadcast_dimensions;
+        std::vector<int> xt(xd.size(), kInner);
+        for (std::size_t i = 0; i < xd.size(); ++i)
+          if (xd[i] != 1) xt[i] = tags[static_cast<std::size_t>(bd[i])];
+        return visit(x, xt);
+      }
+      case Prim::transpose: {
+        if (!x.is_var()) return;
+        const auto& perm = std::get<TransposeParams>(e.params).permutation;
+        std::vector<int> xt(perm.size(), kInner);
+        for (std::size_t i = 0; i < perm.size(); ++i) xt[static_cast<std::size_t>(perm[i])] = tags[i];
+        return visit(x, xt);
+      }
+      case Prim::reshape:
+      case Prim::squeeze: {
+        if (!x.is_var()) return;
+        // Same row-major linear index. Match the non-unit axes in blocks of
+        // equal size products: a one-to-one block keeps its tag; a merged or
+        // split block is row-free only if all its output axes are.
+        const auto xd = dims_of(x);
+        std::vector<int> xt(xd.size(), kInner);
+        std::vector<std::size_t> ia, ib;
+        for (std::size_t i = 0; i < xd.size(); ++i)
+          if (xd[i] != 1) ia.push_back(i);
+        for (std::size_t i = 0; i < od.size(); ++i)
+          if (od[i] != 1) ib.push_back(i);
+        std::size_t p = 0, q = 0;
+        while (p < ia.size() && q < ib.size()) {
+          std::size_t p1 = p + 1, q1 = q + 1;
+          std::int64_t pa = xd[ia[p]], pb = od[ib[q]];
+          while (pa != pb) {
+            if (pa < pb && p1 < ia.size()) pa *= xd[ia[p1++]];
+            else if (pb < pa && q1 < ib.size()) pb *= od[ib[q1++]];
+            else break;
+          }
+          if (pa != pb) {  // cannot happen for a well-typed reshape; be safe
+            for (std::size_t i = p; i < ia.size(); ++i) xt[ia[i]] = kMixed;
+            break;
+          }
+          bool row_free = true;
+          for (std::size_t k = q; k < q1; ++k) row_free = row_free && tags[ib[k]] == kInner;
+          for (std::size_t k = p; k < p1; ++k)
+            xt[ia[k]] = (p1 - p == 1 && q1 - q == 1) ? tags[ib[q]] : row_free ? kInner : kMixed;
+          p = p1;
+          q = q1;
+        }
+        return visit(x, xt);
+      }
+      case Prim::slice:
+      case Prim::dynamic_slice: {
+        if (!x.is_var()) return;
+        const auto xd = dims_of(x);
+        std::vector<int> xt(xd.size(), kInner);
+        for (std::size_t i = 0; i < xd.size(); ++i) {
+          bool identity = od[i] == xd[i];
+          if (e.prim == Prim::slice) {
+            const auto& sp = std::get<SliceParams>(e.params);
+            identity = identity && sp.start_indices[i] == 0 && (sp.strides.empty() || sp.strides[i] == 1);
+          }
+          if (xd[i] == 1) xt[i] = kInner;
+          else if (identity) xt[i] = tags[i];
+          else xt[i] = tags[i] == kInner ? kInner : kMixed;
+        }
+        if (e.prim == Prim::dynamic_slice)
+          for (std::size_t k = 1; k < e.inputs.size(); ++k) visit(e.inputs[k], {});
+        return visit(x, xt);
+      }
+      default: return;  // concatenate, dynamic_update_slice: never fused
+    }
+  }
+};
+
+}  // namespace row_detail
+
+inline void plan_row_groups(const Jaxpr& j, FusionPlan& plan) {
+  using namespace row_detail;
+  const std::size_t nv = j.types.size(), ne = j.eqns.size();
+  plan.groups.clear();
+  plan.group_of.assign(ne, -1);
+  plan.row_local.assign(nv, false);
+  std::vector<int> roots;  // what the lowering emits, in order
+  for (std::size_t i = 0; i < ne; ++i)
+    if (plan.live[i] && plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])])
+      roots.push_back(static_cast<int>(i));
+  auto numel = [](const std::vector<std::int64_t>& d, std::size_t from) {
+    std::int64_t n = 1;
+    for (std::size_t k = from; k < d.size(); ++k) n *= d[k];
+    return n;
+  };
+  std::vector<bool> member(nv, false);
+  for (std::size_t k = 0; k < roots.size();) {
+    const Eqn& seed = j.eqns[static_cast<std::size_t>(roots[k])];
+    std::size_t t = 0;
+    std::vector<std::int64_t> rows;
+    if (!trailing_reduction(j, seed, t, rows) || numel(rows, 0) < 2 ||
+        numel(static_dims(j.type_of(seed.inputs[0])), t) < kMinRowElements) {
+      ++k;
+      continue;
+    }
+    RowGroup g{{roots[k]}, rows};
+    member.assign(nv, false);
+    member[static_cast<std::size_t>(seed.outputs[0])] = true;
+    std::size_t m = k + 1;
+    for (; m < roots.size(); ++m) {
+      const Eqn& e = j.eqns[static_cast<std::size_t>(roots[m])];
+      RowWalk w(j, plan, t, rows, member);
+      if (prim_kind(e.prim) == Kind::reduction) {
+        std::size_t te = 0;
+        std::vector<std::int64_t> re;
+        if (!trailing_reduction(j, e, te, re) || te != t || re != rows ||
+            numel(static_dims(j.type_of(e.inputs[0])), t) < 1)
+          break;
+        w.visit(e.inputs[0], w.root_tags(static_dims(j.type_of(e.inputs[0]))));
+      } else if (is_fusible(e.prim)) {
+        const auto od = static_dims(j.types[static_cast<std::size_t>(e.outputs[0])]);
+        if (od.size() < t || !std::equal(rows.begin(), rows.end(), od.begin())) break;
+        w.eqn(e, w.root_tags(od));
+      } else {
+        break;
+      }
+      if (!w.aligned || !w.linked) break;
+      g.members.push_back(roots[m]);
+      member[static_cast<std::size_t>(e.outputs[0])] = true;
+    }
+    if (g.members.size() >= 2) {
+      const int gi = static_cast<int>(plan.groups.size());
+      const int last = g.members.back();
+      for (int ei : g.members) {
+        plan.group_of[static_cast<std::size_t>(ei)] = gi;
+        const auto vs = static_cast<std::size_t>(j.eqns[static_cast<std::size_t>(ei)].outputs[0]);
+        // Read only inside the group (and row-aligned there, by the join
+        // condition): one row suffices.
+        if (plan.out_slot[vs] < 0 && plan.last_read[vs] <= last) plan.row_local[vs] = true;
+      }
+      plan.groups.push_back(std::move(g));
+      k = m;
+    } else {
+      ++k;
+    }
+  }
+}
+
 inline FusionPlan plan_fusion(const Jaxpr& j) {
   using namespace fusion_detail;
   const std::size_t nv = j.types.size(), ne = j.eqns.size();
@@ -391,6 +666,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     if (pick < 0) break;
     mark(plan, pick, why);
   }
+  plan_row_groups(j, plan);
   return plan;
 }
 
@@ -403,7 +679,10 @@ inline std::string plan_str(const Jaxpr& j, const FusionPlan& plan) {
     const int v = j.eqns[i].outputs[0];
     const auto vs = static_cast<std::size_t>(v);
     r += "#" + std::to_string(v) + " = " + std::string(prim_name(j.eqns[i].prim)) + ": " +
-         (plan.materialised[vs] ? "buffer (" + plan.why[vs] + ")" : std::string("fused")) + "\n";
+         (plan.materialised[vs] ? "buffer (" + plan.why[vs] + ")" : std::string("fused"));
+    if (!plan.group_of.empty() && plan.group_of[i] >= 0)
+      r += ", row group " + std::to_string(plan.group_of[i]) + (plan.row_local[vs] ? ", one row" : "");
+    r += "\n";
   }
   return r;
 }

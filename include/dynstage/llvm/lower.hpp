@@ -17,15 +17,22 @@
 // contiguous memory, which LLVM vectorises; values are memoised per
 // (variable, index) within one loop body so a value used twice at the same
 // index is computed once.
+// A row group (fusion rule 4) is emitted by emit_group: one loop over the
+// rows, each member's nest over one row inside it; a one-row (row-local)
+// buffer is addressed at (linear index - row * row length), see local().
 //
 // Scalar semantics mirror eager.hpp exactly (wrapping integers, INT_MIN / -1,
 // NaN-propagating max/min, saturating float -> int, C fmod for float rem),
 // and there is no global fast-math: NaN, infinities and signed zeros behave
 // as in eager. The deliberate differences:
 //   - float sums/products in reductions carry the `reassoc` flag on the
-//     accumulating instruction only, so they vectorise into partial sums:
-//     the result differs from eager's left-to-right sum by rounding (at most
+//     accumulating instruction only, so they vectorise into partial sums
+//     (4 or, for runs >= kLongReduction, 8 interleaved vectors): the result
+//     differs from eager's left-to-right sum by rounding (at most
 //     ~n eps * sum|x_i| in theory, usually a few ulp; usually MORE accurate);
+//     a sum of products accumulates through llvm.fmuladd (one rounding per
+//     term instead of two). The order is fixed at compile time: results are
+//     identical from call to call;
 //   - reduce_max/reduce_min of floats use llvm.maximum/minimum (NaN
 //     propagating, -0 < +0): a maximum of +-0 may be +0 where eager gives -0;
 //   - dot_general uses fused multiply-add (one rounding per term instead of
@@ -61,6 +68,18 @@ struct Ix {
   std::vector<llvm::Value*> multi;  // empty until known (always empty for rank 0)
   llvm::Value* lin = nullptr;
   int id = 0;
+  // In a row group's member nest (fusion rule 4): the row axes [0, t) are
+  // the row loop's indices and the other axes follow from inner_lin, the
+  // linear index within the row (no division by the row length).
+  std::vector<llvm::Value*> prefix;
+  llvm::Value* inner_lin = nullptr;
+};
+
+// The current row of a row group: its multi-index over the group's row axes
+// and its row-major linear index.
+struct Row {
+  std::vector<llvm::Value*> multi;
+  llvm::Value* lin = nullptr;
 };
 
 class Lowering {
@@ -76,6 +95,7 @@ private:
   Emitter& E;
   llvm::IRBuilder<>& b;
   std::vector<llvm::Value*> buf_;   // var -> its buffer, once computed
+  std::vector<llvm::Value*> rowoff_;  // var -> inside its row group, the linear index its one-row buffer starts at
   std::vector<int> needs_multi_;    // var -> -1 unknown, 0/1
   std::vector<int> calls_transcendental_;  // var -> -1 unknown, 0/1
   // Per loop body:
@@ -99,7 +119,7 @@ private:
     scalar_ix_ = nullptr;
   }
   Ix& new_ix(std::vector<std::int64_t> dims) {
-    ixs_.push_back(Ix{std::move(dims), {}, nullptr, next_ix_++});
+    ixs_.push_back(Ix{std::move(dims), {}, nullptr, next_ix_++, {}, nullptr});
     return ixs_.back();
   }
   Ix& scalar_ix() {
@@ -128,6 +148,20 @@ private:
     return acc;
   }
   llvm::Value* axis(Ix& ix, std::size_t d) {
+    if (ix.multi.empty() && !ix.prefix.empty() && ix.inner_lin) {
+      const std::size_t t = ix.prefix.size();
+      const std::vector<std::int64_t> inner(ix.dims.begin() + static_cast<std::ptrdiff_t>(t), ix.dims.end());
+      const auto st = strides_of(inner);
+      ix.multi = ix.prefix;
+      for (std::size_t k = 0; k < inner.size(); ++k) {
+        if (inner[k] == 1) {
+          ix.multi.push_back(E.c64(0));
+          continue;
+        }
+        llvm::Value* q = st[k] == 1 ? ix.inner_lin : b.CreateUDiv(ix.inner_lin, E.c64(st[k]));
+        ix.multi.push_back(k == 0 ? q : b.CreateURem(q, E.c64(inner[k])));
+      }
+    }
     if (ix.multi.empty()) {
       const auto st = strides_of(ix.dims);
       for (std::size_t k = 0; k < ix.dims.size(); ++k) {
@@ -222,9 +256,17 @@ private:
     if (type(a.var).rank() == 0) return value(a.var, scalar_ix());
     return value(a.var, ix);
   }
+  // The index into v's buffer of the element at linear index `index`: a
+  // one-row buffer of a row group holds only the current row.
+  llvm::Value* local(int v, llvm::Value* index) {
+    llvm::Value* off = rowoff_[static_cast<std::size_t>(v)];
+    if (!off && plan_.row_local[static_cast<std::size_t>(v)])
+      internal_error("LLVM lowering: a one-row buffer is read outside its row group");
+    return off ? b.CreateSub(index, off, "", true, true) : index;
+  }
   llvm::Value* value(int v, Ix& ix) {
     const auto vs = static_cast<std::size_t>(v);
-    if (buf_[vs]) return E.load(buf_[vs], type(v).dtype, lin(ix));
+    if (buf_[vs]) return E.load(buf_[vs], type(v).dtype, local(v, lin(ix)));
     if (plan_.materialised[vs] || plan_.def[vs] < 0)
       internal_error("LLVM lowering: variable read before it was computed");
     auto key = std::make_pair(v, ix.id);
@@ -253,7 +295,11 @@ private:
 
   // --- materialisation points --------------------------------------------
   void emit_root(std::size_t ei);
-  void emit_reduction(const Eqn& e, llvm::Value* out);
+  bool flat_root(const Eqn& e);
+  void emit_group(const RowGroup& g);
+  void emit_row_elementwise(const Eqn& e, llvm::Value* out, const Row& row);
+  void emit_reduction(const Eqn& e, llvm::Value* out, const Row* row = nullptr);
+  llvm::Value* accumulate_sum(llvm::Value* acc, llvm::Value* v);
   void emit_concatenate(const Eqn& e, llvm::Value* out);
   void emit_dynamic_update_slice(const Eqn& e, llvm::Value* out);
   void emit_dot(const Eqn& e, llvm::Value* out);
@@ -519,21 +565,116 @@ inline void Lowering::emit_root(std::size_t ei) {
     case Kind::compare:
     case Kind::select:
     case Kind::convert: {
-      bool flat = true;
-      switch (e.prim) {
-        case Prim::broadcast_in_dim:
-        case Prim::transpose:
-        case Prim::slice:
-        case Prim::dynamic_slice:
-        case Prim::iota: flat = false; break;
-        default:
-          for (std::size_t i = 0; i < num_data_inputs(e); ++i) flat = flat && !needs_multi(e.inputs[i]);
-      }
       const DType od = type(v).dtype;
-      nest(dims, flat, [&](Ix& ix) { E.store(out, od, lin(ix), fused(e, ix)); });
+      nest(dims, flat_root(e), [&](Ix& ix) { E.store(out, od, lin(ix), fused(e, ix)); });
       return;
     }
   }
+}
+
+// Whether a fusible root's nest can be one flat loop (no multi-index needed).
+inline bool Lowering::flat_root(const Eqn& e) {
+  switch (e.prim) {
+    case Prim::broadcast_in_dim:
+    case Prim::transpose:
+    case Prim::slice:
+    case Prim::dynamic_slice:
+    case Prim::iota: return false;
+    default: {
+      bool flat = true;
+      for (std::size_t i = 0; i < num_data_inputs(e); ++i) flat = flat && !needs_multi(e.inputs[i]);
+      return flat;
+    }
+  }
+}
+
+// Fusion rule 4: one loop over the rows of the group's row axes; per row,
+// each member's nest over that row, in order. One-row buffers start at
+// row * (their row length) in the linear index space (rowoff_).
+inline void Lowering::emit_group(const RowGroup& g) {
+  const std::size_t t = g.rows.size();
+  std::int64_t nrows = 1;
+  for (auto n : g.rows) nrows *= n;
+  std::vector<llvm::Value*> multi(t);
+  std::function<void(std::size_t, llvm::Value*)> level = [&](std::size_t d, llvm::Value* l) {
+    if (d < t) {
+      E.loop(g.rows[d], [&](llvm::Value* i) {
+        multi[d] = i;
+        level(d + 1, g.rows[d] == 1 ? l : b.CreateAdd(b.CreateMul(l, E.c64(g.rows[d]), "", true, true), i, "", true, true));
+      });
+      return;
+    }
+    const Row row{multi, l};
+    for (int ei : g.members) {
+      const int v = j_.eqns[static_cast<std::size_t>(ei)].outputs[0];
+      if (plan_.row_local[static_cast<std::size_t>(v)])
+        rowoff_[static_cast<std::size_t>(v)] = b.CreateMul(l, E.c64(numel_of(type(v)) / nrows), "", true, true);
+    }
+    for (int ei : g.members) {
+      const Eqn& e = j_.eqns[static_cast<std::size_t>(ei)];
+      llvm::Value* out = buf_[static_cast<std::size_t>(e.outputs[0])];
+      if (prim_kind(e.prim) == Kind::reduction) emit_reduction(e, out, &row);
+      else emit_row_elementwise(e, out, row);
+    }
+  };
+  level(0, E.c64(0));
+  for (int ei : g.members) rowoff_[static_cast<std::size_t>(j_.eqns[static_cast<std::size_t>(ei)].outputs[0])] = nullptr;
+}
+
+// A fusible member's nest over one row: flat over the row's linear index
+// when no multi-index is needed or the row has one axis, else nested loops.
+inline void Lowering::emit_row_elementwise(const Eqn& e, llvm::Value* out, const Row& row) {
+  const int v = e.outputs[0];
+  const auto dims = static_dims(type(v));
+  const std::size_t t = row.multi.size();
+  const std::vector<std::int64_t> inner(dims.begin() + static_cast<std::ptrdiff_t>(t), dims.end());
+  std::int64_t n = 1;
+  for (auto d : inner) n *= d;
+  const DType od = type(v).dtype;
+  llvm::Value* base = b.CreateMul(row.lin, E.c64(n), "", true, true);
+  if (inner.size() <= 1 || flat_root(e)) {
+    E.loop(n, [&](llvm::Value* i) {
+      begin_body();
+      Ix& ix = new_ix(dims);
+      ix.lin = b.CreateAdd(base, i, "", true, true);
+      ix.prefix = row.multi;
+      ix.inner_lin = i;
+      E.store(out, od, local(v, ix.lin), fused(e, ix));
+    });
+    return;
+  }
+  std::vector<llvm::Value*> multi = row.multi;
+  multi.resize(dims.size());
+  std::function<void(std::size_t, llvm::Value*)> level = [&](std::size_t d, llvm::Value* l) {
+    if (d == dims.size()) {
+      begin_body();
+      Ix& ix = new_ix(dims);
+      ix.multi = multi;
+      ix.lin = b.CreateAdd(base, l, "", true, true);
+      E.store(out, od, local(v, ix.lin), fused(e, ix));
+      return;
+    }
+    E.loop(dims[d], [&](llvm::Value* i) {
+      multi[d] = i;
+      level(d + 1, dims[d] == 1 ? l : b.CreateAdd(b.CreateMul(l, E.c64(dims[d]), "", true, true), i, "", true, true));
+    });
+  };
+  level(t, E.c64(0));
+}
+
+// acc + v for a float sum whose order is free: a product v = a * b just
+// computed for this sum (no other use) becomes llvm.fmuladd(a, b, acc), one
+// rounding instead of two; reassoc lets the vectoriser keep partial sums.
+inline llvm::Value* Lowering::accumulate_sum(llvm::Value* acc, llvm::Value* v) {
+  auto* m = llvm::dyn_cast<llvm::BinaryOperator>(v);
+  if (m && m->getOpcode() == llvm::Instruction::FMul && m->use_empty()) {
+    llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {v->getType()}, {m->getOperand(0), m->getOperand(1), acc});
+    for (auto it = memo_.begin(); it != memo_.end();) it = it->second == m ? memo_.erase(it) : std::next(it);
+    m->eraseFromParent();
+    Emitter::contract(r);
+    return Emitter::reassoc(r);
+  }
+  return Emitter::reassoc(b.CreateFAdd(acc, v));
 }
 
 // Reductions iterate the operand in row-major order. The innermost run of
@@ -541,7 +682,7 @@ inline void Lowering::emit_root(std::size_t ei) {
 // only, so it vectorises); reduced axes further out combine into the output
 // element, which then behaves like an elementwise update and vectorises over
 // the kept inner axes.
-inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out) {
+inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* row) {
   const Atom& x = e.inputs[0];
   const DType d = dtype_of(x);
   const bool fl = is_float(d);
@@ -580,8 +721,8 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out) {
     switch (p) {
       case Prim::reduce_sum: {
         if (!fl) return b.CreateAdd(acc, v);
-        llvm::Value* r = b.CreateFAdd(acc, v);
-        return may_reassoc ? Emitter::reassoc(r) : r;
+        if (may_reassoc) return accumulate_sum(acc, v);
+        return b.CreateFAdd(acc, v);
       }
       case Prim::reduce_prod: {
         if (!fl) return b.CreateMul(acc, v);
@@ -602,7 +743,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out) {
   const auto od = static_dims(type(e.outputs[0]));
   std::int64_t on = 1;
   for (auto n : od) on *= n;
-  // Empty operand: the identity everywhere.
+  // Empty operand: the identity everywhere (never in a row group).
   if (xn == 0) {
     E.loop(on, [&](llvm::Value* i) { E.store(out, d, i, identity()); });
     return;
@@ -626,7 +767,10 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out) {
   }
   if (outer_reduced) E.loop(on, [&](llvm::Value* i) { E.store(out, d, i, identity()); });
   const bool flat_inner = !needs_multi(x);
-  const LoopHint inner_hint = calls_transcendental(x) ? LoopHint::normal : LoopHint::reduction;
+  const std::int64_t run = flat_inner ? inner_n : xd.empty() ? 1 : xd.back();  // the innermost loop's trip count
+  const LoopHint inner_hint = calls_transcendental(x) ? LoopHint::normal
+                              : run < kLongReduction  ? LoopHint::reduction
+                                                      : LoopHint::long_reduction;
   llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
 
   std::vector<llvm::Value*> multi(r, nullptr);
@@ -690,6 +834,15 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out) {
   };
   if (!x.is_var()) {  // reduction of a literal scalar
     E.store(out, d, E.c64(0), E.constant(x.lit.dtype, x.lit.f, x.lit.i));
+    return;
+  }
+  if (row) {
+    // One row of a row group: the reduced axes are exactly the trailing ones
+    // after the row axes (axes in [t, row axes) have size 1), so the
+    // operand's outer linear index and the output's index are the row's.
+    if (outer_reduced) internal_error("emit_reduction: a row group member reduces a row axis");
+    for (std::size_t a = 0; a < t; ++a) multi[a] = row->multi[a];
+    body(row->lin, local(e.outputs[0], row->lin));
     return;
   }
   outer(0, E.c64(0), E.c64(0));
@@ -767,6 +920,7 @@ inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
 inline llvm::Function* Lowering::emit_body(const std::string& name) {
   const std::size_t nv = j_.types.size();
   buf_.assign(nv, nullptr);
+  rowoff_.assign(nv, nullptr);
   needs_multi_.assign(nv, -1);
   calls_transcendental_.assign(nv, -1);
   std::vector<int> ins(j_.constvars);
@@ -800,18 +954,37 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
 
   // Temporaries to free after eqn i.
   std::vector<std::vector<llvm::Value*>> free_after(j_.eqns.size() + 1);
+  // The buffer of root i's output, alive until after eqn `until` at least.
+  auto allocate = [&](std::size_t i, int until, std::int64_t nrows) {
+    const auto vs = static_cast<std::size_t>(j_.eqns[i].outputs[0]);
+    if (plan_.out_slot[vs] >= 0) {
+      buf_[vs] = f->getArg(static_cast<unsigned>(nin + static_cast<std::size_t>(plan_.out_slot[vs])));
+      return;
+    }
+    const bool one_row = plan_.row_local[vs];
+    buf_[vs] = E.temp(one_row ? bytes_of(type(static_cast<int>(vs))) / nrows : bytes_of(type(static_cast<int>(vs))));
+    const int last = one_row ? until : std::max(plan_.last_read[vs], until);
+    free_after[static_cast<std::size_t>(last)].push_back(buf_[vs]);
+  };
   for (std::size_t i = 0; i < j_.eqns.size(); ++i) {
     if (!plan_.live[i]) continue;
     const int v = j_.eqns[i].outputs[0];
     const auto vs = static_cast<std::size_t>(v);
     if (!plan_.materialised[vs]) continue;
-    if (plan_.out_slot[vs] >= 0) {
-      buf_[vs] = f->getArg(static_cast<unsigned>(nin + static_cast<std::size_t>(plan_.out_slot[vs])));
-    } else {
-      buf_[vs] = E.temp(bytes_of(type(v)));
-      const int last = std::max(plan_.last_read[vs], static_cast<int>(i));
-      free_after[static_cast<std::size_t>(last)].push_back(buf_[vs]);
+    if (const int gi = plan_.group_of[i]; gi >= 0) {
+      // Rule 4: the whole group at once; temporaries read inside it are freed after it.
+      const RowGroup& g = plan_.groups[static_cast<std::size_t>(gi)];
+      const auto last = static_cast<std::size_t>(g.members.back());
+      std::int64_t nrows = 1;
+      for (auto n : g.rows) nrows *= n;
+      for (int m : g.members) allocate(static_cast<std::size_t>(m), static_cast<int>(last), nrows);
+      emit_group(g);
+      for (std::size_t k = i; k <= last; ++k)
+        for (llvm::Value* p : free_after[k]) E.release(p);
+      i = last;
+      continue;
     }
+    allocate(i, static_cast<int>(i), 1);
     emit_root(i);
     for (llvm::Value* p : free_after[i]) E.release(p);
   }
