@@ -21,6 +21,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cstring>
@@ -29,8 +30,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -39,6 +38,11 @@
 #include <typeinfo>
 #include <unordered_map>
 #include <vector>
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+#include <filesystem>
+#include <fstream>
+#endif
 
 #include "api.hpp"
 #include "llvm/backend.hpp"
@@ -164,13 +168,16 @@ struct JitEntry {
   std::vector<Shape> out_shapes;         // every output, implicit ones first
   std::atomic<std::uint64_t> last_used{0};
 
-  // In-flight state: set once by the compiling thread.
+  // In-flight state: set once by the compiling thread. `compiled` lets a
+  // hit skip the mutex once the kernel exists.
   std::mutex mu;
   std::condition_variable cv;
   bool ready = false;
   std::exception_ptr error;
+  std::atomic<bool> compiled{false};
 
   void wait() {
+    if (compiled.load(std::memory_order_acquire)) return;
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return ready; });
     if (error) std::rethrow_exception(error);
@@ -179,6 +186,7 @@ struct JitEntry {
     {
       std::lock_guard<std::mutex> lock(mu);
       ready = true;
+      if (!e) compiled.store(true, std::memory_order_release);
       error = std::move(e);
     }
     cv.notify_all();
@@ -221,12 +229,28 @@ struct CallScratch {
   std::vector<std::int64_t> dim_slots;      // values of the implicit dimension arguments
   std::vector<std::vector<std::int64_t>> leaf_shapes;
   std::vector<std::int64_t> leaf_ints;      // integer scalar leaves, as int64
+  std::vector<std::vector<std::int64_t>> out_dims;  // output shapes of a dynamic entry
   std::vector<Storage> outputs;
   static CallScratch& get() {
     thread_local CallScratch s;
     return s;
   }
 };
+
+// Each thread remembers, per jitted function (a few slots, direct-mapped by
+// cache id), the entry it used last. A call that matches it runs without the
+// cache's mutex and without touching a reference count: the hot path of a
+// loop calling one jitted function. The slot holds a reference, so a thread
+// keeps at most one evicted entry per slot alive until its next call.
+struct MruSlot {
+  std::uint64_t cache_id = 0;
+  std::uint64_t generation = 0;
+  std::shared_ptr<JitEntry> entry;
+};
+inline MruSlot& mru_slot(std::uint64_t cache_id) {
+  thread_local std::array<MruSlot, 8> slots;
+  return slots[cache_id & 7];
+}
 
 // Why a signature missed the cache, compared with the most recently used
 // entry (JAX's `explain`).
@@ -259,8 +283,31 @@ inline std::string signature_str(const Signature& s) {
   return r + ")";
 }
 
+inline std::uint64_t next_cache_id() {
+  static std::atomic<std::uint64_t> n{0};
+  return n.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+struct JitCache;
+
+// Fill a cache entry from its trace and compiled kernel: constants, output
+// types (checking that dynamic result sizes are known before the call), then
+// log and dump as the environment asks. Out of line: one copy per program.
+void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& cr, const std::string& why,
+                  const std::source_location& loc, std::chrono::steady_clock::time_point t0,
+                  std::chrono::steady_clock::time_point t1, std::chrono::steady_clock::time_point t2);
+
+// For a dynamic entry, from sc.leaf_shapes and sc.leaf_ints: solve the
+// dimension variables (ShapeAssertionError if the shapes violate the spec),
+// fill sc.dim_slots with the implicit dimension arguments and sc.out_dims
+// with the output shapes.
+void solve_call_dims(const JitEntry& e, CallScratch& sc);
+
 // The cache of one jitted function (shared by its copies).
 struct JitCache {
+  const std::uint64_t id = next_cache_id();  // never reused, unlike the address
+  // Bumped whenever an entry leaves `entries`: invalidates the threads' MRU slots.
+  std::atomic<std::uint64_t> generation{0};
   std::mutex mu;
   std::unordered_multimap<std::uint64_t, std::shared_ptr<JitEntry>> entries;
   std::size_t capacity = 64;
@@ -282,6 +329,7 @@ struct JitCache {
       }
       if (victim == entries.end()) return;  // everything is in flight
       entries.erase(victim);
+      generation.fetch_add(1, std::memory_order_release);
       ++evictions;
     }
   }
@@ -293,6 +341,102 @@ struct JitCache {
     return best;
   }
 };
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+void solve_call_dims(const JitEntry& e, CallScratch& sc) {
+  Bindings env;
+  if (e.poly) env = e.poly->solver->solve_shapes(sc.leaf_shapes);
+  for (std::size_t i = 0; i < e.dim_leaves.size(); ++i) {
+    const std::int64_t v = sc.leaf_ints[e.dim_leaves[i].leaf];
+    if (v < 0)
+      fail<ShapeError>("jit: the integer argument leaf #" + std::to_string(e.dim_leaves[i].leaf) +
+                       " sizes arrays but is negative (" + std::to_string(v) + ")");
+    env[e.dim_leaf_names[i]] = v;
+  }
+  sc.dim_slots.clear();
+  if (e.poly)
+    for (const Dim& d : e.poly->dim_args) sc.dim_slots.push_back(evaluate(d, env));
+  sc.out_dims.resize(e.out_shapes.size());
+  for (std::size_t i = 0; i < e.out_shapes.size(); ++i) {
+    sc.out_dims[i].clear();
+    for (const Dim& d : e.out_shapes[i]) sc.out_dims[i].push_back(d.is_static() ? d.value() : evaluate(d, env));
+  }
+}
+
+void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& cr, const std::string& why,
+                  const std::source_location& loc, std::chrono::steady_clock::time_point t0,
+                  std::chrono::steady_clock::time_point t1, std::chrono::steady_clock::time_point t2) {
+  ClosedJaxpr& cj = traced.jaxpr;
+  e.kernel = cr.kernel;
+  e.fn = kernel_entry(*cr.kernel);
+  for (const auto& k : cj.consts) e.const_ptrs.push_back(k.data());
+  const Jaxpr& j = *cj.jaxpr;
+  e.implicit_outs = j.out_explicit.empty()
+                        ? 0
+                        : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
+  e.out_shapes.assign(e.implicit_outs, Shape{});
+  e.out_shapes.insert(e.out_shapes.end(), traced.out_shapes.begin(), traced.out_shapes.end());
+  e.poly = traced.poly;
+  e.dim_leaves = traced.dim_leaves;
+  for (const auto& dl : e.dim_leaves) e.dim_leaf_names.push_back(dl.var.to_string());
+  e.dynamic = e.poly != nullptr;
+  const std::vector<std::string> solved = e.poly ? e.poly->solver->variables() : std::vector<std::string>{};
+  for (std::size_t k = 0; k < j.outvars.size(); ++k) {
+    const Type& t = j.type_of(j.outvars[k]);
+    LeafSig ls{t.dtype, {}};
+    for (const Dim& d : e.out_shapes[k]) {
+      if (d.is_static()) {
+        ls.shape.push_back(d.value());
+        continue;
+      }
+      e.dynamic = true;
+      // Every variable of a result's size must be known before the call.
+      std::vector<std::string> vars;
+      collect_vars(d, vars);
+      for (const std::string& v : vars) {
+        const bool known = std::find(e.dim_leaf_names.begin(), e.dim_leaf_names.end(), v) != e.dim_leaf_names.end() ||
+                           std::find(solved.begin(), solved.end(), v) != solved.end();
+        if (!known)
+          fail<TypeError>("jit: result #" + std::to_string(k) + " has the dimension " + d.to_string() +
+                          ", which depends on values computed inside the function; jit allocates results before "
+                          "the call, so their sizes must follow from the argument shapes and integer arguments "
+                          "(make_jaxpr, eval_jaxpr and eager support it)");
+      }
+      ls.shape.push_back(0);
+    }
+    e.outs.push_back(std::move(ls));
+  }
+  e.out_tree = std::move(traced.out_tree);
+  e.jaxpr = std::move(cj);
+
+  const JitEnv& env = JitEnv::get();
+  const double trace_s = std::chrono::duration<double>(t1 - t0).count();
+  const double total_s = std::chrono::duration<double>(t2 - t0).count();
+  std::size_t dump_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.compile_seconds += total_s;
+    dump_id = c.dump_counter++;
+  }
+  const std::string where = format_location(loc);
+  if (env.log_compiles)
+    std::fprintf(stderr,
+                 "dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
+                 "cache miss: %s\n",
+                 where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3, (total_s - trace_s) * 1e3,
+                 why.c_str());
+  if (!env.dump_dir.empty()) {
+    std::string base = where;
+    for (char& ch : base)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    base += "_" + std::to_string(dump_id);
+    std::error_code ec;
+    std::filesystem::create_directories(env.dump_dir, ec);
+    std::ofstream(std::filesystem::path(env.dump_dir) / (base + ".jaxpr")) << e.jaxpr << "\n";
+    std::ofstream(std::filesystem::path(env.dump_dir) / (base + ".ll")) << cr.llvm_ir;
+  }
+}
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 }  // namespace detail
 
@@ -336,7 +480,21 @@ public:
       return f_(args...);
     } else {
       using R = result_t<Args...>;
+      detail::JitCache& c = *cache_;
+      detail::MruSlot& slot = detail::mru_slot(c.id);
+      const std::uint64_t gen = c.generation.load(std::memory_order_acquire);
+      if (slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, args...)) {
+        detail::JitEntry& e = *slot.entry;
+        // LRU: only a change of most recent entry costs an atomic increment.
+        if (e.last_used.load(std::memory_order_relaxed) != c.tick.load(std::memory_order_relaxed))
+          e.last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        c.hits.fetch_add(1, std::memory_order_relaxed);
+        return run<R>(e, args...);
+      }
       std::shared_ptr<detail::JitEntry> e = lookup_or_compile(args...);
+      slot.cache_id = c.id;
+      slot.generation = gen;
+      slot.entry = e;
       return run<R>(*e, args...);
     }
   }
@@ -369,6 +527,7 @@ public:
   void clear_cache() const {
     std::lock_guard<std::mutex> lock(cache_->mu);
     cache_->entries.clear();
+    cache_->generation.fetch_add(1, std::memory_order_release);
   }
 
 private:
@@ -510,6 +669,7 @@ private:
         for (auto it = lo; it != hi; ++it)
           if (it->second == e) {
             c.entries.erase(it);
+            c.generation.fetch_add(1, std::memory_order_release);
             break;
           }
       }
@@ -529,97 +689,21 @@ private:
     detail::JitCache& c = *cache_;
     auto t0 = std::chrono::steady_clock::now();
     detail::Traced traced = detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...);
-    ClosedJaxpr& cj = traced.jaxpr;
-    const detail::TreeDef& out_tree = traced.out_tree;
     c.traces.fetch_add(1, std::memory_order_relaxed);
     auto t1 = std::chrono::steady_clock::now();
-    const detail::JitEnv& env = detail::JitEnv::get();
-    bool dump = !env.dump_dir.empty();
-    detail::CompileResult cr = detail::compile_kernel(*cj.jaxpr, dump);
+    detail::CompileResult cr = detail::compile_kernel(*traced.jaxpr.jaxpr, !detail::JitEnv::get().dump_dir.empty());
     auto t2 = std::chrono::steady_clock::now();
     c.compiles.fetch_add(1, std::memory_order_relaxed);
 
-    e.kernel = cr.kernel;
-    e.fn = detail::kernel_entry(*cr.kernel);
-    for (const auto& k : cj.consts) e.const_ptrs.push_back(k.data());
-    const Jaxpr& j = *cj.jaxpr;
-    e.implicit_outs = j.out_explicit.empty()
-                          ? 0
-                          : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
-    e.out_shapes.assign(e.implicit_outs, Shape{});
-    e.out_shapes.insert(e.out_shapes.end(), traced.out_shapes.begin(), traced.out_shapes.end());
-    e.poly = traced.poly;
-    e.dim_leaves = traced.dim_leaves;
-    for (const auto& dl : e.dim_leaves) e.dim_leaf_names.push_back(dl.var.to_string());
-    e.dynamic = e.poly != nullptr;
-    for (std::size_t k = 0; k < j.outvars.size(); ++k) {
-      const Type& t = j.type_of(j.outvars[k]);
-      detail::LeafSig ls{t.dtype, {}};
-      for (const Dim& d : e.out_shapes[k]) {
-        if (d.is_static()) {
-          ls.shape.push_back(d.value());
-          continue;
-        }
-        e.dynamic = true;
-        // Every variable of a result's size must be known before the call.
-        std::vector<std::string> vars;
-        detail::collect_vars(d, vars);
-        for (const std::string& v : vars) {
-          bool known = std::find(e.dim_leaf_names.begin(), e.dim_leaf_names.end(), v) != e.dim_leaf_names.end();
-          if (e.poly) {
-            const auto solved = e.poly->solver->variables();
-            known = known || std::find(solved.begin(), solved.end(), v) != solved.end();
-          }
-          if (!known)
-            detail::fail<TypeError>("jit: result #" + std::to_string(k) + " has the dimension " + d.to_string() +
-                                    ", which depends on values computed inside the function; jit allocates "
-                                    "results before the call, so their sizes must follow from the argument "
-                                    "shapes and integer arguments (make_jaxpr, eval_jaxpr and eager support it)");
-        }
-        ls.shape.push_back(0);
-      }
-      e.outs.push_back(std::move(ls));
-    }
-    e.out_tree = out_tree;
-    e.jaxpr = std::move(cj);
-
-    double trace_s = std::chrono::duration<double>(t1 - t0).count();
-    double total_s = std::chrono::duration<double>(t2 - t0).count();
-    std::size_t dump_id = 0;
-    {
-      std::lock_guard<std::mutex> lock(c.mu);
-      c.compile_seconds += total_s;
-      dump_id = c.dump_counter++;
-    }
-    std::string where = detail::format_location(loc_);
-    if (env.log_compiles) {
-      std::fprintf(stderr,
-                   "dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
-                   "cache miss: %s\n",
-                   where.c_str(), detail::signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3,
-                   (total_s - trace_s) * 1e3, why.c_str());
-    }
-    if (dump) dump_kernel(env.dump_dir, where, dump_id, e, cr.llvm_ir);
-  }
-
-  static void dump_kernel(const std::string& dir, const std::string& where, std::size_t id,
-                          const detail::JitEntry& e, const std::string& ir) {
-    std::string base = where;
-    for (char& ch : base)
-      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    base += "_" + std::to_string(id);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    std::ofstream(std::filesystem::path(dir) / (base + ".jaxpr")) << e.jaxpr << "\n";
-    std::ofstream(std::filesystem::path(dir) / (base + ".ll")) << ir;
+    detail::finish_entry(c, e, std::move(traced), cr, why, loc_, t0, t1, t2);
   }
 
   // -------------------------------------------------------------------------
   // Call path.
 
-  // The values of the dimension variables for this call (dynamic entries).
+  // The shapes and integer values of the traced leaves (dynamic entries).
   template <class... Args>
-  static detail::Bindings bind_dims(const detail::JitEntry& e, detail::CallScratch& sc, const Args&... args) {
+  static void collect_leaves(detail::CallScratch& sc, const Args&... args) {
     sc.leaf_shapes.clear();
     sc.leaf_ints.clear();
     auto on_leaf = [&](const auto& x) {
@@ -638,16 +722,6 @@ private:
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((detail::is_static_arg<Opts...>(I) ? void() : detail::walk_structure(args, on_leaf, on_vector)), ...);
     }(std::index_sequence_for<Args...>{});
-    detail::Bindings env;
-    if (e.poly) env = e.poly->solver->solve_shapes(sc.leaf_shapes);
-    for (std::size_t i = 0; i < e.dim_leaves.size(); ++i) {
-      const std::int64_t v = sc.leaf_ints[e.dim_leaves[i].leaf];
-      if (v < 0)
-        detail::fail<ShapeError>("jit: the integer argument leaf #" + std::to_string(e.dim_leaves[i].leaf) +
-                                 " sizes arrays but is negative (" + std::to_string(v) + ")");
-      env[e.dim_leaf_names[i]] = v;
-    }
-    return env;
   }
 
   template <class R, class... Args>
@@ -655,12 +729,9 @@ private:
     detail::CallScratch& sc = detail::CallScratch::get();
     sc.args.assign(e.const_ptrs.begin(), e.const_ptrs.end());
     sc.scalar_slots.resize(e.sig.leaves.size());
-    detail::Bindings env;
     if (e.dynamic) {
-      env = bind_dims(e, sc, args...);
-      sc.dim_slots.clear();
-      if (e.poly)
-        for (const Dim& d : e.poly->dim_args) sc.dim_slots.push_back(detail::evaluate(d, env));
+      collect_leaves(sc, args...);
+      detail::solve_call_dims(e, sc);
       for (const std::int64_t& v : sc.dim_slots) sc.args.push_back(&v);
     }
     std::size_t leaf = 0;
@@ -691,9 +762,7 @@ private:
       }
     } else {
       for (std::size_t i = 0; i < e.outs.size(); ++i) {
-        std::vector<std::int64_t> shape;
-        for (const Dim& d : e.out_shapes[i]) shape.push_back(d.is_static() ? d.value() : detail::evaluate(d, env));
-        sc.outputs.push_back(detail::Storage::make(e.outs[i].dtype, shape, false));
+        sc.outputs.push_back(detail::Storage::make(e.outs[i].dtype, std::move(sc.out_dims[i]), false));
         sc.results.push_back(sc.outputs.back().data);
       }
     }

@@ -110,10 +110,7 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   std::shared_ptr<SymbolicScope> scope;
   std::map<ExprPtr, Value, ExprLess> dims;
 
-  SymbolicScope& sym_scope() {
-    if (!scope) scope = SymbolicScope::make();
-    return *scope;
-  }
+  SymbolicScope& sym_scope();  // out of line (DYNSTAGE_IMPLEMENTATION)
 
   // The jaxpr type of an abstract value: symbolic dimensions refer to the
   // variables holding their values (materialised on demand).
@@ -128,36 +125,15 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   // An explicit argument. An i64[] scalar argument may size arrays (Catalyst's
   // dynamic dimensions): it stands for a dimension variable from the start,
   // so arithmetic on it gives dimensions (`n + 1`).
-  Value new_arg(const Aval& a) {
-    int v = jaxpr.new_var(type_of_aval(a));
-    jaxpr.invars.push_back(v);
-    if (!jaxpr.in_explicit.empty()) jaxpr.in_explicit.push_back(true);
-    Value t = make_tracer(v, a);
-    if (a.rank() == 0 && a.dtype == DType::i64 && !a.dim_value) fresh_dim(t);
-    return t;
-  }
+  Value new_arg(const Aval& a);  // out of line, as the rest of the symbolic bookkeeping
 
   // A new dimension variable standing for the value of integer scalar tracer
   // `v` of this trace.
-  Dim fresh_dim(const Value& v) {
-    SymbolicScope& sc = sym_scope();
-    Dim d = sc.var("_d" + std::to_string(sc.variables().size()));
-    v.tracer->dim = d;
-    if (v.dtype() == DType::i64) remember_dim(d, v);
-    return d;
-  }
+  Dim fresh_dim(const Value& v);
 
   // An implicit i64[] argument holding the value of dimension `d` (a
   // polymorphic dimension variable or expression of the arguments' shapes).
-  Value new_dim_arg(const Dim& d) {
-    if (jaxpr.in_explicit.empty()) jaxpr.in_explicit.assign(jaxpr.invars.size(), true);
-    int v = jaxpr.new_var(Type{DType::i64, {}, false});
-    jaxpr.invars.push_back(v);
-    jaxpr.in_explicit.push_back(false);
-    Value t = make_tracer(v, Aval{DType::i64, {}, false, d});
-    dims.emplace(d.expr(), t);
-    return t;
-  }
+  Value new_dim_arg(const Dim& d);
 
   int add_constvar(const Aval& a, Value source) {
     int v = jaxpr.new_var(type_of_aval(a));
@@ -184,9 +160,7 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   Value dim_operand(const Dim& d);  // out of line (DYNSTAGE_IMPLEMENTATION)
 
   // Remember that tracer `v` (of this trace) holds dimension `d`.
-  void remember_dim(const Dim& d, const Value& v) {
-    if (d.is_symbolic()) dims.emplace(d.expr(), v);
-  }
+  void remember_dim(const Dim& d, const Value& v);
 
 private:
   Value materialise(const DimExpr& e);
@@ -488,6 +462,42 @@ inline Value bind1(Prim prim, const std::vector<Value>& in, const Params& params
 }
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+SymbolicScope& TraceState::sym_scope() {
+  if (!scope) scope = SymbolicScope::make();
+  return *scope;
+}
+
+Value TraceState::new_arg(const Aval& a) {
+  int v = jaxpr.new_var(type_of_aval(a));
+  jaxpr.invars.push_back(v);
+  if (!jaxpr.in_explicit.empty()) jaxpr.in_explicit.push_back(true);
+  Value t = make_tracer(v, a);
+  if (a.rank() == 0 && a.dtype == DType::i64 && !a.dim_value) fresh_dim(t);
+  return t;
+}
+
+Dim TraceState::fresh_dim(const Value& v) {
+  SymbolicScope& sc = sym_scope();
+  Dim d = sc.var("_d" + std::to_string(sc.variables().size()));
+  v.tracer->dim = d;
+  if (v.dtype() == DType::i64) remember_dim(d, v);
+  return d;
+}
+
+Value TraceState::new_dim_arg(const Dim& d) {
+  if (jaxpr.in_explicit.empty()) jaxpr.in_explicit.assign(jaxpr.invars.size(), true);
+  int v = jaxpr.new_var(Type{DType::i64, {}, false});
+  jaxpr.invars.push_back(v);
+  jaxpr.in_explicit.push_back(false);
+  Value t = make_tracer(v, Aval{DType::i64, {}, false, d});
+  dims.emplace(d.expr(), t);
+  return t;
+}
+
+void TraceState::remember_dim(const Dim& d, const Value& v) {
+  if (d.is_symbolic()) dims.emplace(d.expr(), v);
+}
+
 Type TraceState::type_of_aval(const Aval& a) {
   Type t{a.dtype, {}, a.weak};
   for (const Dim& d : a.shape) {
