@@ -67,7 +67,9 @@ public:
           return p;
         }
     }
-    return std::malloc(bytes);
+    // 64-byte aligned (a cache line, a full AVX-512 vector): kernels stream
+    // through large outputs.
+    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   }
   void give(void* p, std::size_t bytes) {
     {
@@ -87,7 +89,8 @@ private:
   std::size_t held_ = 0;
 };
 
-// An uninitialised buffer of `bytes` bytes (16-byte aligned, as malloc's),
+// An uninitialised buffer of `bytes` bytes (16-byte aligned as malloc's; 64
+// for blocks of 1 MiB or more),
 // in one allocation together with its reference count. Throws dyn::Error
 // (not std::bad_alloc) when the allocation fails.
 inline std::shared_ptr<void> allocate_buffer(std::size_t bytes) {
@@ -117,14 +120,21 @@ struct Storage {
   bool borrowed = false;           // a view over user memory
 
   static Storage make(DType dt, std::vector<std::int64_t> shape, bool zero = true) {
+    const std::int64_t size = checked_numel(shape, "array");
+    Storage s = make_sized(dt, std::move(shape), size);
+    if (zero && size) std::memset(s.data, 0, static_cast<std::size_t>(size) * dtype_size(dt));
+    return s;
+  }
+
+  // Uninitialised, for a shape whose element count `size` is already checked
+  // (a cached kernel's outputs).
+  static Storage make_sized(DType dt, std::vector<std::int64_t> shape, std::int64_t size) {
     Storage s;
     s.dtype = dt;
-    s.size = checked_numel(shape, "array");
+    s.size = size;
     s.shape = std::move(shape);
-    std::size_t bytes = static_cast<std::size_t>(s.size) * dtype_size(dt);
-    s.owner = allocate_buffer(bytes);
+    s.owner = allocate_buffer(static_cast<std::size_t>(size) * dtype_size(dt));
     s.data = s.owner.get();
-    if (zero && bytes) std::memset(s.data, 0, bytes);
     return s;
   }
 

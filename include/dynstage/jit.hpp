@@ -154,6 +154,7 @@ struct JitEntry {
   KernelFn fn = nullptr;
   std::vector<const void*> const_ptrs;   // data pointers of the constants
   std::vector<LeafSig> outs;             // output types (static shapes; see `dynamic`)
+  std::vector<std::int64_t> out_sizes;   // their element counts, checked once
   TreeDef out_tree;
   std::size_t implicit_outs = 0;         // leading outputs not returned to the caller
 
@@ -404,6 +405,7 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
       }
       ls.shape.push_back(0);
     }
+    e.out_sizes.push_back(e.dynamic ? 0 : checked_numel(ls.shape, "jit result"));
     e.outs.push_back(std::move(ls));
   }
   e.out_tree = std::move(traced.out_tree);
@@ -615,8 +617,9 @@ private:
       if (leaf >= s.leaves.size()) { ok = false; return; }
       const detail::LeafSig& ls = s.leaves[leaf++];
       const auto& shape = detail::leaf_shape(x);
-      ok = ls.dtype == detail::leaf_dtype<L>() &&
-           (opts_.polymorphic() ? ls.shape.size() == shape.size() : ls.shape == shape);
+      ok = ls.dtype == detail::leaf_dtype<L>() && ls.shape.size() == shape.size();
+      if (ok && !opts_.polymorphic())  // (an inline loop: shapes are short, a memcmp call costs more)
+        for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = ls.shape[i] == shape[i];
     };
     auto on_vector = [&](std::size_t n) {
       if (!ok) return;
@@ -756,8 +759,8 @@ private:
     sc.outputs.clear();
     sc.results.clear();
     if (!e.dynamic) {
-      for (const auto& o : e.outs) {
-        sc.outputs.push_back(detail::Storage::make(o.dtype, o.shape, false));
+      for (std::size_t i = 0; i < e.outs.size(); ++i) {
+        sc.outputs.push_back(detail::Storage::make_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]));
         sc.results.push_back(sc.outputs.back().data);
       }
     } else {
