@@ -19,6 +19,8 @@
 //     call can be dropped (the baselines are out-of-line calls into other
 //     translation units anyway: no LTO).
 // Names are "case/variant/arg"; scripts/bench_report.py relies on that.
+// Issue 4 adds */jit_symbolic (the same kernels compiled once for symbolic
+// sizes) and poly100/* (100 sizes, one compile vs one compile per size).
 //
 // `bench_main --ir <case>` prints a kernel's jaxpr and optimised LLVM IR.
 // `bench_main --first-kernel` times, in a fresh process, the first and the
@@ -76,6 +78,11 @@ const auto jit_add = dyn::jit(add_fn);
 const auto jit_sumsq = dyn::jit(sumsq_fn);
 const auto jit_softmax = dyn::jit(softmax_fn);
 const auto jit_matmul = dyn::jit(matmul_fn);
+// The fused kernel with a symbolic n (issue 4): one kernel for every n, the
+// trip count a run-time value.
+const auto jit_fused_symbolic = dyn::jit(fused_fn, dyn::polymorphic_shapes{"n", "n"});
+const auto jit_softmax_symbolic = dyn::jit(softmax_fn, dyn::polymorphic_shapes{"r, c"});
+const auto jit_matmul_symbolic = dyn::jit(matmul_fn, dyn::polymorphic_shapes{"m, k", "k, n"});
 
 // ---------------------------------------------------------------------------
 // Inputs: uniform in [-4, 4], deterministic, allocated once per shape.
@@ -118,6 +125,18 @@ void BM_fused_jit(benchmark::State& st) {
   benchmark::DoNotOptimize(jit_fused(x, y).data());  // compile outside the loop
   for (auto _ : st) {
     Arr r = jit_fused(x, y);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, n);
+}
+
+void BM_fused_jit_symbolic(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr &x = input({n}, 1), &y = input({n}, 2);
+  benchmark::DoNotOptimize(jit_fused_symbolic(x, y).data());  // compile outside the loop
+  for (auto _ : st) {
+    Arr r = jit_fused_symbolic(x, y);
     benchmark::DoNotOptimize(r.data());
     benchmark::ClobberMemory();
   }
@@ -216,6 +235,18 @@ void BM_softmax_jit(benchmark::State& st) {
   set_elements(st, n * n);
 }
 
+void BM_softmax_jit_symbolic(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr& x = input({n, n}, 4);
+  benchmark::DoNotOptimize(jit_softmax_symbolic(x).data());
+  for (auto _ : st) {
+    Arr r = jit_softmax_symbolic(x);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, n * n);
+}
+
 void BM_softmax_eager(benchmark::State& st) {
   const std::int64_t n = st.range(0);
   const Arr& x = input({n, n}, 4);
@@ -256,6 +287,18 @@ void BM_matmul_jit(benchmark::State& st) {
   benchmark::DoNotOptimize(jit_matmul(a, b).data());
   for (auto _ : st) {
     Arr r = jit_matmul(a, b);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(st, n);
+}
+
+void BM_matmul_jit_symbolic(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr &a = input({n, n}, 5), &b = input({n, n}, 6);
+  benchmark::DoNotOptimize(jit_matmul_symbolic(a, b).data());
+  for (auto _ : st) {
+    Arr r = jit_matmul_symbolic(a, b);
     benchmark::DoNotOptimize(r.data());
     benchmark::ClobberMemory();
   }
@@ -371,6 +414,35 @@ void BM_compile_trace_only(benchmark::State& st) {
 }
 
 // ---------------------------------------------------------------------------
+// Shape polymorphism (issue 4): the fused kernel called with 100 distinct
+// sizes n = 1000, 1010, ..., 1990 through a fresh dyn::jit each iteration,
+// polymorphic (one trace and compile, then 99 cache hits) or static (one
+// trace and compile per size). The time is the whole sequence: compiles and
+// 100 calls.
+
+constexpr int kPolySizes = 100;
+std::int64_t poly_size(int k) { return 1000 + 10 * k; }
+
+template <bool Polymorphic>
+void BM_poly_sizes(benchmark::State& st) {
+  for (int k = 0; k < kPolySizes; ++k) (void)input({poly_size(k)}, 11), (void)input({poly_size(k)}, 12);
+  std::size_t compiles = 0;
+  for (auto _ : st) {
+    auto run = [&](const auto& jf) {
+      for (int k = 0; k < kPolySizes; ++k) {
+        Arr r = jf(input({poly_size(k)}, 11), input({poly_size(k)}, 12));
+        benchmark::DoNotOptimize(r.data());
+      }
+      compiles = jf.stats().compiles;
+    };
+    if constexpr (Polymorphic) run(dyn::jit(fused_fn, dyn::polymorphic_shapes{"n", "n"}));
+    else run(dyn::jit(fused_fn));
+  }
+  st.counters["compiles"] = static_cast<double>(compiles);
+  st.counters["sizes"] = kPolySizes;
+}
+
+// ---------------------------------------------------------------------------
 // Registration. Element counts: 1e3, 1e5, 1e7 (fused); 1e5, 1e7 (sum of
 // squares); 1000 x 1000 (softmax); 256, 512 (matmul).
 
@@ -389,6 +461,7 @@ void register_all() {
   using benchmark::kNanosecond;
 
   reg("fused/jit", BM_fused_jit, fused_n, kMicrosecond);
+  reg("fused/jit_symbolic", BM_fused_jit_symbolic, fused_n, kMicrosecond);
   reg("fused/eager", BM_fused_eager, fused_n, kMicrosecond);
   reg("fused/loops", BM_fused_baseline<loops::fused>, fused_n, kMicrosecond);
   reg("fused/loops_alloc", BM_fused_baseline_alloc<loops::fused>, fused_n, kMicrosecond);
@@ -403,12 +476,14 @@ void register_all() {
   reg("sumsq/eigen", BM_sumsq_baseline<eigen::sum_squares>, sumsq_n, kMicrosecond);
 
   reg("softmax/jit", BM_softmax_jit, {1000}, kMicrosecond);
+  reg("softmax/jit_symbolic", BM_softmax_jit_symbolic, {1000}, kMicrosecond);
   reg("softmax/eager", BM_softmax_eager, {1000}, kMicrosecond);
   reg("softmax/loops", BM_softmax_baseline<loops::softmax_rows>, {1000}, kMicrosecond);
   reg("softmax/fastmath", BM_softmax_baseline<fastmath::softmax_rows>, {1000}, kMicrosecond);
   reg("softmax/eigen", BM_softmax_baseline<eigen::softmax_rows>, {1000}, kMicrosecond);
 
   reg("matmul/jit", BM_matmul_jit, {256, 512}, kMillisecond);
+  reg("matmul/jit_symbolic", BM_matmul_jit_symbolic, {256, 512}, kMillisecond);
   reg("matmul/eigen", BM_matmul_baseline<eigen::matmul>, {256, 512}, kMillisecond);
   reg("matmul/loops", BM_matmul_baseline<loops::matmul>, {256, 512}, kMillisecond);
 
@@ -421,6 +496,9 @@ void register_all() {
   reg("compile/jit_fresh", BM_compile_jit_fresh, {1000}, kMillisecond);
   reg("compile/clear_cache", BM_compile_clear_cache, {1000}, kMillisecond);
   reg("compile/trace_only", BM_compile_trace_only, {1000}, kMillisecond);
+
+  reg("poly100/polymorphic", BM_poly_sizes<true>, {kPolySizes}, kMillisecond);
+  reg("poly100/static", BM_poly_sizes<false>, {kPolySizes}, kMillisecond);
 }
 
 // ---------------------------------------------------------------------------
@@ -454,6 +532,7 @@ bool check_all() {
     std::vector<double> ref(n);
     bench::loops::fused(x.data(), y.data(), ref.data(), n);
     note("fused_jit", max_rel_diff(jit_fused(x, y).data(), ref.data(), n), 1e-12);
+    note("fused_jit_symbolic", max_rel_diff(jit_fused_symbolic(x, y).data(), ref.data(), n), 1e-12);
     note("fused_eager", max_rel_diff(fused_fn(x, y).data(), ref.data(), n), 1e-12);
   }
   {
@@ -467,6 +546,7 @@ bool check_all() {
     std::vector<double> ref(n * n);
     bench::loops::softmax_rows(x.data(), ref.data(), n, n);
     note("softmax_jit", max_rel_diff(jit_softmax(x).data(), ref.data(), n * n), 1e-12);
+    note("softmax_jit_symbolic", max_rel_diff(jit_softmax_symbolic(x).data(), ref.data(), n * n), 1e-12);
   }
   for (std::int64_t n : {256, 512}) {
     const Arr &a = input({n, n}, 5), &b = input({n, n}, 6);
@@ -474,6 +554,8 @@ bool check_all() {
     bench::eigen::matmul(a.data(), b.data(), ref.data(), n);
     note(n == 256 ? "matmul256_jit" : "matmul512_jit", max_rel_diff(jit_matmul(a, b).data(), ref.data(), n * n),
          1e-9);
+    note(n == 256 ? "matmul256_jit_symbolic" : "matmul512_jit_symbolic",
+         max_rel_diff(jit_matmul_symbolic(a, b).data(), ref.data(), n * n), 1e-9);
   }
   {
     const Arr &x = input({1000}, 9), &y = input({1000}, 10);
@@ -510,12 +592,13 @@ int print_ir(const std::string& which) {
     return 0;
   };
   if (which == "fused") return show(jit_fused, input({100000}, 1), input({100000}, 2));
+  if (which == "fused_symbolic") return show(jit_fused_symbolic, input({100000}, 1), input({100000}, 2));
   if (which == "add") return show(jit_add, input({1}, 7), input({1}, 8));
   if (which == "sumsq") return show(jit_sumsq, input({100000}, 3));
   if (which == "softmax") return show(jit_softmax, input({1000, 1000}, 4));
   if (which == "matmul") return show(jit_matmul, input({512, 512}, 5), input({512, 512}, 6));
   if (which == "ten_ops") return show(dyn::jit(ten_ops_fn), input({1000}, 9), input({1000}, 10));
-  std::fprintf(stderr, "bench_main --ir: fused, add, sumsq, softmax, matmul or ten_ops\n");
+  std::fprintf(stderr, "bench_main --ir: fused, fused_symbolic, add, sumsq, softmax, matmul or ten_ops\n");
   return 1;
 }
 

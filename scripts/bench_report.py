@@ -24,6 +24,7 @@ UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 VARIANT_LABEL = {
     "jit": "dyn::jit",
+    "jit_symbolic": "dyn::jit, symbolic sizes (`polymorphic_shapes`, one kernel for all sizes)",
     "eager": "eager (dyn::Array ops)",
     "loops": "hand loop, -O3 -march=native",
     "loops_alloc": "hand loop, -O3 -march=native, output allocated per call",
@@ -122,7 +123,7 @@ class Targets:
             note = f"missed: jit would need to be {need / ratio:.2f}x faster"
         self.rows.append((what, f"{fmt_ratio(ratio)} (need >= {need:g}x)", "met" if met else "MISSED", note))
 
-    def time_ratio_at_most(self, what, jit_over_base, limit):
+    def time_ratio_at_most(self, what, jit_over_base, limit, of="jit time = {r:.2f}x the fast-math time"):
         # jit time / baseline time; the target is <= limit.
         if jit_over_base is None:
             self.rows.append((what, "not measured", "—", ""))
@@ -130,7 +131,7 @@ class Targets:
         met = jit_over_base <= limit
         note = f"{limit / jit_over_base:.2f}x margin" if met else \
             f"missed: jit takes {jit_over_base / limit:.2f}x longer than allowed"
-        self.rows.append((what, f"jit time = {jit_over_base:.2f}x the fast-math time (limit {limit:g}x)",
+        self.rows.append((what, of.format(r=jit_over_base) + f" (limit {limit:g}x)",
                           "met" if met else "MISSED", note))
 
     def time_at_most(self, what, t_ns, limit_ns, unit_ns, unit):
@@ -257,7 +258,8 @@ def main():
       "pages fault on first write, each call.")
     w("")
     fused_n = sorted({k[2] for k in runs if k[0] == "fused"})
-    table("fused", fused_n, ["jit", "eager", "loops", "loops_alloc", "fastmath", "fastmath_alloc", "eigen"])
+    table("fused", fused_n, ["jit", "jit_symbolic", "eager", "loops", "loops_alloc", "fastmath", "fastmath_alloc",
+                             "eigen"])
     for n in fused_n:
         if n < 100000:
             continue
@@ -266,6 +268,21 @@ def main():
         targets.time_ratio_at_most(f"fused n={n:,}: within 1.3x of the -ffast-math loop",
                                    1 / fm if fm else None, 1.3)
         targets.ratio_at_least(f"fused n={n:,}: vs eager", ratio("fused", "eager", n), 4.0)
+    sym_rows = []
+    for n in fused_n:
+        j, sy = med("fused", "jit", n), med("fused", "jit_symbolic", n)
+        if j and sy:
+            sym_rows.append((n, sy / j))
+            if n >= 100000:
+                targets.time_ratio_at_most(f"fused n={n:,}: symbolic n within 1.1x of static n (issue 4)", sy / j,
+                                           1.1, of="symbolic time = {r:.2f}x the static time")
+    if sym_rows:
+        w("**Symbolic n (issue 4).** The *symbolic n* row is one kernel compiled for `f64[n]` with n a "
+          "run-time value: the same vectorised loop with a run-time trip count (vector body, then a "
+          "scalar remainder); each call also solves n from the argument shapes and evaluates the "
+          "output shape on the host. Symbolic / static time (CPU): "
+          + ", ".join(f"n = {n:,}: {r:.3f}" for n, r in sym_rows) + ".")
+        w("")
 
     # --- reductions ------------------------------------------------------------
     w("## Reduction: sum of squares `sum(x * x)` (f64)")
@@ -284,9 +301,14 @@ def main():
     w("`e = exp(x - max(x, axis=1, keepdims)); e / sum(e, axis=1, keepdims)`.")
     w("")
     soft_n = sorted({k[2] for k in runs if k[0] == "softmax"})
-    table("softmax", soft_n, ["jit", "eager", "loops", "fastmath", "eigen"],
+    table("softmax", soft_n, ["jit", "jit_symbolic", "eager", "loops", "fastmath", "eigen"],
           count=lambda a: a * a, title_arg=lambda a: f"{a} x {a}")
     for n in soft_n:
+        j, sy = med("softmax", "jit", n), med("softmax", "jit_symbolic", n)
+        if j and sy:
+            w(f"Symbolic `(r, c)` / static {n} x {n} time (CPU): {sy / j:.3f} (rows of run-time length: "
+              "the row group's one-row buffers are heap-allocated once per call).")
+            w("")
         targets.ratio_at_least(f"softmax {n}x{n}: vs hand loop", ratio("softmax", "loops", n), 0.9)
         targets.ratio_at_least(f"softmax {n}x{n}: vs Eigen", ratio("softmax", "eigen", n), 1.0)
     if args.softmax_fresh:
@@ -303,7 +325,7 @@ def main():
           "(`perf stat -e page-faults`: no faults per call); the two tables should agree within "
           "noise:")
         w("")
-        table("softmax", soft_n, ["jit", "eager", "loops", "fastmath", "eigen"],
+        table("softmax", soft_n, ["jit", "jit_symbolic", "eager", "loops", "fastmath", "eigen"],
               count=lambda a: a * a, title_arg=lambda a: f"{a} x {a}, fresh process")
         for n in soft_n:
             targets.ratio_at_least(f"softmax {n}x{n} (fresh process): vs hand loop",
@@ -327,7 +349,7 @@ def main():
         w("")
         w("| variant | median CPU time | median wall time | GFLOP/s (CPU time) | jit speed-up vs this |")
         w("| --- | ---: | ---: | ---: | ---: |")
-        for v in ["jit", "eigen", "loops"]:
+        for v in ["jit", "jit_symbolic", "eigen", "loops"]:
             r = runs.get(("matmul", v, n))
             if not r or "median" not in r:
                 continue
@@ -433,6 +455,32 @@ def main():
             targets.time_at_most("user file compile, g++ -O2 (wall time, shared machine)",
                                  statistics.median(walls) * 1e9, 3e9, 1e9, "s")
 
+    # --- shape polymorphism: 100 sizes --------------------------------------------
+    pp, ps = runs.get(("poly100", "polymorphic", 100)), runs.get(("poly100", "static", 100))
+    if pp or ps:
+        w("## Shape polymorphism: 100 distinct sizes, one compile vs 100 (issue 4)")
+        w("")
+        w("`sin(x) * 2 + x * y` (f64) called with 100 distinct sizes n = 1000, 1010, ..., 1990 through a "
+          "fresh `dyn::jit` per iteration: with `polymorphic_shapes{\"n\", \"n\"}` (one trace and one "
+          "compile, then 99 cache hits on the same kernel) or without (one trace and one compile per "
+          "size). The time is the whole sequence of 100 calls, compiles included.")
+        w("")
+        w("| variant | kernels compiled | median CPU time (100 calls) | median wall time | per call |")
+        w("| --- | ---: | ---: | ---: | ---: |")
+        for label, r in (("polymorphic jit (one kernel)", pp), ("static jit (a kernel per size)", ps)):
+            if r and "median" in r:
+                m = r["median"]
+                comp = m.get("compiles", "?")
+                w(f"| {label} | {comp:.0f} | {fmt_time(ns(m))}{cv_pct(r)} | {fmt_time(ns(m, 'real_time'))} | "
+                  f"{fmt_time(ns(m) / 100)} |")
+        w("")
+        if pp and ps and "median" in pp and "median" in ps:
+            rr = ns(ps["median"]) / ns(pp["median"])
+            w(f"Static / polymorphic total time: **{fmt_ratio(rr)}** (CPU time), "
+              f"{fmt_ratio(ns(ps['median'], 'real_time') / ns(pp['median'], 'real_time'))} (wall time).")
+            w("")
+            targets.ratio_at_least("100 sizes: polymorphic jit vs static jit, total time (issue 4)", rr, 1.0)
+
     # --- calibration -----------------------------------------------------------
     # TOOLCHAIN.md measured these baselines (ns/element) on an idle machine of
     # the same kind; their ratio to this run's says how much slower this run's
@@ -473,7 +521,7 @@ def main():
         w("")
 
     # --- summary (placed after the header) -----------------------------------
-    summary = ["## Targets (issue 3)", "",
+    summary = ["## Targets (issues 3 and 4)", "",
                "Ratio = baseline median / jit median of the same run (> 1: jit faster), CPU time.", "",
                "| target | measured | | margin or miss |", "| --- | --- | --- | --- |"]
     for what, measured, status, note in targets.rows:

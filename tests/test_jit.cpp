@@ -200,3 +200,154 @@ TEST_CASE("jit: explain_miss says which argument changed how") {
   CHECK(dyn::detail::explain_miss(b, &prev) ==
         "argument leaf #1 (in non-static argument #1) changed dtype from f64[4] to f32[4]");
 }
+
+// ---------------------------------------------------------------------------
+// Symbolic and dynamic dimensions: one kernel per symbolic signature.
+
+namespace {
+
+template <class T>
+std::string str(const T& x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+}  // namespace
+
+TEST_CASE("jit: polymorphic_shapes: 100 sizes, one trace, one compile, correct results") {
+  auto f = [](auto x, auto y) { return dyn::sin(x) * 2.0 + x * y; };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"n", "n"});
+  for (std::int64_t n = 1; n <= 100; ++n) {
+    CAPTURE(n);
+    auto x = iota_array<double>({n}, -3.0, 0.07);
+    auto y = iota_array<double>({n}, 1.0, 0.5);
+    dyn::Array<double> got = jf(x, y);
+    REQUIRE(got.shape() == std::vector<std::int64_t>{n});
+    CHECK(dyn::allclose(got, f(x, y), 1e-15, 1e-15));
+  }
+  const auto s = jf.stats();
+  CHECK(s.traces == 1);
+  CHECK(s.compiles == 1);
+  CHECK(s.cache_hits == 99);
+  CHECK(s.cache_size == 1);
+}
+
+TEST_CASE("jit: polymorphic_shapes: reductions, row groups, matmul and shape ops at many sizes, one compile") {
+  auto f = [](auto x, auto w) {
+    auto e = dyn::exp(x - dyn::expand_dims(dyn::max(x, {1}), 1));
+    auto sm = e / dyn::expand_dims(dyn::sum(e, {1}), 1);           // softmax rows: (b, c)
+    auto h = dyn::matmul(sm, w);                                     // (b, 5)
+    auto t = dyn::concatenate({dyn::transpose(h, {1, 0}), dyn::transpose(h, {1, 0})}, 1);  // (5, 2*b)
+    return std::make_tuple(sm, h, dyn::reshape(t, {-1}), dyn::mean(x));
+  };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"b, c", "c, 5"});
+  int calls = 0;
+  for (std::int64_t b : {1, 2, 7, 40})
+    for (std::int64_t c : {1, 3, 16, 100}) {
+      CAPTURE(b);
+      CAPTURE(c);
+      auto x = dyn::reshape(dyn::sin(iota_array<double>({b * c}, 0.0, 0.3)) * 4.0, {b, c});
+      auto w = dyn::reshape(dyn::cos(iota_array<double>({c * 5}, 0.0, 0.2)), {c, 5});
+      auto got = jf(x, w);
+      auto want = f(x, w);
+      CHECK(dyn::allclose(std::get<0>(got), std::get<0>(want), 1e-13, 1e-15));
+      CHECK(dyn::allclose(std::get<1>(got), std::get<1>(want), 1e-12, 1e-13));
+      CHECK(dyn::allclose(std::get<2>(got), std::get<2>(want), 1e-12, 1e-13));
+      CHECK(dyn::allclose(std::get<3>(got), std::get<3>(want), 1e-13, 1e-15));
+      ++calls;
+    }
+  CHECK(calls == 16);
+  CHECK(jf.stats().compiles == 1);
+}
+
+TEST_CASE("jit: reference 003's examples through jit") {
+  SUBCASE("concatenate along axis 1 gives (a, 2*b)") {
+    auto jf = dyn::jit([](auto x) { return dyn::concatenate({x, x}, 1); }, dyn::polymorphic_shapes{"a, b"});
+    auto x = iota_array<std::int32_t>({3, 4});
+    dyn::Array<std::int32_t> r = jf(x);
+    CHECK(r.shape() == std::vector<std::int64_t>{3, 8});
+    CHECK(dyn::array_equal(r, dyn::concatenate({x, x}, 1)));
+    auto x2 = iota_array<std::int32_t>({2, 5}, 7);
+    CHECK(jf(x2).shape() == std::vector<std::int64_t>{2, 10});
+    CHECK(dyn::array_equal(jf(x2), dyn::concatenate({x2, x2}, 1)));
+    CHECK(jf.stats().compiles == 1);
+  }
+  SUBCASE("flattening reshape gives 4*b") {
+    auto jf = dyn::jit([](auto x) { return dyn::reshape(x, {x.shape(0) * x.shape(1)}); },
+                       dyn::polymorphic_shapes{"b, 4"});
+    CHECK(str(jf(iota_array<std::int32_t>({3, 4}))) == "[ 0  1  2  3  4  5  6  7  8  9 10 11]");
+    CHECK(jf(iota_array<std::int32_t>({5, 4})).shape() == std::vector<std::int64_t>{20});
+    CHECK(jf.stats().compiles == 1);
+  }
+  SUBCASE("averaging divides by the symbolic size") {
+    auto jf = dyn::jit([](auto x) { return dyn::astype<float>(dyn::sum(x, {0})) / x.shape(0); },
+                       dyn::polymorphic_shapes{"b, c"});
+    CHECK(str(jf(dyn::reshape(dyn::arange<std::int32_t>(12), {3, 4}))) == "[4. 5. 6. 7.]");
+    CHECK(str(jf(dyn::reshape(dyn::arange<std::int32_t>(10), {5, 2}))) == "[4. 5.]");
+    auto jm = dyn::jit([](auto x) { return dyn::mean(x, {0}); }, dyn::polymorphic_shapes{"b, c"});
+    CHECK(str(jm(dyn::reshape(dyn::arange<std::int32_t>(10), {5, 2}))) == "[4. 5.]");
+    CHECK(jf.stats().compiles == 1);
+  }
+  SUBCASE("dimensions as values") {
+    auto jf = dyn::jit([](auto x) { return dyn::dim_value(x.shape(0)) + x; }, dyn::polymorphic_shapes{"b"});
+    CHECK(str(jf(dyn::arange<std::int32_t>(3))) == "[3 4 5]");
+    CHECK(str(jf(dyn::arange<std::int32_t>(5))) == "[5 6 7 8 9]");
+    CHECK(jf.stats().compiles == 1);
+  }
+}
+
+TEST_CASE("jit: a shape assertion error at call time, with JAX's wording; the function stays usable") {
+  auto f = [](auto x) { return dyn::sum(x, {2}); };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"b, b, 2*d"});
+  auto ok = iota_array<std::int32_t>({3, 3, 4});
+  CHECK(dyn::array_equal(jf(ok), f(ok)));
+  CHECK_THROWS_WITH_AS(jf(iota_array<std::int32_t>({3, 3, 5})),
+                       doctest::Contains("Input shapes do not match the polymorphic shapes specification.\n"
+                                         "Division had remainder 1 when computing the value of 'd'."),
+                       dyn::ShapeAssertionError);
+  CHECK_THROWS_AS(jf(iota_array<std::int32_t>({3, 2, 4})), dyn::ShapeAssertionError);
+  auto ok2 = iota_array<std::int32_t>({5, 5, 6});
+  CHECK(dyn::array_equal(jf(ok2), f(ok2)));
+  CHECK(dyn::array_equal(jf(ok), f(ok)));
+  CHECK(jf.stats().compiles == 1);
+  CHECK(jf.stats().cache_size == 1);
+
+  // The first call fails (while tracing): nothing is cached, later calls work.
+  auto jg = dyn::jit(f, dyn::polymorphic_shapes{"b, b, 2*d"});
+  CHECK_THROWS_WITH_AS(jg(iota_array<std::int32_t>({3, 3, 5})),
+                       doctest::Contains("Division had remainder 1 when computing the value of 'd'."),
+                       dyn::ShapeAssertionError);
+  CHECK(jg.stats().cache_size == 0);
+  CHECK(dyn::array_equal(jg(ok), f(ok)));
+  CHECK(jg.stats().compiles == 1);
+}
+
+TEST_CASE("jit: Catalyst dynamic sizes: ones(n + 1), one compile for every n") {
+  auto jf = dyn::jit([](dyn::Tracer<std::int64_t> n) { return dyn::ones<double>({n + 1}); });
+  dyn::Array<double> r = jf(std::int64_t{4});
+  CHECK(str(r) == "[1. 1. 1. 1. 1.]");
+  for (std::int64_t n = 0; n < 50; ++n) {
+    dyn::Array<double> o = jf(n);
+    REQUIRE(o.shape() == std::vector<std::int64_t>{n + 1});
+    bool all_ones = true;
+    for (std::int64_t i = 0; i <= n; ++i) all_ones = all_ones && o.data()[i] == 1.0;
+    CHECK(all_ones);
+  }
+  CHECK(jf.stats().compiles == 1);
+  CHECK_THROWS_AS(jf(std::int64_t{-3}), dyn::ShapeError);
+  CHECK(str(jf(std::int64_t{2})) == "[1. 1. 1.]");
+  CHECK(jf.stats().compiles == 1);
+
+  // Sizes and values mixed: arange(n) * x[0] + n, and a reduction over a runtime size.
+  auto jg = dyn::jit([](dyn::Tracer<std::int64_t> n, auto x) {
+    auto a = dyn::astype<double>(dyn::arange<std::int64_t>(n * 2)) * x;
+    return std::make_tuple(a, dyn::sum(a));
+  });
+  for (std::int64_t n : {0, 1, 3, 1000}) {
+    auto [a, s] = jg(n, 0.5);
+    REQUIRE(a.shape() == std::vector<std::int64_t>{2 * n});
+    CHECK(s.data()[0] == 0.5 * static_cast<double>((2 * n) * (2 * n - 1) / 2));
+  }
+  CHECK(jg.stats().compiles == 1);
+}

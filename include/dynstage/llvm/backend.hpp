@@ -7,7 +7,7 @@
 // before including <dynstage/dynstage.hpp>), because LLVM's headers cost
 // 5-16 s per translation unit.
 //
-// A kernel is one jaxpr with static types, lowered to one native function
+// A kernel is one jaxpr, lowered to one native function
 //
 //   int32_t kernel(const void* const* args, void* const* results)
 //
@@ -18,6 +18,15 @@
 //            from the outvar's type. Result buffers must not overlap each
 //            other or any argument (the kernel declares them noalias);
 //            arguments may overlap each other (they are only read).
+//
+// Types may have runtime dimensions (JDim::of_var: the value of an integer
+// scalar variable of the jaxpr). The ABI does not change: a dimension that is
+// an invar (an implicit dimension argument, or an explicit integer scalar) is
+// passed like any scalar argument, as a pointer to its value; a dimension the
+// jaxpr computes is computed by the kernel, and written to its result buffer
+// when it is an outvar. The caller sizes every buffer from the dimension
+// values of the call (jit evaluates them on the host), and one kernel serves
+// every value of the dimensions, 0 included.
 //   returns  kOk, or an error code (below) after which the results hold
 //            unspecified values.
 //
@@ -51,8 +60,8 @@ inline constexpr std::int32_t kKernelOutOfMemory = 8;     // a temporary could n
 
 using KernelFn = std::int32_t (*)(const void* const*, void* const*);
 
-// Compile a jaxpr whose types are all static. Thread-safe: compiles may run
-// concurrently. Throws dyn::Error (TypeError for what the backend cannot
+// Compile a jaxpr (static or runtime dimensions). Thread-safe: compiles may
+// run concurrently. Throws dyn::Error (TypeError for what the backend cannot
 // lower, InternalError for LLVM failures).
 CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir);
 

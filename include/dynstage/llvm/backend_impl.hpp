@@ -11,7 +11,8 @@
 //
 // DYNSTAGE_BACKEND_TIMES=1 prints each compile's stage times to stderr.
 //
-// Pipeline of compile_kernel, each stage a function:
+// Pipeline of compile_kernel, each stage a function (types may have runtime
+// dimensions: one kernel serves every value of them):
 //   canonicalize_dots -> plan_fusion -> Lowering::emit_body (+ C-ABI entry)
 //   -> verifyModule -> optimise (O3, host TM, libmvec) -> [print IR]
 //   -> LLJIT addIRModule (own ResourceTracker) -> lookup (code generation)
@@ -51,12 +52,16 @@ struct Kernel {
 
 namespace llvmjit {
 
-inline void check_static(const Jaxpr& j) {
+// What the backend cannot lower. Runtime dimensions are lowered (lower.hpp):
+// a dimension must be an integer scalar variable of the jaxpr.
+inline void check_supported(const Jaxpr& j) {
   for (std::size_t v = 0; v < j.types.size(); ++v)
     for (const JDim& d : j.types[v].shape)
-      if (!d.is_static())
-        fail<TypeError>("jit: the LLVM backend compiles static shapes only; variable #" + std::to_string(v) +
-                        " has a dynamic dimension");
+      if (!d.is_static()) {
+        const auto dv = static_cast<std::size_t>(d.var);
+        if (dv >= j.types.size() || j.types[dv].rank() != 0 || !is_integer(j.types[dv].dtype))
+          fail<TypeError>("jit: variable #" + std::to_string(v) + " has a dimension that is not an integer scalar");
+      }
   for (const Eqn& e : j.eqns)
     if (e.outputs.size() != 1)
       fail<TypeError>(std::string("jit: the LLVM backend cannot lower ") + std::string(prim_name(e.prim)) +
@@ -109,7 +114,7 @@ inline void set_host_attributes(llvm::Module& m) {
 CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir) {
   using namespace llvmjit;
   const Clock t0 = Clock::now();
-  check_static(jaxpr);
+  check_supported(jaxpr);
   const Jaxpr j = canonicalize_dots(jaxpr);
   const FusionPlan plan = plan_fusion(j);
 

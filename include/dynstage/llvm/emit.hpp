@@ -12,8 +12,10 @@
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,40 @@ struct Emitter {
   // bounds) in dtype d.
   llvm::Value* number(DType d, double v) { return constant(d, v, static_cast<std::int64_t>(v)); }
 
+  // --- sizes known at compile time or at run time ------------------------
+  // A size, trip count or index is an i64 llvm::Value throughout: a
+  // ConstantInt when static (IRBuilder folds arithmetic on constants, so a
+  // static kernel is built from the same constants as before), else the
+  // run-time value of a dimension variable or an expression of them.
+  static std::optional<std::int64_t> konst(llvm::Value* v) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(v)) return c->getSExtValue();
+    return std::nullopt;
+  }
+  static bool is_k(llvm::Value* v, std::int64_t k) {
+    const auto c = konst(v);
+    return c && *c == k;
+  }
+  llvm::Value* mul(llvm::Value* x, llvm::Value* y) {
+    if (is_k(x, 1)) return y;
+    if (is_k(y, 1)) return x;
+    return b.CreateMul(x, y, "", true, true);
+  }
+  // smin/smax, folded when both are constants (IRBuilder's ConstantFolder
+  // does not fold intrinsics).
+  llvm::Value* smin(llvm::Value* x, llvm::Value* y) {
+    if (konst(x) && konst(y)) return c64(std::min(*konst(x), *konst(y)));
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
+  }
+  llvm::Value* smax(llvm::Value* x, llvm::Value* y) {
+    if (konst(x) && konst(y)) return c64(std::max(*konst(x), *konst(y)));
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
+  }
+  llvm::Value* add(llvm::Value* x, llvm::Value* y) {
+    if (is_k(x, 0)) return y;
+    if (is_k(y, 0)) return x;
+    return b.CreateAdd(x, y, "", true, true);
+  }
+
   // --- memory ------------------------------------------------------------
   llvm::Value* elem_ptr(llvm::Value* base, DType d, llvm::Value* index) {
     return b.CreateInBoundsGEP(mem_type(d), base, index);
@@ -116,10 +152,21 @@ struct Emitter {
       stack_bytes += (bytes + 63) / 64 * 64;
       return entry_alloca(i8, std::max<std::int64_t>(bytes, 1), 64);
     }
-    const std::int64_t rounded = (bytes + 63) / 64 * 64;
+    return heap_temp(c64((bytes + 63) / 64 * 64));
+  }
+  // The same for a size known only at run time (a constant size takes the
+  // static path): always on the heap, at least 64 bytes, rounded up to a
+  // multiple of 64 as aligned_alloc requires.
+  llvm::Value* temp(llvm::Value* bytes) {
+    if (auto k = konst(bytes)) return temp(*k);
+    llvm::Value* n = smax(bytes, c64(1));
+    llvm::Value* rounded = b.CreateAnd(b.CreateAdd(n, c64(63)), c64(~std::int64_t{63}));
+    return heap_temp(rounded);
+  }
+  llvm::Value* heap_temp(llvm::Value* rounded) {
     auto fty = llvm::FunctionType::get(ptr, {i64, i64}, false);
     llvm::FunctionCallee alloc = mod.getOrInsertFunction("aligned_alloc", fty);
-    llvm::Value* p = b.CreateCall(alloc, {c64(64), c64(rounded)});
+    llvm::Value* p = b.CreateCall(alloc, {c64(64), rounded});
     llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx, "alloc.ok", fn);
     llvm::BasicBlock* oom = llvm::BasicBlock::Create(ctx, "alloc.oom", fn);
     b.CreateCondBr(b.CreateIsNull(p), oom, ok, weights(1, 1000));
@@ -196,6 +243,21 @@ struct Emitter {
       br->setMetadata(llvm::LLVMContext::MD_loop, md);
     }
     b.SetInsertPoint(exit);
+  }
+  // for (i = 0; i < n; ++i) with n static (the loop above) or known only at
+  // run time, then guarded: a run-time size may be 0 (or, for a computed
+  // trip count, negative), and the loop is bottom-tested.
+  void loop(llvm::Value* n, const std::function<void(llvm::Value*)>& body, LoopHint hint = LoopHint::normal) {
+    if (auto k = konst(n)) return loop(*k, body, hint);
+    when(b.CreateICmpSGT(n, c64(0)), [&] { loop_dyn(n, body, hint); });
+  }
+  // for (i = start; i < end; i += step), start and step static, step > 0.
+  void loop_step(std::int64_t start, llvm::Value* end, std::int64_t step,
+                 const std::function<void(llvm::Value*)>& body, LoopHint hint = LoopHint::normal) {
+    if (auto k = konst(end)) return loop_step(start, *k, step, body, hint);
+    llvm::Value* span = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b.CreateSub(end, c64(start)), c64(0));
+    llvm::Value* trips = b.CreateUDiv(b.CreateAdd(span, c64(step - 1)), c64(step));
+    loop(trips, [&](llvm::Value* k) { body(b.CreateAdd(c64(start), b.CreateMul(k, c64(step), "", true, true), "", true, true)); }, hint);
   }
   // for (i = start; i < end; i += step), all static, step > 0.
   void loop_step(std::int64_t start, std::int64_t end, std::int64_t step,

@@ -46,10 +46,14 @@
 //     its group is ROW-LOCAL: a buffer of one row (the reduction results:
 //     one scalar), allocated once for the group, never the full array.
 //     Softmax, log-sum-exp, layer norms are instances, not special cases.
+//  Runtime dimensions: every size comparison above is made on SymNumel
+//  (static factor x dimension variables) and decided conservatively; the
+//  policy is written above plan_fusion ("Unknown sizes").
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -59,20 +63,45 @@
 
 namespace dyn::detail {
 
+// The number of elements of a type whose dimensions are all static.
 inline std::int64_t numel_of(const Type& t) {
   std::int64_t n = 1;
-  for (const JDim& d : t.shape) n *= d.value;
+  for (const JDim& d : t.shape) {
+    if (!d.is_static()) internal_error("LLVM backend: numel_of a type with a runtime dimension");
+    n *= d.value;
+  }
   return n;
 }
 
-inline std::vector<std::int64_t> static_dims(const Type& t) {
-  std::vector<std::int64_t> r;
-  for (const JDim& d : t.shape) {
-    if (!d.is_static()) internal_error("LLVM backend: dynamic dimension reached the lowering");
-    r.push_back(d.value);
+// A number of elements with runtime dimensions: a static factor times a
+// product of dimension variables (sorted). Two of them are provably equal
+// when their factors and variables are; nothing else is known about them at
+// compile time, so every decision that compares sizes must be sound when
+// the variables take any value >= 0 (see "Unknown sizes" at plan_fusion).
+struct SymNumel {
+  std::int64_t k = 1;
+  std::vector<int> vars;
+  bool is_static() const { return vars.empty(); }
+  // Whether the size may exceed `n` at run time.
+  bool may_exceed(std::int64_t n) const { return !vars.empty() ? k != 0 : k > n; }
+  friend bool operator==(const SymNumel&, const SymNumel&) = default;
+};
+
+inline SymNumel sym_numel(const std::vector<JDim>& dims, std::size_t from = 0) {
+  SymNumel r;
+  for (std::size_t i = from; i < dims.size(); ++i) {
+    if (dims[i].is_static()) r.k *= dims[i].value;
+    else r.vars.push_back(dims[i].var);
   }
+  if (r.k == 0) r.vars.clear();
+  std::sort(r.vars.begin(), r.vars.end());
   return r;
 }
+inline SymNumel sym_numel(const Type& t) { return sym_numel(t.shape); }
+
+// A dimension that is statically 1 (a runtime dimension never counts as 1:
+// decisions taken for "not 1" stay correct when it is 1 at run time).
+inline bool is_unit(const JDim& d) { return d.is_static() && d.value == 1; }
 
 inline bool is_fusible(Prim p) {
   switch (prim_kind(p)) {
@@ -104,13 +133,14 @@ inline bool is_transcendental(Prim p) {
   }
 }
 
-// The inputs of an equation that carry data (as opposed to dynamic-dimension
-// operands of broadcast_in_dim / reshape / iota, which a static lowering
-// ignores).
+// The inputs of an equation that carry data; the rest are the values of the
+// kDynamicDim entries of its shape parameters (broadcast_in_dim, reshape,
+// iota, slice), which the lowering reads as dimensions.
 inline std::size_t num_data_inputs(const Eqn& e) {
   switch (e.prim) {
     case Prim::broadcast_in_dim:
-    case Prim::reshape: return 1;
+    case Prim::reshape:
+    case Prim::slice: return std::min<std::size_t>(1, e.inputs.size());
     case Prim::iota: return 0;
     default: return e.inputs.size();
   }
@@ -135,33 +165,52 @@ inline bool is_canonical_dot(const DotGeneralParams& p) {
 inline Jaxpr canonicalize_dots(const Jaxpr& in) {
   Jaxpr j = in;
   j.eqns.clear();
-  auto prod = [](const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& axes) {
-    std::int64_t n = 1;
-    for (auto a : axes) n *= dims[static_cast<std::size_t>(a)];
-    return n;
+  // A product of dimensions as one JDim: static, a dimension variable, or a
+  // new i64[] `mul` equation over the variables (runtime dimensions), so the
+  // (B,M,K)/(B,K,N) operand types stay closed jaxpr types.
+  auto prod = [&](const std::vector<JDim>& dims, const std::vector<std::int64_t>& axes) -> JDim {
+    std::int64_t k = 1;
+    std::vector<int> vars;
+    for (auto a : axes) {
+      const JDim& d = dims[static_cast<std::size_t>(a)];
+      if (d.is_static()) k *= d.value;
+      else vars.push_back(d.var);
+    }
+    if (vars.empty() || k == 0) return JDim{k, -1};
+    if (vars.size() == 1 && k == 1) return JDim::of_var(vars[0]);
+    const Type i64s{DType::i64, {}, false};
+    Atom acc = Atom::of_var(vars[0]);
+    auto mul = [&](Atom y) {
+      const int v = j.new_var(i64s);
+      j.eqns.push_back(Eqn{Prim::mul, {acc, y}, {v}, NoParams{}});
+      acc = Atom::of_var(v);
+    };
+    for (std::size_t i = 1; i < vars.size(); ++i) mul(Atom::of_var(vars[i]));
+    if (k != 1) mul(Atom::literal(Scalar::of<std::int64_t>(k)));
+    return JDim::of_var(acc.var);
   };
   // Bring operand `x` to axis order `perm` and shape `target`.
-  auto canon = [&](const Atom& x, const std::vector<std::int64_t>& perm,
-                   const std::vector<std::int64_t>& target) -> Atom {
+  auto canon = [&](const Atom& x, const std::vector<std::int64_t>& perm, const std::vector<JDim>& target) -> Atom {
     const Type t = j.type_of(x);
-    const auto dims = static_dims(t);
     Atom cur = x;
     bool identity = true;
     for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
-    std::vector<std::int64_t> pdims;
-    for (auto a : perm) pdims.push_back(dims[static_cast<std::size_t>(a)]);
+    std::vector<JDim> pdims;
+    for (auto a : perm) pdims.push_back(t.shape[static_cast<std::size_t>(a)]);
     if (!identity) {
-      Type tt{t.dtype, {}, false};
-      for (auto d : pdims) tt.shape.push_back(JDim{d, -1});
-      const int v = j.new_var(tt);
+      const int v = j.new_var(Type{t.dtype, pdims, false});
       j.eqns.push_back(Eqn{Prim::transpose, {cur}, {v}, TransposeParams{perm}});
       cur = Atom::of_var(v);
     }
     if (pdims != target) {
-      Type tt{t.dtype, {}, false};
-      for (auto d : target) tt.shape.push_back(JDim{d, -1});
-      const int v = j.new_var(tt);
-      j.eqns.push_back(Eqn{Prim::reshape, {cur}, {v}, ReshapeParams{target}});
+      const int v = j.new_var(Type{t.dtype, target, false});
+      ReshapeParams rp;
+      std::vector<Atom> ins{cur};
+      for (const JDim& d : target) {
+        rp.new_sizes.push_back(d.is_static() ? d.value : kDynamicDim);
+        if (!d.is_static()) ins.push_back(Atom::of_var(d.var));
+      }
+      j.eqns.push_back(Eqn{Prim::reshape, std::move(ins), {v}, std::move(rp)});
       cur = Atom::of_var(v);
     }
     return cur;
@@ -172,11 +221,10 @@ inline Jaxpr canonicalize_dots(const Jaxpr& in) {
       continue;
     }
     const auto& p = std::get<DotGeneralParams>(e.params);
-    const auto ld = static_dims(j.type_of(e.inputs[0])), rd = static_dims(j.type_of(e.inputs[1]));
+    const std::vector<JDim> ld = j.type_of(e.inputs[0]).shape, rd = j.type_of(e.inputs[1]).shape;
     const auto lf = dot_free_axes(static_cast<int>(ld.size()), p.lhs_batch, p.lhs_contracting);
     const auto rf = dot_free_axes(static_cast<int>(rd.size()), p.rhs_batch, p.rhs_contracting);
-    const std::int64_t B = prod(ld, p.lhs_batch), M = prod(ld, lf), K = prod(ld, p.lhs_contracting),
-                       N = prod(rd, rf);
+    const JDim B = prod(ld, p.lhs_batch), M = prod(ld, lf), K = prod(ld, p.lhs_contracting), N = prod(rd, rf);
     std::vector<std::int64_t> lperm = p.lhs_batch, rperm = p.rhs_batch;
     lperm.insert(lperm.end(), lf.begin(), lf.end());
     lperm.insert(lperm.end(), p.lhs_contracting.begin(), p.lhs_contracting.end());
@@ -198,7 +246,8 @@ inline Jaxpr canonicalize_dots(const Jaxpr& in) {
 // running over one row inside it.
 struct RowGroup {
   std::vector<int> members;         // eqn indices, in emission order (consecutive roots)
-  std::vector<std::int64_t> rows;   // the shared leading axes (the row space)
+  std::vector<JDim> row_dims;       // the shared leading axes (the row space)
+  std::vector<std::int64_t> rows;   // the same as integers, kDynamicDim for a runtime dimension
 };
 
 struct FusionPlan {
@@ -211,6 +260,10 @@ struct FusionPlan {
   std::vector<RowGroup> groups;     // rule 4
   std::vector<int> group_of;        // eqn -> index into groups, or -1
   std::vector<bool> row_local;      // var -> its temporary holds only the current row of its group
+  // Runtime dimensions (see "Unknown sizes" above plan_fusion):
+  std::vector<bool> dim_var;        // var -> its value is a dimension (of a live type or a shape parameter)
+  std::vector<int> prologue;        // eqns emitted at kernel entry: the scalars the dimensions are computed from
+  std::vector<bool> in_prologue;    // eqn -> in `prologue`
 };
 
 inline constexpr int kExpensiveCost = 20;
@@ -258,7 +311,7 @@ struct Walk {
   // Visit the value `a`, evaluated by nest `nest` at index map `key`, inside
   // an iteration space of `space` elements. `order` is the nest's eqn index
   // (for last_read).
-  void visit(const Atom& a, int nest, int key, std::int64_t space, int order) {
+  void visit(const Atom& a, int nest, int key, const SymNumel& space, int order) {
     if (!a.is_var()) return;
     const int v = a.var;
     const auto vs = static_cast<std::size_t>(v);
@@ -267,11 +320,10 @@ struct Walk {
       return;
     }
     const Type& t = j.types[vs];
-    if (t.rank() == 0 && space > 1) scalar_in_loop[vs] = true;
+    if (t.rank() == 0 && space.may_exceed(1)) scalar_in_loop[vs] = true;
     if (!keys[vs].insert({nest, key}).second) return;  // already walked under this index map
     const int ei = plan.def[vs];
     const Eqn& e = j.eqns[static_cast<std::size_t>(ei)];
-    const std::int64_t here = numel_of(t);
     switch (prim_kind(e.prim)) {
       case Kind::unary:
       case Kind::binary:
@@ -281,9 +333,8 @@ struct Walk {
         for (const Atom& in : e.inputs) visit(in, nest, key, space, order);
         return;
       case Kind::structural: {
-        if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_var() &&
-            numel_of(j.types[static_cast<std::size_t>(e.inputs[0].var)]) < here && e.inputs[0].is_var() &&
-            fused(e.inputs[0].var))
+        if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_var() && fused(e.inputs[0].var) &&
+            expands(j.types[static_cast<std::size_t>(e.inputs[0].var)], t))
           expanded[static_cast<std::size_t>(e.inputs[0].var)] = true;
         for (std::size_t i = 0; i < num_data_inputs(e); ++i) visit(e.inputs[i], nest, ei, space, order);
         return;
@@ -293,10 +344,19 @@ struct Walk {
     }
   }
 
+  // Whether a broadcast from `from` to `to` repeats elements. With runtime
+  // dimensions: unless the sizes are provably equal (conservative: an
+  // expensive operand is then materialised rather than recomputed).
+  static bool expands(const Type& from, const Type& to) {
+    const SymNumel a = sym_numel(from), b = sym_numel(to);
+    if (a.is_static() && b.is_static()) return a.k < b.k;
+    return !(a == b);
+  }
+
   // Walk the nest(s) of root eqn `ei`.
   void walk_root(int ei) {
     const Eqn& e = j.eqns[static_cast<std::size_t>(ei)];
-    const std::int64_t space = numel_of(j.types[static_cast<std::size_t>(e.outputs[0])]);
+    const SymNumel space = sym_numel(j.types[static_cast<std::size_t>(e.outputs[0])]);
     switch (e.prim) {
       case Prim::dot_general:
         for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
@@ -304,16 +364,16 @@ struct Walk {
       case Prim::concatenate:
         // One nest per operand: distinct keys.
         for (std::size_t k = 0; k < e.inputs.size(); ++k)
-          visit(e.inputs[k], ei, -2 - static_cast<int>(k), numel_of(j.type_of(e.inputs[k])), ei);
+          visit(e.inputs[k], ei, -2 - static_cast<int>(k), sym_numel(j.type_of(e.inputs[k])), ei);
         return;
       case Prim::dynamic_update_slice:
         visit(e.inputs[0], ei, -2, space, ei);
         for (std::size_t k = 1; k < e.inputs.size(); ++k)
-          visit(e.inputs[k], ei, -2 - static_cast<int>(k), numel_of(j.type_of(e.inputs[k])), ei);
+          visit(e.inputs[k], ei, -2 - static_cast<int>(k), sym_numel(j.type_of(e.inputs[k])), ei);
         return;
       default:
         if (prim_kind(e.prim) == Kind::reduction) {
-          visit(e.inputs[0], ei, -1, numel_of(j.type_of(e.inputs[0])), ei);
+          visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
           return;
         }
         // A fusible primitive whose output is materialised: its own expression
@@ -354,9 +414,9 @@ inline constexpr int kMixed = -2;
 
 // Whether eqn e reduces exactly the trailing axes [t, r) of a var operand
 // with t >= 1 (output shape = the leading axes).
-inline bool trailing_reduction(const Jaxpr& j, const Eqn& e, std::size_t& t, std::vector<std::int64_t>& rows) {
+inline bool trailing_reduction(const Jaxpr& j, const Eqn& e, std::size_t& t, std::vector<JDim>& rows) {
   if (prim_kind(e.prim) != Kind::reduction || !e.inputs[0].is_var()) return false;
-  const auto xd = static_dims(j.type_of(e.inputs[0]));
+  const std::vector<JDim>& xd = j.type_of(e.inputs[0]).shape;
   auto axes = std::get<ReduceParams>(e.params).axes;
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
@@ -374,32 +434,32 @@ struct RowWalk {
   const Jaxpr& j;
   const FusionPlan& plan;
   std::size_t t;
-  const std::vector<std::int64_t>& rows;
+  const std::vector<JDim>& rows;
   const std::vector<bool>& member;  // var -> output of an earlier member
   bool aligned = true;               // every read of a member's buffer stays in the row
   bool linked = false;               // some member's buffer is read
   std::set<std::pair<int, std::vector<int>>> seen;
 
-  RowWalk(const Jaxpr& jj, const FusionPlan& p, std::size_t tt, const std::vector<std::int64_t>& r,
+  RowWalk(const Jaxpr& jj, const FusionPlan& p, std::size_t tt, const std::vector<JDim>& r,
           const std::vector<bool>& m)
       : j(jj), plan(p), t(tt), rows(r), member(m) {}
 
-  std::vector<int> root_tags(const std::vector<std::int64_t>& dims) const {
+  std::vector<int> root_tags(const std::vector<JDim>& dims) const {
     std::vector<int> tags(dims.size(), kInner);
     for (std::size_t d = 0; d < dims.size() && d < t; ++d)
-      if (dims[d] != 1) tags[d] = static_cast<int>(d);
+      if (!is_unit(dims[d])) tags[d] = static_cast<int>(d);
     return tags;
   }
 
   void read_buffer(int v, const std::vector<int>& tags) {
     if (!member[static_cast<std::size_t>(v)]) return;  // computed before the group: any index
     linked = true;
-    const auto dims = static_dims(j.types[static_cast<std::size_t>(v)]);
+    const std::vector<JDim>& dims = j.types[static_cast<std::size_t>(v)].shape;
     std::vector<int> seq, want;
     for (std::size_t d = 0; d < dims.size(); ++d)
-      if (dims[d] != 1) seq.push_back(tags[d]);
+      if (!is_unit(dims[d])) seq.push_back(tags[d]);
     for (std::size_t k = 0; k < t; ++k)
-      if (rows[k] != 1) want.push_back(static_cast<int>(k));
+      if (!is_unit(rows[k])) want.push_back(static_cast<int>(k));
     if (seq.size() < want.size()) {
       aligned = false;
       return;
@@ -419,8 +479,8 @@ struct RowWalk {
 
   // Propagate the tags of e's output to its data inputs.
   void eqn(const Eqn& e, const std::vector<int>& tags) {
-    const auto od = static_dims(j.types[static_cast<std::size_t>(e.outputs[0])]);
-    auto dims_of = [&](const Atom& x) { return static_dims(j.type_of(x)); };
+    const std::vector<JDim>& od = j.types[static_cast<std::size_t>(e.outputs[0])].shape;
+    auto dims_of = [&](const Atom& x) { return j.type_of(x).shape; };
     switch (prim_kind(e.prim)) {
       case Kind::unary:
       case Kind::binary:
@@ -442,7 +502,7 @@ struct RowWalk {
         const auto& bd = std::get<BroadcastInDimParams>(e.params).broadcast_dimensions;
         std::vector<int> xt(xd.size(), kInner);
         for (std::size_t i = 0; i < xd.size(); ++i)
-          if (xd[i] != 1) xt[i] = tags[static_cast<std::size_t>(bd[i])];
+          if (!is_unit(xd[i])) xt[i] = tags[static_cast<std::size_t>(bd[i])];
         return visit(x, xt);
       }
       case Prim::transpose: {
@@ -457,25 +517,34 @@ struct RowWalk {
         if (!x.is_var()) return;
         // Same row-major linear index. Match the non-unit axes in blocks of
         // equal size products: a one-to-one block keeps its tag; a merged or
-        // split block is row-free only if all its output axes are.
+        // split block is row-free only if all its output axes are. Runtime
+        // dimensions match only one-to-one (equal variables); past a block
+        // that cannot be matched, the remaining operand axes are row-free if
+        // all remaining output axes are, else mixed (conservative).
         const auto xd = dims_of(x);
         std::vector<int> xt(xd.size(), kInner);
         std::vector<std::size_t> ia, ib;
         for (std::size_t i = 0; i < xd.size(); ++i)
-          if (xd[i] != 1) ia.push_back(i);
+          if (!is_unit(xd[i])) ia.push_back(i);
         for (std::size_t i = 0; i < od.size(); ++i)
-          if (od[i] != 1) ib.push_back(i);
+          if (!is_unit(od[i])) ib.push_back(i);
         std::size_t p = 0, q = 0;
         while (p < ia.size() && q < ib.size()) {
           std::size_t p1 = p + 1, q1 = q + 1;
-          std::int64_t pa = xd[ia[p]], pb = od[ib[q]];
-          while (pa != pb) {
-            if (pa < pb && p1 < ia.size()) pa *= xd[ia[p1++]];
-            else if (pb < pa && q1 < ib.size()) pb *= od[ib[q1++]];
-            else break;
+          bool matched = xd[ia[p]] == od[ib[q]];
+          if (!matched && xd[ia[p]].is_static() && od[ib[q]].is_static()) {
+            std::int64_t pa = xd[ia[p]].value, pb = od[ib[q]].value;
+            while (pa != pb) {
+              if (pa < pb && p1 < ia.size() && xd[ia[p1]].is_static()) pa *= xd[ia[p1++]].value;
+              else if (pb < pa && q1 < ib.size() && od[ib[q1]].is_static()) pb *= od[ib[q1++]].value;
+              else break;
+            }
+            matched = pa == pb;
           }
-          if (pa != pb) {  // cannot happen for a well-typed reshape; be safe
-            for (std::size_t i = p; i < ia.size(); ++i) xt[ia[i]] = kMixed;
+          if (!matched) {
+            bool rest_free = true;
+            for (std::size_t k = q; k < ib.size(); ++k) rest_free = rest_free && tags[ib[k]] == kInner;
+            for (std::size_t i = p; i < ia.size(); ++i) xt[ia[i]] = rest_free ? kInner : kMixed;
             break;
           }
           bool row_free = true;
@@ -493,12 +562,12 @@ struct RowWalk {
         const auto xd = dims_of(x);
         std::vector<int> xt(xd.size(), kInner);
         for (std::size_t i = 0; i < xd.size(); ++i) {
-          bool identity = od[i] == xd[i];
+          bool identity = od[i] == xd[i];  // runtime dimensions: the same variable
           if (e.prim == Prim::slice) {
             const auto& sp = std::get<SliceParams>(e.params);
             identity = identity && sp.start_indices[i] == 0 && (sp.strides.empty() || sp.strides[i] == 1);
           }
-          if (xd[i] == 1) xt[i] = kInner;
+          if (is_unit(xd[i])) xt[i] = kInner;
           else if (identity) xt[i] = tags[i];
           else xt[i] = tags[i] == kInner ? kInner : kMixed;
         }
@@ -521,24 +590,23 @@ inline void plan_row_groups(const Jaxpr& j, FusionPlan& plan) {
   plan.row_local.assign(nv, false);
   std::vector<int> roots;  // what the lowering emits, in order
   for (std::size_t i = 0; i < ne; ++i)
-    if (plan.live[i] && plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])])
+    if (plan.live[i] && plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])] &&
+        (plan.in_prologue.empty() || !plan.in_prologue[i]))
       roots.push_back(static_cast<int>(i));
-  auto numel = [](const std::vector<std::int64_t>& d, std::size_t from) {
-    std::int64_t n = 1;
-    for (std::size_t k = from; k < d.size(); ++k) n *= d[k];
-    return n;
-  };
   std::vector<bool> member(nv, false);
   for (std::size_t k = 0; k < roots.size();) {
     const Eqn& seed = j.eqns[static_cast<std::size_t>(roots[k])];
     std::size_t t = 0;
-    std::vector<std::int64_t> rows;
-    if (!trailing_reduction(j, seed, t, rows) || numel(rows, 0) < 2 ||
-        numel(static_dims(j.type_of(seed.inputs[0])), t) < kMinRowElements) {
+    std::vector<JDim> rows;
+    // Unknown sizes: a runtime number of rows may be >= 2, and a row with a
+    // runtime dimension counts as long (>= kMinRowElements); see plan_fusion.
+    if (!trailing_reduction(j, seed, t, rows) || !sym_numel(rows).may_exceed(1) ||
+        !sym_numel(j.type_of(seed.inputs[0]).shape, t).may_exceed(kMinRowElements - 1)) {
       ++k;
       continue;
     }
-    RowGroup g{{roots[k]}, rows};
+    RowGroup g{{roots[k]}, rows, {}};
+    for (const JDim& d : rows) g.rows.push_back(d.is_static() ? d.value : kDynamicDim);
     member.assign(nv, false);
     member[static_cast<std::size_t>(seed.outputs[0])] = true;
     std::size_t m = k + 1;
@@ -547,13 +615,13 @@ inline void plan_row_groups(const Jaxpr& j, FusionPlan& plan) {
       RowWalk w(j, plan, t, rows, member);
       if (prim_kind(e.prim) == Kind::reduction) {
         std::size_t te = 0;
-        std::vector<std::int64_t> re;
+        std::vector<JDim> re;
         if (!trailing_reduction(j, e, te, re) || te != t || re != rows ||
-            numel(static_dims(j.type_of(e.inputs[0])), t) < 1)
+            !sym_numel(j.type_of(e.inputs[0]).shape, t).may_exceed(0))
           break;
-        w.visit(e.inputs[0], w.root_tags(static_dims(j.type_of(e.inputs[0]))));
+        w.visit(e.inputs[0], w.root_tags(j.type_of(e.inputs[0]).shape));
       } else if (is_fusible(e.prim)) {
-        const auto od = static_dims(j.types[static_cast<std::size_t>(e.outputs[0])]);
+        const std::vector<JDim>& od = j.types[static_cast<std::size_t>(e.outputs[0])].shape;
         if (od.size() < t || !std::equal(rows.begin(), rows.end(), od.begin())) break;
         w.eqn(e, w.root_tags(od));
       } else {
@@ -581,6 +649,31 @@ inline void plan_row_groups(const Jaxpr& j, FusionPlan& plan) {
   }
 }
 
+// Unknown sizes (runtime dimensions). A dimension of a type may be the value
+// of an i64[] variable (JDim::of_var). The plan never needs its value; it
+// decides as follows, so that every decision is correct for any value:
+//  - sizes compare as SymNumel (static factor x variables): "equal" only when
+//    provably equal; "may exceed n" whenever a variable is involved;
+//  - rule 3: a broadcast expands unless its operand and result sizes are
+//    provably equal; a rank-0 value is "read in a loop" if the nest's size
+//    may exceed 1. Both materialise more, never less (an expensive value is
+//    never recomputed per element because a size was unknown);
+//  - rule 4: a runtime number of rows may be >= 2, and a row whose length
+//    has a runtime factor counts as long (>= kMinRowElements): symbolic
+//    dimensions stand for data sizes, and the grouped code is correct for
+//    any row length (0 and 1 included), only slower than flat nests for
+//    rows shorter than ~16. A runtime dimension never counts as 1, and
+//    reshapes match runtime dimensions one-to-one only (else the row axes
+//    are "mixed" and the candidate does not join);
+//  - every variable a live type or a kDynamicDim operand refers to is live
+//    and materialised ("dimension"): the lowering reads its value once, as
+//    an i64, right after it is computed. Materialised scalars computable
+//    from rank-0 inputs alone (arguments, literals, other such scalars) --
+//    the dimensions, and e.g. convert(n) for x / n -- form the PROLOGUE,
+//    emitted at kernel entry before any loop (so they never sit between
+//    two row-group members either); the others (sizes computed from array
+//    data) are emitted in equation order, which the jaxpr's scoping puts
+//    before their users.
 inline FusionPlan plan_fusion(const Jaxpr& j) {
   using namespace fusion_detail;
   const std::size_t nv = j.types.size(), ne = j.eqns.size();
@@ -597,21 +690,34 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     plan.def[static_cast<std::size_t>(j.eqns[i].outputs[0])] = static_cast<int>(i);
   }
 
-  // Liveness: outvars and, backwards, the inputs of live eqns.
+  // Liveness: outvars and, backwards, the inputs of live eqns, and the
+  // dimensions of the types of needed variables.
   std::vector<bool> needed(nv, false);
+  plan.dim_var.assign(nv, false);
+  auto need = [&](int v) {
+    needed[static_cast<std::size_t>(v)] = true;
+    for (const JDim& d : j.types[static_cast<std::size_t>(v)].shape)
+      if (!d.is_static()) needed[static_cast<std::size_t>(d.var)] = plan.dim_var[static_cast<std::size_t>(d.var)] = true;
+  };
   for (const Atom& a : j.outvars)
-    if (a.is_var()) needed[static_cast<std::size_t>(a.var)] = true;
+    if (a.is_var()) need(a.var);
   for (std::size_t i = ne; i-- > 0;) {
     const Eqn& e = j.eqns[i];
     if (!needed[static_cast<std::size_t>(e.outputs[0])]) continue;
     plan.live[i] = true;
-    for (std::size_t k = 0; k < num_data_inputs(e); ++k)
-      if (e.inputs[k].is_var()) needed[static_cast<std::size_t>(e.inputs[k].var)] = true;
+    need(e.outputs[0]);
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+      if (!e.inputs[k].is_var()) continue;
+      need(e.inputs[k].var);
+      if (k >= num_data_inputs(e)) plan.dim_var[static_cast<std::size_t>(e.inputs[k].var)] = true;
+    }
   }
 
   // Rule 2.
   for (int v : j.constvars) mark(plan, v, "argument");
   for (int v : j.invars) mark(plan, v, "argument");
+  for (std::size_t v = 0; v < nv; ++v)
+    if (plan.dim_var[v]) mark(plan, static_cast<int>(v), "dimension");
   for (std::size_t k = 0; k < j.outvars.size(); ++k) {
     const Atom& a = j.outvars[k];
     if (!a.is_var()) continue;
@@ -666,6 +772,45 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     if (pick < 0) break;
     mark(plan, pick, why);
   }
+
+  // The prologue: the materialised scalars computable at entry (dimensions
+  // included), and the rank-0 buffers their (fused) expressions read.
+  plan.in_prologue.assign(ne, false);
+  {
+    std::vector<int> at_entry(nv, -1);  // var -> computable from rank-0 inputs only (-1 unknown)
+    std::function<bool(int)> entry = [&](int v) -> bool {
+      int& r = at_entry[static_cast<std::size_t>(v)];
+      if (r >= 0) return r != 0;
+      bool ok = j.types[static_cast<std::size_t>(v)].rank() == 0;
+      const int ei = plan.def[static_cast<std::size_t>(v)];
+      if (ok && ei >= 0) {
+        const Eqn& e = j.eqns[static_cast<std::size_t>(ei)];
+        ok = is_fusible(e.prim);
+        for (const Atom& a : e.inputs) ok = ok && (!a.is_var() || entry(a.var));
+      }
+      r = ok ? 1 : 0;
+      return ok;
+    };
+    std::function<void(int)> add = [&](int v) {
+      const int ei = plan.def[static_cast<std::size_t>(v)];
+      if (ei < 0) return;
+      if (plan.materialised[static_cast<std::size_t>(v)]) {
+        if (plan.in_prologue[static_cast<std::size_t>(ei)]) return;
+        plan.in_prologue[static_cast<std::size_t>(ei)] = true;
+      }
+      for (const Atom& a : j.eqns[static_cast<std::size_t>(ei)].inputs)
+        if (a.is_var()) add(a.var);
+    };
+    // Every materialised scalar computable at entry goes there, not only the
+    // dimensions: a scalar root between two row-group members (x / n with a
+    // runtime n: convert(n) is "read in a loop") would split the group.
+    for (std::size_t v = 0; v < nv; ++v)
+      if (plan.materialised[v] && plan.def[v] >= 0 && plan.live[static_cast<std::size_t>(plan.def[v])] &&
+          entry(static_cast<int>(v)))
+        add(static_cast<int>(v));
+    for (std::size_t i = 0; i < ne; ++i)
+      if (plan.in_prologue[i]) plan.prologue.push_back(static_cast<int>(i));
+  }
   plan_row_groups(j, plan);
   return plan;
 }
@@ -680,6 +825,7 @@ inline std::string plan_str(const Jaxpr& j, const FusionPlan& plan) {
     const auto vs = static_cast<std::size_t>(v);
     r += "#" + std::to_string(v) + " = " + std::string(prim_name(j.eqns[i].prim)) + ": " +
          (plan.materialised[vs] ? "buffer (" + plan.why[vs] + ")" : std::string("fused"));
+    if (!plan.in_prologue.empty() && plan.in_prologue[i]) r += ", at entry";
     if (!plan.group_of.empty() && plan.group_of[i] >= 0)
       r += ", row group " + std::to_string(plan.group_of[i]) + (plan.row_local[vs] ? ", one row" : "");
     r += "\n";

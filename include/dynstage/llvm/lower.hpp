@@ -1,5 +1,14 @@
-// dynstage: lowering a jaxpr (static types) to one LLVM function.
+// dynstage: lowering a jaxpr to one LLVM function.
 // Part of the backend implementation (DYNSTAGE_IMPLEMENTATION).
+//
+// Sizes are i64 llvm::Values (Dims): constants for static dimensions, so a
+// static kernel is built from constants exactly as before, and run-time
+// values for the others. Each dimension variable is read once, as an i64:
+// arguments at entry, computed scalars right after the prologue (fusion.hpp)
+// or, for sizes computed from array data, right after their root. Loops with
+// a run-time trip count are guarded (a dimension may be 0); temporaries of
+// run-time size are heap-allocated (Emitter::temp(Value)) and freed like the
+// others, on every exit path.
 //
 // The plan (fusion.hpp) says which variables have buffers. The lowering then
 // walks the equations in order and, for every materialised output, emits the
@@ -61,10 +70,14 @@
 
 namespace dyn::detail::llvmjit {
 
-// An index into an array of static shape `dims`: the multi-index and/or the
+// The dimensions of an array as i64 values: constants for static
+// dimensions, run-time values for the others (Emitter::konst tells them apart).
+using Dims = std::vector<llvm::Value*>;
+
+// An index into an array of shape `dims`: the multi-index and/or the
 // row-major linear index, each derived from the other on demand.
 struct Ix {
-  std::vector<std::int64_t> dims;
+  Dims dims;
   std::vector<llvm::Value*> multi;  // empty until known (always empty for rank 0)
   llvm::Value* lin = nullptr;
   int id = 0;
@@ -96,6 +109,7 @@ private:
   llvm::IRBuilder<>& b;
   std::vector<llvm::Value*> buf_;   // var -> its buffer, once computed
   std::vector<llvm::Value*> rowoff_;  // var -> inside its row group, the linear index its one-row buffer starts at
+  std::vector<llvm::Value*> dimval_;  // var -> its i64 value, for the dimension variables (read once)
   std::vector<int> needs_multi_;    // var -> -1 unknown, 0/1
   std::vector<int> calls_transcendental_;  // var -> -1 unknown, 0/1
   // Per loop body:
@@ -111,6 +125,44 @@ private:
     return j_.eqns[static_cast<std::size_t>(plan_.def[static_cast<std::size_t>(v)])];
   }
 
+  // --- dimensions --------------------------------------------------------
+  llvm::Value* dim(const JDim& d) const {
+    if (d.is_static()) return E.c64(d.value);
+    llvm::Value* v = dimval_[static_cast<std::size_t>(d.var)];
+    if (!v) internal_error("LLVM lowering: dimension variable #" + std::to_string(d.var) + " used before it is computed");
+    return v;
+  }
+  Dims dims_of(const Type& t) const {
+    Dims r;
+    for (const JDim& d : t.shape) r.push_back(dim(d));
+    return r;
+  }
+  Dims dims_of(int v) const { return dims_of(type(v)); }
+  llvm::Value* numel(const Dims& dims, std::size_t from = 0) {
+    llvm::Value* n = E.c64(1);
+    for (std::size_t i = from; i < dims.size(); ++i) n = E.mul(n, dims[i]);
+    return n;
+  }
+  llvm::Value* bytes_of(const Dims& dims, DType d, std::size_t from = 0) {
+    return E.mul(numel(dims, from), E.c64(static_cast<std::int64_t>(dtype_size(d))));
+  }
+  // The value of a dimension operand (a kDynamicDim entry of a shape
+  // parameter), as i64.
+  llvm::Value* dim_operand(const Atom& a) {
+    if (!a.is_var()) return E.c64(a.lit.i);
+    llvm::Value* v = dimval_[static_cast<std::size_t>(a.var)];
+    if (!v) internal_error("LLVM lowering: dimension operand #" + std::to_string(a.var) + " used before it is computed");
+    return v;
+  }
+  // Read the value of dimension variable v from its buffer (once).
+  void read_dim(int v) {
+    const auto vs = static_cast<std::size_t>(v);
+    if (!plan_.dim_var[vs] || dimval_[vs]) return;
+    const DType d = type(v).dtype;
+    llvm::Value* x = E.load(buf_[vs], d, E.c64(0));
+    dimval_[vs] = d == DType::i64 ? x : convert(d, DType::i64, x);
+  }
+
   // --- indices -----------------------------------------------------------
   void begin_body() {
     ixs_.clear();
@@ -118,7 +170,7 @@ private:
     remaps_.clear();
     scalar_ix_ = nullptr;
   }
-  Ix& new_ix(std::vector<std::int64_t> dims) {
+  Ix& new_ix(Dims dims) {
     ixs_.push_back(Ix{std::move(dims), {}, nullptr, next_ix_++, {}, nullptr});
     return ixs_.back();
   }
@@ -129,48 +181,51 @@ private:
     }
     return *scalar_ix_;
   }
-  static std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& dims) {
-    std::vector<std::int64_t> s(dims.size());
-    std::int64_t acc = 1;
+  Dims strides_of(const Dims& dims) {
+    Dims s(dims.size());
+    llvm::Value* acc = E.c64(1);
     for (std::size_t i = dims.size(); i-- > 0;) {
       s[i] = acc;
-      acc *= dims[i];
+      acc = E.mul(acc, dims[i]);
     }
     return s;
   }
+  static bool unit(llvm::Value* d) { return Emitter::is_k(d, 1); }
   llvm::Value* lin(Ix& ix) {
     if (ix.lin) return ix.lin;
     const auto st = strides_of(ix.dims);
     llvm::Value* acc = E.c64(0);
     for (std::size_t d = 0; d < ix.dims.size(); ++d)
-      if (ix.dims[d] != 1) acc = b.CreateAdd(acc, b.CreateMul(ix.multi[d], E.c64(st[d]), "", true, true), "", true, true);
+      if (!unit(ix.dims[d])) acc = b.CreateAdd(acc, b.CreateMul(ix.multi[d], st[d], "", true, true), "", true, true);
     ix.lin = acc;
     return acc;
   }
+  // (Runtime dimensions divide by run-time values here; loops that need
+  // multi-indices mostly get them from nested loops instead, see nest().)
   llvm::Value* axis(Ix& ix, std::size_t d) {
     if (ix.multi.empty() && !ix.prefix.empty() && ix.inner_lin) {
       const std::size_t t = ix.prefix.size();
-      const std::vector<std::int64_t> inner(ix.dims.begin() + static_cast<std::ptrdiff_t>(t), ix.dims.end());
+      const Dims inner(ix.dims.begin() + static_cast<std::ptrdiff_t>(t), ix.dims.end());
       const auto st = strides_of(inner);
       ix.multi = ix.prefix;
       for (std::size_t k = 0; k < inner.size(); ++k) {
-        if (inner[k] == 1) {
+        if (unit(inner[k])) {
           ix.multi.push_back(E.c64(0));
           continue;
         }
-        llvm::Value* q = st[k] == 1 ? ix.inner_lin : b.CreateUDiv(ix.inner_lin, E.c64(st[k]));
-        ix.multi.push_back(k == 0 ? q : b.CreateURem(q, E.c64(inner[k])));
+        llvm::Value* q = unit(st[k]) ? ix.inner_lin : b.CreateUDiv(ix.inner_lin, st[k]);
+        ix.multi.push_back(k == 0 ? q : b.CreateURem(q, inner[k]));
       }
     }
     if (ix.multi.empty()) {
       const auto st = strides_of(ix.dims);
       for (std::size_t k = 0; k < ix.dims.size(); ++k) {
-        if (ix.dims[k] == 1) {
+        if (unit(ix.dims[k])) {
           ix.multi.push_back(E.c64(0));
           continue;
         }
-        llvm::Value* q = b.CreateUDiv(ix.lin, E.c64(st[k]));
-        ix.multi.push_back(k == 0 ? q : b.CreateURem(q, E.c64(ix.dims[k])));
+        llvm::Value* q = b.CreateUDiv(ix.lin, st[k]);
+        ix.multi.push_back(k == 0 ? q : b.CreateURem(q, ix.dims[k]));
       }
     }
     return ix.multi[d];
@@ -178,10 +233,11 @@ private:
 
   // Loop nest over `dims` calling body with the element index. flat: one
   // loop over the linear index (the multi-index is derived if asked for).
-  void nest(const std::vector<std::int64_t>& dims, bool flat, const std::function<void(Ix&)>& body) {
-    std::int64_t n = 1;
-    for (auto d : dims) n *= d;
-    if (n == 0) return;
+  // Runtime dimensions give loops with run-time trip counts (guarded: a
+  // dimension may be 0).
+  void nest(const Dims& dims, bool flat, const std::function<void(Ix&)>& body) {
+    llvm::Value* n = numel(dims);
+    if (Emitter::is_k(n, 0)) return;
     if (flat || dims.empty()) {
       E.loop(n, [&](llvm::Value* i) {
         begin_body();
@@ -203,8 +259,8 @@ private:
       }
       E.loop(dims[d], [&](llvm::Value* i) {
         multi[d] = i;
-        llvm::Value* l = dims[d] == 1 ? lin_outer
-                                      : b.CreateAdd(b.CreateMul(lin_outer, E.c64(dims[d]), "", true, true), i, "", true, true);
+        llvm::Value* l = unit(dims[d]) ? lin_outer
+                                       : b.CreateAdd(b.CreateMul(lin_outer, dims[d], "", true, true), i, "", true, true);
         level(d + 1, l);
       });
     };
@@ -277,7 +333,7 @@ private:
   }
   // The operand index of remap eqn `e` for output index ix, built once.
   template <class F>
-  Ix& remap(const Eqn& e, Ix& ix, const std::vector<std::int64_t>& dims, F&& fill) {
+  Ix& remap(const Eqn& e, Ix& ix, const Dims& dims, F&& fill) {
     auto key = std::make_pair(static_cast<int>(&e - j_.eqns.data()), ix.id);
     if (auto it = remaps_.find(key); it != remaps_.end()) return *it->second;
     Ix& r = new_ix(dims);
@@ -291,7 +347,7 @@ private:
   llvm::Value* int_divrem(bool rem, llvm::Value* x, llvm::Value* y, DType d);
   llvm::Value* int_pow(llvm::Value* x, llvm::Value* y, DType d);
   llvm::Value* convert(DType from, DType to, llvm::Value* x);
-  llvm::Value* clamped_start(const Atom& a, std::int64_t dim, std::int64_t size);
+  llvm::Value* clamped_start(const Atom& a, llvm::Value* dim, llvm::Value* size);
 
   // --- materialisation points --------------------------------------------
   void emit_root(std::size_t ei);
@@ -305,6 +361,7 @@ private:
   void emit_dot(const Eqn& e, llvm::Value* out);
   llvm::Value* buffer_through_reshapes(const Atom& a);
   void copy(llvm::Value* dst, llvm::Value* src, const Type& t);
+  void emit_prologue_and_dims(llvm::Function* f, std::size_t nin);
 };
 
 // ---------------------------------------------------------------------------
@@ -384,10 +441,10 @@ inline llvm::Value* Lowering::convert(DType from, DType to, llvm::Value* x) {
 
 // A dynamic_slice / dynamic_update_slice start index, clamped into
 // [0, dim - size] as in JAX.
-inline llvm::Value* Lowering::clamped_start(const Atom& a, std::int64_t dim, std::int64_t size) {
+inline llvm::Value* Lowering::clamped_start(const Atom& a, llvm::Value* dim, llvm::Value* size) {
   llvm::Value* s = b.CreateSExt(operand(a, scalar_ix()), E.i64);
   s = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, E.c64(0));
-  return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, E.c64(dim - size));
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, b.CreateSub(dim, size));
 }
 
 // ---------------------------------------------------------------------------
@@ -481,11 +538,13 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::broadcast_in_dim: {
       const Atom& x = e.inputs[0];
       if (!x.is_var() || type(x.var).rank() == 0) return operand(x, ix);
-      const auto xd = static_dims(type(x.var));
+      const Dims xd = dims_of(x.var);
       const auto& bd = std::get<BroadcastInDimParams>(e.params).broadcast_dimensions;
+      // A runtime operand dimension equals its output dimension (a size-1
+      // dimension that broadcasts is static).
       Ix& xi = remap(e, ix, xd, [&](Ix& r) {
         for (std::size_t i = 0; i < xd.size(); ++i)
-          r.multi.push_back(xd[i] == 1 ? E.c64(0) : axis(ix, static_cast<std::size_t>(bd[i])));
+          r.multi.push_back(unit(xd[i]) ? E.c64(0) : axis(ix, static_cast<std::size_t>(bd[i])));
       });
       return operand(x, xi);
     }
@@ -493,14 +552,14 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::squeeze: {
       const Atom& x = e.inputs[0];
       if (!x.is_var() || type(x.var).rank() == 0) return operand(x, ix);
-      Ix& xi = remap(e, ix, static_dims(type(x.var)), [&](Ix& r) { r.lin = lin(ix); });
+      Ix& xi = remap(e, ix, dims_of(x.var), [&](Ix& r) { r.lin = lin(ix); });
       return operand(x, xi);
     }
     case Prim::transpose: {
       const Atom& x = e.inputs[0];
       if (!x.is_var() || type(x.var).rank() == 0) return operand(x, ix);
       const auto& perm = std::get<TransposeParams>(e.params).permutation;
-      Ix& xi = remap(e, ix, static_dims(type(x.var)), [&](Ix& r) {
+      Ix& xi = remap(e, ix, dims_of(x.var), [&](Ix& r) {
         r.multi.resize(perm.size());
         for (std::size_t i = 0; i < perm.size(); ++i) r.multi[static_cast<std::size_t>(perm[i])] = axis(ix, i);
       });
@@ -510,10 +569,13 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
       const Atom& x = e.inputs[0];
       if (!x.is_var() || type(x.var).rank() == 0) return operand(x, ix);
       const auto& sp = std::get<SliceParams>(e.params);
-      Ix& xi = remap(e, ix, static_dims(type(x.var)), [&](Ix& r) {
+      Ix& xi = remap(e, ix, dims_of(x.var), [&](Ix& r) {
+        std::size_t dyn = 1;  // runtime start indices: the operands after the array, in order
         for (std::size_t i = 0; i < sp.start_indices.size(); ++i) {
           const std::int64_t st = sp.strides.empty() ? 1 : sp.strides[i];
-          r.multi.push_back(b.CreateAdd(E.c64(sp.start_indices[i]), b.CreateMul(axis(ix, i), E.c64(st), "", true, true), "", true, true));
+          llvm::Value* start =
+              sp.start_indices[i] == kDynamicDim ? dim_operand(e.inputs[dyn++]) : E.c64(sp.start_indices[i]);
+          r.multi.push_back(b.CreateAdd(start, b.CreateMul(axis(ix, i), E.c64(st), "", true, true), "", true, true));
         }
       });
       return operand(x, xi);
@@ -521,11 +583,12 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::dynamic_slice: {
       const Atom& x = e.inputs[0];
       if (!x.is_var() || type(x.var).rank() == 0) return operand(x, ix);
-      const auto xd = static_dims(type(x.var));
+      const Dims xd = dims_of(x.var);
       const auto& sizes = std::get<DynamicSliceParams>(e.params).slice_sizes;
       Ix& xi = remap(e, ix, xd, [&](Ix& r) {
         for (std::size_t i = 0; i < xd.size(); ++i)
-          r.multi.push_back(b.CreateAdd(axis(ix, i), clamped_start(e.inputs[1 + i], xd[i], sizes[i]), "", true, true));
+          r.multi.push_back(
+              b.CreateAdd(axis(ix, i), clamped_start(e.inputs[1 + i], xd[i], E.c64(sizes[i])), "", true, true));
       });
       return operand(x, xi);
     }
@@ -552,7 +615,7 @@ inline void Lowering::emit_root(std::size_t ei) {
   const Eqn& e = j_.eqns[ei];
   const int v = e.outputs[0];
   llvm::Value* out = buf_[static_cast<std::size_t>(v)];
-  const auto dims = static_dims(type(v));
+  const Dims dims = dims_of(v);
   switch (prim_kind(e.prim)) {
     case Kind::reduction: emit_reduction(e, out); return;
     case Kind::contraction: emit_dot(e, out); return;
@@ -592,15 +655,14 @@ inline bool Lowering::flat_root(const Eqn& e) {
 // each member's nest over that row, in order. One-row buffers start at
 // row * (their row length) in the linear index space (rowoff_).
 inline void Lowering::emit_group(const RowGroup& g) {
-  const std::size_t t = g.rows.size();
-  std::int64_t nrows = 1;
-  for (auto n : g.rows) nrows *= n;
+  const std::size_t t = g.row_dims.size();
+  const Dims rows = dims_of(Type{DType::i64, g.row_dims, false});
   std::vector<llvm::Value*> multi(t);
   std::function<void(std::size_t, llvm::Value*)> level = [&](std::size_t d, llvm::Value* l) {
     if (d < t) {
-      E.loop(g.rows[d], [&](llvm::Value* i) {
+      E.loop(rows[d], [&](llvm::Value* i) {
         multi[d] = i;
-        level(d + 1, g.rows[d] == 1 ? l : b.CreateAdd(b.CreateMul(l, E.c64(g.rows[d]), "", true, true), i, "", true, true));
+        level(d + 1, unit(rows[d]) ? l : b.CreateAdd(b.CreateMul(l, rows[d], "", true, true), i, "", true, true));
       });
       return;
     }
@@ -608,7 +670,7 @@ inline void Lowering::emit_group(const RowGroup& g) {
     for (int ei : g.members) {
       const int v = j_.eqns[static_cast<std::size_t>(ei)].outputs[0];
       if (plan_.row_local[static_cast<std::size_t>(v)])
-        rowoff_[static_cast<std::size_t>(v)] = b.CreateMul(l, E.c64(numel_of(type(v)) / nrows), "", true, true);
+        rowoff_[static_cast<std::size_t>(v)] = b.CreateMul(l, numel(dims_of(v), t), "", true, true);
     }
     for (int ei : g.members) {
       const Eqn& e = j_.eqns[static_cast<std::size_t>(ei)];
@@ -625,14 +687,13 @@ inline void Lowering::emit_group(const RowGroup& g) {
 // when no multi-index is needed or the row has one axis, else nested loops.
 inline void Lowering::emit_row_elementwise(const Eqn& e, llvm::Value* out, const Row& row) {
   const int v = e.outputs[0];
-  const auto dims = static_dims(type(v));
+  const Dims dims = dims_of(v);
   const std::size_t t = row.multi.size();
-  const std::vector<std::int64_t> inner(dims.begin() + static_cast<std::ptrdiff_t>(t), dims.end());
-  std::int64_t n = 1;
-  for (auto d : inner) n *= d;
+  const std::size_t inner_rank = dims.size() - t;
+  llvm::Value* n = numel(dims, t);
   const DType od = type(v).dtype;
-  llvm::Value* base = b.CreateMul(row.lin, E.c64(n), "", true, true);
-  if (inner.size() <= 1 || flat_root(e)) {
+  llvm::Value* base = b.CreateMul(row.lin, n, "", true, true);
+  if (inner_rank <= 1 || flat_root(e)) {
     E.loop(n, [&](llvm::Value* i) {
       begin_body();
       Ix& ix = new_ix(dims);
@@ -656,7 +717,7 @@ inline void Lowering::emit_row_elementwise(const Eqn& e, llvm::Value* out, const
     }
     E.loop(dims[d], [&](llvm::Value* i) {
       multi[d] = i;
-      level(d + 1, dims[d] == 1 ? l : b.CreateAdd(b.CreateMul(l, E.c64(dims[d]), "", true, true), i, "", true, true));
+      level(d + 1, unit(dims[d]) ? l : b.CreateAdd(b.CreateMul(l, dims[d], "", true, true), i, "", true, true));
     });
   };
   level(t, E.c64(0));
@@ -686,7 +747,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   const Atom& x = e.inputs[0];
   const DType d = dtype_of(x);
   const bool fl = is_float(d);
-  const std::vector<std::int64_t> xd = x.is_var() ? static_dims(type(x.var)) : std::vector<std::int64_t>{};
+  const Dims xd = x.is_var() ? dims_of(x.var) : Dims{};
   const auto& axes = std::get<ReduceParams>(e.params).axes;
   auto reduced = [&](std::size_t a) {
     return std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(a)) != axes.end();
@@ -738,48 +799,54 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   };
 
   const std::size_t r = xd.size();
-  std::int64_t xn = 1;
-  for (auto n : xd) xn *= n;
-  const auto od = static_dims(type(e.outputs[0]));
-  std::int64_t on = 1;
-  for (auto n : od) on *= n;
-  // Empty operand: the identity everywhere (never in a row group).
-  if (xn == 0) {
+  llvm::Value* xn = numel(xd);
+  llvm::Value* on = numel(dims_of(e.outputs[0]));
+  // Empty operand: the identity everywhere (never in a row group). With
+  // runtime dimensions the nests below give the same for an empty operand.
+  if (Emitter::is_k(xn, 0)) {
     E.loop(on, [&](llvm::Value* i) { E.store(out, d, i, identity()); });
     return;
   }
   // Axes [t, r): the innermost run of reduced (or size-1) axes.
   std::size_t t = r;
-  while (t > 0 && (reduced(t - 1) || xd[t - 1] == 1)) --t;
+  while (t > 0 && (reduced(t - 1) || unit(xd[t - 1]))) --t;
+  // (A runtime dimension counts as > 1: the output is then initialised to
+  // the identity and combined into, which is right for any size.)
   bool outer_reduced = false;
-  for (std::size_t a = 0; a < t; ++a) outer_reduced = outer_reduced || (reduced(a) && xd[a] > 1);
-  std::int64_t inner_n = 1;
-  for (std::size_t a = t; a < r; ++a) inner_n *= xd[a];
+  for (std::size_t a = 0; a < t; ++a) {
+    const auto k = Emitter::konst(xd[a]);
+    outer_reduced = outer_reduced || (reduced(a) && (!k || *k > 1));
+  }
+  llvm::Value* inner_n = numel(xd, t);
   // Output strides of the outer axes (0 where reduced).
-  std::vector<std::int64_t> ostride(t, 0);
+  Dims ostride(t, E.c64(0));
   {
-    std::int64_t acc = 1;
+    llvm::Value* acc_ = E.c64(1);
     for (std::size_t a = r; a-- > 0;)
       if (!reduced(a)) {
-        if (a < t) ostride[a] = acc;
-        acc *= xd[a];
+        if (a < t) ostride[a] = acc_;
+        acc_ = E.mul(acc_, xd[a]);
       }
   }
   if (outer_reduced) E.loop(on, [&](llvm::Value* i) { E.store(out, d, i, identity()); });
   const bool flat_inner = !needs_multi(x);
-  const std::int64_t run = flat_inner ? inner_n : xd.empty() ? 1 : xd.back();  // the innermost loop's trip count
+  llvm::Value* run = flat_inner ? inner_n : xd.empty() ? E.c64(1) : xd.back();  // the innermost loop's trip count
+  // A run of runtime length interleaves 8 accumulators (runtime dimensions
+  // stand for data sizes), 4 inside a row group (rows are usually short).
+  const auto run_k = Emitter::konst(run);
   const LoopHint inner_hint = calls_transcendental(x) ? LoopHint::normal
-                              : run < kLongReduction  ? LoopHint::reduction
-                                                      : LoopHint::long_reduction;
+                              : run_k ? (*run_k < kLongReduction ? LoopHint::reduction : LoopHint::long_reduction)
+                              : row   ? LoopHint::reduction
+                                      : LoopHint::long_reduction;
   llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
 
   std::vector<llvm::Value*> multi(r, nullptr);
   auto body = [&](llvm::Value* outer_lin, llvm::Value* olin) {
     // Inner reduction of inner_n elements starting at linear index outer_lin * inner_n.
-    llvm::Value* base = b.CreateMul(outer_lin, E.c64(inner_n), "", true, true);
+    llvm::Value* base = b.CreateMul(outer_lin, inner_n, "", true, true);
     auto element = [&](Ix& ix) { return operand(x, ix); };
     llvm::Value* result;
-    if (inner_n == 1) {
+    if (unit(inner_n)) {
       begin_body();
       Ix& ix = new_ix(xd);
       ix.lin = base;
@@ -812,7 +879,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         }
         E.loop(xd[a], [&](llvm::Value* i) {
           multi[a] = i;
-          level(a + 1, b.CreateAdd(b.CreateMul(l, E.c64(xd[a]), "", true, true), i, "", true, true));
+          level(a + 1, b.CreateAdd(b.CreateMul(l, xd[a], "", true, true), i, "", true, true));
         }, a + 1 == r ? inner_hint : LoopHint::normal);
       };
       level(t, E.c64(0));
@@ -828,8 +895,8 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
     if (a == t) return body(l, o);
     E.loop(xd[a], [&](llvm::Value* i) {
       multi[a] = i;
-      outer(a + 1, b.CreateAdd(b.CreateMul(l, E.c64(xd[a]), "", true, true), i, "", true, true),
-            b.CreateAdd(o, b.CreateMul(i, E.c64(ostride[a]), "", true, true), "", true, true));
+      outer(a + 1, b.CreateAdd(b.CreateMul(l, xd[a], "", true, true), i, "", true, true),
+            b.CreateAdd(o, b.CreateMul(i, ostride[a], "", true, true), "", true, true));
     });
   };
   if (!x.is_var()) {  // reduction of a literal scalar
@@ -850,33 +917,33 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
 
 // One nest per operand, each writing its block of the output.
 inline void Lowering::emit_concatenate(const Eqn& e, llvm::Value* out) {
-  const auto od = static_dims(type(e.outputs[0]));
+  const Dims od = dims_of(e.outputs[0]);
   const DType d = type(e.outputs[0]).dtype;
   const auto axis_ = static_cast<std::size_t>(std::get<ConcatenateParams>(e.params).dimension);
   const auto ost = strides_of(od);
-  std::int64_t offset = 0;
+  llvm::Value* offset = E.c64(0);
   for (const Atom& a : e.inputs) {
-    const auto xd = static_dims(type(a.var));
+    const Dims xd = dims_of(a.var);
     nest(xd, false, [&](Ix& ix) {
       llvm::Value* o = E.c64(0);
       for (std::size_t k = 0; k < xd.size(); ++k) {
         llvm::Value* i = axis(ix, k);
-        if (k == axis_) i = b.CreateAdd(i, E.c64(offset), "", true, true);
-        o = b.CreateAdd(o, b.CreateMul(i, E.c64(ost[k]), "", true, true), "", true, true);
+        if (k == axis_) i = b.CreateAdd(i, offset, "", true, true);
+        o = b.CreateAdd(o, b.CreateMul(i, ost[k], "", true, true), "", true, true);
       }
       E.store(out, d, o, operand(a, ix));
     });
-    offset += xd[axis_];
+    offset = E.add(offset, xd[axis_]);
   }
 }
 
 // The operand, then the update over its window (start indices clamped).
 inline void Lowering::emit_dynamic_update_slice(const Eqn& e, llvm::Value* out) {
-  const auto od = static_dims(type(e.outputs[0]));
+  const Dims od = dims_of(e.outputs[0]);
   const DType d = type(e.outputs[0]).dtype;
   const Atom &x = e.inputs[0], &u = e.inputs[1];
   nest(od, !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
-  const auto ud = u.is_var() ? static_dims(type(u.var)) : std::vector<std::int64_t>{};
+  const Dims ud = u.is_var() ? dims_of(u.var) : Dims{};
   begin_body();
   std::vector<llvm::Value*> start;
   for (std::size_t k = 0; k < od.size(); ++k) start.push_back(clamped_start(e.inputs[2 + k], od[k], ud[k]));
@@ -884,7 +951,7 @@ inline void Lowering::emit_dynamic_update_slice(const Eqn& e, llvm::Value* out) 
   nest(ud, false, [&](Ix& ix) {
     llvm::Value* o = E.c64(0);
     for (std::size_t k = 0; k < ud.size(); ++k)
-      o = b.CreateAdd(o, b.CreateMul(b.CreateAdd(axis(ix, k), start[k], "", true, true), E.c64(ost[k]), "", true, true), "", true, true);
+      o = b.CreateAdd(o, b.CreateMul(b.CreateAdd(axis(ix, k), start[k], "", true, true), ost[k], "", true, true), "", true, true);
     E.store(out, d, o, operand(u, ix));
   });
 }
@@ -903,15 +970,16 @@ inline llvm::Value* Lowering::buffer_through_reshapes(const Atom& a) {
 inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
   if (!is_canonical_dot(std::get<DotGeneralParams>(e.params)))
     internal_error("LLVM lowering: dot_general not canonicalised");
-  const auto ld = static_dims(type(e.inputs[0].var)), rd = static_dims(type(e.inputs[1].var));
+  const Dims ld = dims_of(e.inputs[0].var), rd = dims_of(e.inputs[1].var);
   DotShape s{ld[0], ld[1], ld[2], rd[2]};
   emit_matmul(E, type(e.outputs[0]).dtype, s, buffer_through_reshapes(e.inputs[0]),
               buffer_through_reshapes(e.inputs[1]), out);
 }
 
 inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
-  const std::int64_t bytes = numel_of(t) * static_cast<std::int64_t>(dtype_size(t.dtype));
-  if (bytes > 0) b.CreateMemCpy(dst, llvm::MaybeAlign(), src, llvm::MaybeAlign(), E.c64(bytes));
+  llvm::Value* bytes = bytes_of(dims_of(t), t.dtype);
+  const auto k = Emitter::konst(bytes);
+  if (!k || *k > 0) b.CreateMemCpy(dst, llvm::MaybeAlign(), src, llvm::MaybeAlign(), bytes);
 }
 
 // ---------------------------------------------------------------------------
@@ -921,6 +989,7 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   const std::size_t nv = j_.types.size();
   buf_.assign(nv, nullptr);
   rowoff_.assign(nv, nullptr);
+  dimval_.assign(nv, nullptr);
   needs_multi_.assign(nv, -1);
   calls_transcendental_.assign(nv, -1);
   std::vector<int> ins(j_.constvars);
@@ -931,15 +1000,16 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   llvm::Function* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, E.mod);
   E.fn = f;
   // Buffers: noalias (results never overlap anything; arguments are only
-  // read), dereferenceable for their static size.
-  auto bytes_of = [&](const Type& t) { return numel_of(t) * static_cast<std::int64_t>(dtype_size(t.dtype)); };
+  // read), dereferenceable for their size when it is static.
   for (std::size_t k = 0; k < nin + nout; ++k) {
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoAlias);
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoCapture);
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoUndef);
     const Type& t = k < nin ? type(ins[k]) : j_.type_of(j_.outvars[k - nin]);
-    if (bytes_of(t) > 0)
-      f->addDereferenceableParamAttr(static_cast<unsigned>(k), static_cast<std::uint64_t>(bytes_of(t)));
+    const SymNumel n = sym_numel(t);
+    const std::int64_t bytes = n.k * static_cast<std::int64_t>(dtype_size(t.dtype));
+    if (n.is_static() && bytes > 0)
+      f->addDereferenceableParamAttr(static_cast<unsigned>(k), static_cast<std::uint64_t>(bytes));
     if (k < nin) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::ReadOnly);
   }
   E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
@@ -951,23 +1021,33 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   b.SetInsertPoint(start);
 
   for (std::size_t k = 0; k < nin; ++k) buf_[static_cast<std::size_t>(ins[k])] = f->getArg(static_cast<unsigned>(k));
+  // Runtime dimensions that are arguments: read once, here.
+  for (int v : ins) read_dim(v);
 
   // Temporaries to free after eqn i.
   std::vector<std::vector<llvm::Value*>> free_after(j_.eqns.size() + 1);
   // The buffer of root i's output, alive until after eqn `until` at least.
-  auto allocate = [&](std::size_t i, int until, std::int64_t nrows) {
+  // A one-row buffer (row_axes > 0) holds the dimensions after the row axes;
+  // with a runtime row length it is allocated on the heap, once per group.
+  auto allocate = [&](std::size_t i, int until, std::size_t row_axes) {
     const auto vs = static_cast<std::size_t>(j_.eqns[i].outputs[0]);
     if (plan_.out_slot[vs] >= 0) {
       buf_[vs] = f->getArg(static_cast<unsigned>(nin + static_cast<std::size_t>(plan_.out_slot[vs])));
       return;
     }
     const bool one_row = plan_.row_local[vs];
-    buf_[vs] = E.temp(one_row ? bytes_of(type(static_cast<int>(vs))) / nrows : bytes_of(type(static_cast<int>(vs))));
+    buf_[vs] = E.temp(bytes_of(dims_of(static_cast<int>(vs)), type(static_cast<int>(vs)).dtype, one_row ? row_axes : 0));
     const int last = one_row ? until : std::max(plan_.last_read[vs], until);
     free_after[static_cast<std::size_t>(last)].push_back(buf_[vs]);
   };
+  // The prologue: dimensions computed from scalars, before any loop.
+  for (int i : plan_.prologue) {
+    allocate(static_cast<std::size_t>(i), i, 0);
+    emit_root(static_cast<std::size_t>(i));
+    read_dim(j_.eqns[static_cast<std::size_t>(i)].outputs[0]);
+  }
   for (std::size_t i = 0; i < j_.eqns.size(); ++i) {
-    if (!plan_.live[i]) continue;
+    if (!plan_.live[i] || plan_.in_prologue[i]) continue;
     const int v = j_.eqns[i].outputs[0];
     const auto vs = static_cast<std::size_t>(v);
     if (!plan_.materialised[vs]) continue;
@@ -975,17 +1055,16 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
       // Rule 4: the whole group at once; temporaries read inside it are freed after it.
       const RowGroup& g = plan_.groups[static_cast<std::size_t>(gi)];
       const auto last = static_cast<std::size_t>(g.members.back());
-      std::int64_t nrows = 1;
-      for (auto n : g.rows) nrows *= n;
-      for (int m : g.members) allocate(static_cast<std::size_t>(m), static_cast<int>(last), nrows);
+      for (int m : g.members) allocate(static_cast<std::size_t>(m), static_cast<int>(last), g.row_dims.size());
       emit_group(g);
       for (std::size_t k = i; k <= last; ++k)
         for (llvm::Value* p : free_after[k]) E.release(p);
       i = last;
       continue;
     }
-    allocate(i, static_cast<int>(i), 1);
+    allocate(i, static_cast<int>(i), 0);
     emit_root(i);
+    read_dim(v);  // a size computed from array data
     for (llvm::Value* p : free_after[i]) E.release(p);
   }
   // Results that are not written in place: arguments, duplicates, literals.

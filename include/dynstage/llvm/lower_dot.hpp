@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "emit.hpp"
@@ -34,8 +35,9 @@
 
 namespace dyn::detail::llvmjit {
 
+// The sizes as i64 values: constants when static, else run-time values.
 struct DotShape {
-  std::int64_t B, M, K, N;
+  llvm::Value *B, *M, *K, *N;
 };
 
 inline constexpr std::int64_t kBlockedFlops = 32 * 32 * 32;
@@ -47,10 +49,12 @@ inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, 
   const bool fl = is_float(d);
   llvm::Type* t = E.reg_type(d);
   llvm::AllocaInst* acc = E.entry_alloca(t);
-  E.loop(s.B * s.M, [&](llvm::Value* bi) {  // (batch, row) flattened
-    llvm::Value* batch = b.CreateUDiv(bi, E.c64(std::max<std::int64_t>(s.M, 1)));
-    llvm::Value* arow = b.CreateMul(bi, E.c64(s.K), "", true, true);
-    llvm::Value* bcol = b.CreateMul(batch, E.c64(s.K), "", true, true);
+  // (M >= 1 inside the loop: B * M > 0 there.)
+  llvm::Value* mdiv = Emitter::is_k(s.M, 0) ? E.c64(1) : s.M;
+  E.loop(E.mul(s.B, s.M), [&](llvm::Value* bi) {  // (batch, row) flattened
+    llvm::Value* batch = b.CreateUDiv(bi, mdiv);
+    llvm::Value* arow = b.CreateMul(bi, s.K, "", true, true);
+    llvm::Value* bcol = b.CreateMul(batch, s.K, "", true, true);
     b.CreateStore(E.number(d, 0), acc);
     E.loop(s.K, [&](llvm::Value* k) {
       llvm::Value* x = E.load(A, d, b.CreateAdd(arow, k, "", true, true));
@@ -69,14 +73,14 @@ inline void emit_ikj(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llv
   const bool fl = is_float(d);
   E.loop(s.B, [&](llvm::Value* bt) {
     E.loop(s.M, [&](llvm::Value* i) {
-      llvm::Value* row = b.CreateAdd(b.CreateMul(bt, E.c64(s.M), "", true, true), i, "", true, true);
-      llvm::Value* crow = b.CreateMul(row, E.c64(s.N), "", true, true);
-      llvm::Value* arow = b.CreateMul(row, E.c64(s.K), "", true, true);
+      llvm::Value* row = b.CreateAdd(b.CreateMul(bt, s.M, "", true, true), i, "", true, true);
+      llvm::Value* crow = b.CreateMul(row, s.N, "", true, true);
+      llvm::Value* arow = b.CreateMul(row, s.K, "", true, true);
       E.loop(s.N, [&](llvm::Value* j) { E.store(C, d, b.CreateAdd(crow, j, "", true, true), E.number(d, 0)); });
       E.loop(s.K, [&](llvm::Value* k) {
         llvm::Value* a = E.load(A, d, b.CreateAdd(arow, k, "", true, true));
-        llvm::Value* brow = b.CreateMul(b.CreateAdd(b.CreateMul(bt, E.c64(s.K), "", true, true), k, "", true, true),
-                                        E.c64(s.N), "", true, true);
+        llvm::Value* brow = b.CreateMul(b.CreateAdd(b.CreateMul(bt, s.K, "", true, true), k, "", true, true),
+                                        s.N, "", true, true);
         E.loop(s.N, [&](llvm::Value* j) {
           llvm::Value* ci = b.CreateAdd(crow, j, "", true, true);
           llvm::Value* y = E.load(Bm, d, b.CreateAdd(brow, j, "", true, true));
@@ -205,30 +209,33 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
   llvm::Type* t = E.reg_type(d);
   llvm::Function* micro = micro_kernel(E, d, k);
-  const std::int64_t kc_max = std::min(k.KC, s.K);
-  const std::int64_t nc_max = std::min(k.NC, (s.N + k.NR - 1) / k.NR * k.NR);
-  const std::int64_t mc_max = std::min(k.MC, (s.M + k.MR - 1) / k.MR * k.MR);
-  llvm::Value* Bp = E.temp(kc_max * nc_max * es);
-  llvm::Value* Ap = E.temp(kc_max * mc_max * es);
   auto mul = [&](llvm::Value* x, std::int64_t c) { return b.CreateMul(x, E.c64(c), "", true, true); };
+  auto mulv = [&](llvm::Value* x, llvm::Value* y) { return b.CreateMul(x, y, "", true, true); };
   auto add = [&](llvm::Value* x, llvm::Value* y) { return b.CreateAdd(x, y, "", true, true); };
-  auto smin = [&](llvm::Value* x, std::int64_t c) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, E.c64(c)); };
+  auto smin = [&](llvm::Value* x, std::int64_t c) { return E.smin(x, E.c64(c)); };
+  auto round_up = [&](llvm::Value* x, std::int64_t c) { return mul(b.CreateUDiv(add(x, E.c64(c - 1)), E.c64(c)), c); };
+  // The packing buffers, sized for this product (K, M, N >= 1 here).
+  llvm::Value* kc_max = smin(s.K, k.KC);
+  llvm::Value* nc_max = smin(round_up(s.N, k.NR), k.NC);
+  llvm::Value* mc_max = smin(round_up(s.M, k.MR), k.MC);
+  llvm::Value* Bp = E.temp(mul(mulv(kc_max, nc_max), es));
+  llvm::Value* Ap = E.temp(mul(mulv(kc_max, mc_max), es));
   E.loop(s.B, [&](llvm::Value* bt) {
-    llvm::Value* Ab = b.CreateInBoundsGEP(t, A, mul(bt, s.M * s.K));
-    llvm::Value* Bb = b.CreateInBoundsGEP(t, Bm, mul(bt, s.K * s.N));
-    llvm::Value* Cb = b.CreateInBoundsGEP(t, C, mul(bt, s.M * s.N));
+    llvm::Value* Ab = b.CreateInBoundsGEP(t, A, mulv(bt, mulv(s.M, s.K)));
+    llvm::Value* Bb = b.CreateInBoundsGEP(t, Bm, mulv(bt, mulv(s.K, s.N)));
+    llvm::Value* Cb = b.CreateInBoundsGEP(t, C, mulv(bt, mulv(s.M, s.N)));
     E.loop_step(0, s.N, k.NC, [&](llvm::Value* jc) {
-      llvm::Value* nc = smin(b.CreateSub(E.c64(s.N), jc), k.NC);
+      llvm::Value* nc = smin(b.CreateSub(s.N, jc), k.NC);
       llvm::Value* nstrips = b.CreateUDiv(add(nc, E.c64(k.NR - 1)), E.c64(k.NR));
       E.loop_step(0, s.K, k.KC, [&](llvm::Value* pc) {
-        llvm::Value* kc = smin(b.CreateSub(E.c64(s.K), pc), k.KC);
+        llvm::Value* kc = smin(b.CreateSub(s.K, pc), k.KC);
         // Pack B: Bp[(strip * kc + p) * NR + c] = B[pc + p, jc + strip*NR + c], zero
         // past column N. Full strips are one NR-element copy per row.
         E.loop_dyn(nstrips, [&](llvm::Value* st) {
           llvm::Value* j0 = add(jc, mul(st, k.NR));
-          llvm::Value* full = b.CreateICmpSLE(add(j0, E.c64(k.NR)), E.c64(s.N));
+          llvm::Value* full = b.CreateICmpSLE(add(j0, E.c64(k.NR)), s.N);
           E.loop_dyn(kc, [&](llvm::Value* p) {
-            llvm::Value* src = b.CreateInBoundsGEP(t, Bb, add(mul(add(pc, p), s.N), j0));
+            llvm::Value* src = b.CreateInBoundsGEP(t, Bb, add(mulv(add(pc, p), s.N), j0));
             llvm::Value* dst = b.CreateInBoundsGEP(t, Bp, mul(add(b.CreateMul(st, kc), p), k.NR));
             llvm::BasicBlock* fast = llvm::BasicBlock::Create(E.ctx, "pack.full", E.fn);
             llvm::BasicBlock* slow = llvm::BasicBlock::Create(E.ctx, "pack.edge", E.fn);
@@ -238,7 +245,7 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
             b.CreateMemCpy(dst, llvm::MaybeAlign(), src, llvm::MaybeAlign(), E.c64(k.NR * es));
             b.CreateBr(join);
             b.SetInsertPoint(slow);
-            llvm::Value* valid = b.CreateSub(E.c64(s.N), j0);  // 1 .. NR-1
+            llvm::Value* valid = b.CreateSub(s.N, j0);  // 1 .. NR-1
             E.loop_dyn(E.c64(k.NR), [&](llvm::Value* c) {
               llvm::Value* ok = b.CreateICmpSLT(c, valid);
               llvm::Value* cc = b.CreateSelect(ok, c, E.c64(0));
@@ -250,7 +257,7 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
           }, LoopHint::plain);
         }, LoopHint::plain);
         E.loop_step(0, s.M, k.MC, [&](llvm::Value* ic) {
-          llvm::Value* mc = smin(b.CreateSub(E.c64(s.M), ic), k.MC);
+          llvm::Value* mc = smin(b.CreateSub(s.M, ic), k.MC);
           llvm::Value* ntiles = b.CreateUDiv(add(mc, E.c64(k.MR - 1)), E.c64(k.MR));
           // Pack A: Ap[(tile * kc + p) * MR + r] = A[ic + tile*MR + r, pc + p], zero
           // past row M (rows clamped to a valid one, then zeroed).
@@ -258,8 +265,8 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
             std::vector<llvm::Value*> ok, src;
             for (std::int64_t r = 0; r < k.MR; ++r) {
               llvm::Value* i = add(add(ic, mul(tl, k.MR)), E.c64(r));
-              ok.push_back(b.CreateICmpSLT(i, E.c64(s.M)));
-              src.push_back(b.CreateInBoundsGEP(t, Ab, add(mul(b.CreateSelect(ok.back(), i, E.c64(0)), s.K), pc)));
+              ok.push_back(b.CreateICmpSLT(i, s.M));
+              src.push_back(b.CreateInBoundsGEP(t, Ab, add(mulv(b.CreateSelect(ok.back(), i, E.c64(0)), s.K), pc)));
             }
             llvm::Value* dst0 = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
             E.loop_dyn(kc, [&](llvm::Value* p) {
@@ -279,8 +286,8 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
               llvm::Value* atile = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
               llvm::Value* row0 = add(ic, mul(tl, k.MR));
               llvm::Value* col0 = add(jc, mul(st, k.NR));
-              llvm::Value* ctile = b.CreateInBoundsGEP(t, Cb, add(mul(row0, s.N), col0));
-              b.CreateCall(micro, {atile, bstrip, ctile, E.c64(s.N), kc, first, rows, cols});
+              llvm::Value* ctile = b.CreateInBoundsGEP(t, Cb, add(mulv(row0, s.N), col0));
+              b.CreateCall(micro, {atile, bstrip, ctile, s.N, kc, first, rows, cols});
             }, LoopHint::plain);
           }, LoopHint::plain);
         }, LoopHint::plain);
@@ -291,16 +298,49 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
   E.release(Bp);
 }
 
+// The loop nest is chosen from the shape: statically when B, M, N, K are
+// static (as before), else by run-time tests on the sizes, each folded away
+// when the sizes it reads are static (a runtime-N product with a static
+// N-independent choice emits one nest only).
 inline void emit_matmul(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
-  if (s.B == 0 || s.M == 0 || s.N == 0) return;
-  if (s.K == 0) {
-    E.loop(s.B * s.M * s.N, [&](llvm::Value* i) { E.store(C, d, i, E.number(d, 0)); });
-    return;
+  auto& b = E.b;
+  auto k = [](llvm::Value* v) { return Emitter::konst(v); };
+  if (k(s.B) && k(s.M) && k(s.N) && k(s.K)) {
+    const std::int64_t B = *k(s.B), M = *k(s.M), N = *k(s.N), K = *k(s.K);
+    if (B == 0 || M == 0 || N == 0) return;
+    if (K == 0) {
+      E.loop(B * M * N, [&](llvm::Value* i) { E.store(C, d, i, E.number(d, 0)); });
+      return;
+    }
+    if (N == 1) return emit_matvec(E, d, s, A, Bm, C);
+    if (is_float(d) && M * N * K >= kBlockedFlops && N >= 8 && M >= 4) return emit_blocked(E, d, s, A, Bm, C);
+    return emit_ikj(E, d, s, A, Bm, C);
   }
-  if (s.N == 1) return emit_matvec(E, d, s, A, Bm, C);
-  if (is_float(d) && s.M * s.N * s.K >= kBlockedFlops && s.N >= 8 && s.M >= 4)
-    return emit_blocked(E, d, s, A, Bm, C);
-  emit_ikj(E, d, s, A, Bm, C);
+  // Runtime sizes: matvec and i-k-j are correct for any sizes >= 0 (their
+  // loops are guarded; K == 0 writes zeros), the blocked kernel runs only
+  // when M*N*K >= kBlockedFlops (so every size >= 1).
+  auto either = [&](llvm::Value* cond, const std::function<void()>& yes, const std::function<void()>& no) {
+    if (auto c = k(cond)) return *c ? yes() : no();
+    llvm::BasicBlock* t = llvm::BasicBlock::Create(E.ctx, "dot.then", E.fn);
+    llvm::BasicBlock* f = llvm::BasicBlock::Create(E.ctx, "dot.else", E.fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "dot.end", E.fn);
+    b.CreateCondBr(cond, t, f);
+    b.SetInsertPoint(t);
+    yes();
+    b.CreateBr(join);
+    b.SetInsertPoint(f);
+    no();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+  };
+  auto blocked_or_ikj = [&] {
+    if (!is_float(d)) return emit_ikj(E, d, s, A, Bm, C);
+    llvm::Value* flops = E.mul(E.mul(s.M, s.N), s.K);
+    llvm::Value* big = b.CreateAnd(b.CreateAnd(b.CreateICmpSGE(flops, E.c64(kBlockedFlops)), b.CreateICmpSGE(s.N, E.c64(8))),
+                                   b.CreateICmpSGE(s.M, E.c64(4)));
+    either(big, [&] { emit_blocked(E, d, s, A, Bm, C); }, [&] { emit_ikj(E, d, s, A, Bm, C); });
+  };
+  either(b.CreateICmpEQ(s.N, E.c64(1)), [&] { emit_matvec(E, d, s, A, Bm, C); }, blocked_or_ikj);
 }
 
 }  // namespace dyn::detail::llvmjit
