@@ -432,3 +432,26 @@ TEST_CASE("symbolic dimensions print in tracers and floor semantics hold for sym
   CHECK(dyn::eval_jaxpr(hj, {dyn::Array<std::int32_t>({2})})[1].shape() == std::vector<std::int64_t>{1});
   CHECK(dyn::eval_jaxpr(hj, {dyn::Array<std::int32_t>({9})})[1].shape() == std::vector<std::int64_t>{5});
 }
+
+TEST_CASE("an i32 size computed from data is converted to an i64 dimension once") {
+  auto g = [](dyn::Tracer<std::int32_t> x) { return dyn::zeros<double>({dyn::sum(x)}); };
+  dyn::Array<std::int32_t> x({2}, {1, 2});
+  auto cj = dyn::make_jaxpr(g)(x);
+  CHECK(str(cj) ==
+        "{ lambda ; a:i32[2]. let\n"
+        "    b:i32[] = reduce_sum[axes=(0,)] a\n"
+        "    c:i64[] = convert_element_type[new_dtype=int64 weak_type=False] b\n"
+        "    d:f64[c] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 0.0:f64[]\n"
+        "      c\n"
+        "  in (c, d) }");
+  CHECK(str(dyn::eval_jaxpr(cj, {x})[1]) == "[0. 0. 0.]");
+}
+
+TEST_CASE("a C++ double literal keeps its exact value on f64 operands (it is a weak f64)") {
+  auto f = [](auto x) { return x * 0.001; };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<double>({2}))) ==
+        "{ lambda ; a:f64[2]. let b:f64[2] = mul a 0.001:f64[] in (b,) }");
+  CHECK(f(dyn::Array<double>({1}, {1.0})).data()[0] == 0.001);
+  // With an integer operand a weak float still gives f32, as in JAX.
+  CHECK(f(dyn::Array<std::int32_t>({1}, {1})).dtype() == dyn::DType::f32);
+}

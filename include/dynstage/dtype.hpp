@@ -119,11 +119,14 @@ constexpr TypeInfo promote_types(TypeInfo a, TypeInfo b) {
   return dtype_rank(a.dtype) >= dtype_rank(b.dtype) ? a : b;
 }
 
-// Weak type of a C++ scalar literal.
+// Weak type of a C++ scalar literal. A float literal is held as a weak f64 so
+// that it keeps its exact value (`x * 0.001` on f64 must not see 0.001
+// rounded to float); in the lattice every weak float is f*, so with an
+// integer operand it still gives f32.
 template <class S>
 constexpr TypeInfo weak_type_of() {
   if constexpr (std::is_same_v<S, bool>) return {DType::bool_, true};
-  else if constexpr (std::is_floating_point_v<S>) return {DType::f32, true};
+  else if constexpr (std::is_floating_point_v<S>) return {DType::f64, true};
   else return {DType::i32, true};
 }
 

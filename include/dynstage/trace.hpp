@@ -621,7 +621,11 @@ Dim dim_of(const Value& v, std::string_view op) {
   const TracerNode& n = *v.tracer;
   if (n.aval.dim_value) return *n.aval.dim_value;
   if (n.dim) return *n.dim;
-  return n.trace->fresh_dim(v);
+  Dim d = n.trace->fresh_dim(v);
+  // Dimension variables are i64[]: an i32 size is converted once, in the
+  // current trace, and the conversion holds the dimension (propagate_dim).
+  if (v.dtype() != DType::i64 && current_trace()) bind1(Prim::convert_element_type, {v}, ConvertParams{DType::i64, false});
+  return d;
 }
 #endif  // DYNSTAGE_IMPLEMENTATION
 
