@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -350,4 +351,14 @@ TEST_CASE("jit: Catalyst dynamic sizes: ones(n + 1), one compile for every n") {
     CHECK(s.data()[0] == 0.5 * static_cast<double>((2 * n) * (2 * n - 1) / 2));
   }
   CHECK(jg.stats().compiles == 1);
+}
+
+TEST_CASE("jit: a float sum over size-1 axes folds into the identity, as eager (+0.0 from -0.0)") {
+  auto f = [](auto x) { return dyn::sum(x, {0}); };
+  dyn::Array<double> x({1, 2}, {-0.0, 1.0});
+  auto got = dyn::jit(f)(x);
+  auto want = f(x);
+  CHECK_FALSE(std::signbit(want.data()[0]));
+  CHECK_FALSE(std::signbit(got.data()[0]));
+  CHECK(got.data()[1] == 1.0);
 }

@@ -854,8 +854,9 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         ix.multi = multi;
         for (std::size_t a = t; a < r; ++a) ix.multi[a] = E.c64(0);
       }
-      result = element(ix);
-      if (outer_reduced) result = combine(E.load(out, d, olin), result, false);
+      // Eager folds even a single element into the identity: a float sum
+      // of -0.0 over only size-1 axes is 0.0 + -0.0 = +0.0.
+      result = combine(outer_reduced ? E.load(out, d, olin) : identity(), element(ix), false);
       E.store(out, d, olin, result);
       return;
     }
@@ -899,8 +900,8 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
             b.CreateAdd(o, b.CreateMul(i, ostride[a], "", true, true), "", true, true));
     });
   };
-  if (!x.is_var()) {  // reduction of a literal scalar
-    E.store(out, d, E.c64(0), E.constant(x.lit.dtype, x.lit.f, x.lit.i));
+  if (!x.is_var()) {  // reduction of a literal scalar (folded into the identity, as above)
+    E.store(out, d, E.c64(0), combine(identity(), E.constant(x.lit.dtype, x.lit.f, x.lit.i), false));
     return;
   }
   if (row) {
