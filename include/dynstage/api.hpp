@@ -119,28 +119,7 @@ struct Polymorphism {
 // themselves satisfy the specs.
 Polymorphism make_polymorphism(const Options& o, const std::vector<LeafDesc>& leaves);
 
-// The dimension variables of `d`, appended to `out` in order of appearance.
-void collect_vars(const Dim& d, std::vector<std::string>& out);
-
 #ifdef DYNSTAGE_IMPLEMENTATION
-namespace {
-void collect_expr_vars(const DimExpr& e, std::vector<std::string>& out) {
-  for (const auto& [term, k] : e.terms)
-    for (const auto& [f, p] : term->factors) {
-      if (f->op == DimOp::var) {
-        if (std::find(out.begin(), out.end(), f->var) == out.end()) out.push_back(f->var);
-      } else {
-        collect_expr_vars(*f->lhs, out);
-        collect_expr_vars(*f->rhs, out);
-      }
-    }
-}
-}  // namespace
-
-void collect_vars(const Dim& d, std::vector<std::string>& out) {
-  if (d.is_symbolic()) collect_expr_vars(*d.expr(), out);
-}
-
 Polymorphism make_polymorphism(const Options& o, const std::vector<LeafDesc>& leaves) {
   Polymorphism p;
   p.scope = SymbolicScope::make(o.constraints);
@@ -157,10 +136,13 @@ Polymorphism make_polymorphism(const Options& o, const std::vector<LeafDesc>& le
     fail<TypeError>("dyn::polymorphic_shapes given for a function without array arguments");
   p.solver = std::make_shared<const DimSolver>(p.leaves);
   p.solver->solve_shapes(shapes);
+  // Variables in order of first appearance (within one dimension, sorted:
+  // dim_vars, JAX's _get_vars).
   std::vector<std::string> vars;
   for (const ArgSpec& a : p.leaves)
     for (const Dim& d : a.shape)
-      collect_vars(d, vars);
+      for (const std::string& v : dim_vars(d))
+        if (std::find(vars.begin(), vars.end(), v) == vars.end()) vars.push_back(v);
   for (const std::string& v : vars) p.dim_args.push_back(p.scope->var(v));
   for (const ArgSpec& a : p.leaves)
     for (const Dim& d : a.shape)

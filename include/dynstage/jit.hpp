@@ -392,9 +392,7 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
       }
       e.dynamic = true;
       // Every variable of a result's size must be known before the call.
-      std::vector<std::string> vars;
-      collect_vars(d, vars);
-      for (const std::string& v : vars) {
+      for (const std::string& v : dim_vars(d)) {
         const bool known = std::find(e.dim_leaf_names.begin(), e.dim_leaf_names.end(), v) != e.dim_leaf_names.end() ||
                            std::find(solved.begin(), solved.end(), v) != solved.end();
         if (!known)

@@ -673,11 +673,11 @@ private:
         scope_owner_ = e.spec.expr()->owner;
       }
     std::set<std::string> vars;
-    std::vector<std::size_t> todo;
-    for (std::size_t i = 0; i < eqns_.size(); ++i) todo.push_back(i);
-    while (!todo.empty()) {
+    std::vector<std::size_t> pending;
+    for (std::size_t i = 0; i < eqns_.size(); ++i) pending.push_back(i);
+    while (!pending.empty()) {
       std::vector<std::size_t> left;
-      for (std::size_t i : todo) {
+      for (std::size_t i : pending) {
         Step st{i, false, "", 1, nullptr};
         Terms storage;
         bool ok = true;
@@ -698,8 +698,8 @@ private:
         if (st.solves) vars.insert(st.var);
         steps_.push_back(std::move(st));
       }
-      if (left.size() >= todo.size()) unsolvable(left, vars);
-      todo = std::move(left);
+      if (left.size() >= pending.size()) unsolvable(left, vars);
+      pending = std::move(left);
     }
     // Constraints mentioning variables that no argument determines.
     if (scope_ && !vars.empty())
