@@ -25,3 +25,4 @@
 #include "interpret.hpp"
 #include "print.hpp"
 #include "api.hpp"
+#include "control.hpp"

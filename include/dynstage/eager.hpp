@@ -691,6 +691,7 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
 std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params) {
   using namespace kernels;
   using S = DTypeSet;
+  if (prim_kind(prim) == Kind::control) return control_impl(prim, in, params);
   const std::vector<Aval> outs = abstract_eval(prim, avals_of(prim, in), params);
   const Aval& out = outs.at(0);
   switch (prim) {
@@ -799,6 +800,10 @@ std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Par
       }, [](auto a, auto b) { return min_value(a, b); })};
 
     case Prim::dot_general: return {dot_general_impl(in, out, std::get<DotGeneralParams>(params))};
+
+    case Prim::for_loop:
+    case Prim::while_loop:
+    case Prim::cond: break;  // control_impl, above
   }
   internal_error("impl: unknown primitive tag " + std::to_string(static_cast<int>(prim)));
 }

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <variant>
@@ -22,6 +23,8 @@
 #include "dtype.hpp"
 
 namespace dyn {
+
+struct Jaxpr;  // jaxpr.hpp; control-flow params hold their bodies
 
 namespace detail {
 
@@ -36,6 +39,7 @@ enum class Kind : std::uint8_t {
   structural,  // broadcast, reshape, transpose, slices, iota, concatenate
   reduction,   // reduce_* over axes
   contraction, // dot_general
+  control,     // for_loop, while_loop, cond: nested jaxprs (control.hpp)
 };
 
 struct NoParams {
@@ -108,9 +112,56 @@ struct DotGeneralParams {
   std::vector<std::int64_t> lhs_batch, rhs_batch;
   friend bool operator==(const DotGeneralParams&, const DotGeneralParams&) = default;
 };
+
+// Control flow (references 000 and 004; the bind algorithm is control.hpp).
+// Bodies are in Catalyst's no-constant form: a body's constants are its
+// leading invars, and the equation passes their values first. Operand and
+// invar layouts ("implicit" are dimension values, `nimplicit` of them):
+//
+//   for_loop   operands: consts, implicit, lower, upper, step, index0, carried
+//              body invars: consts, implicit, index, carried
+//              body outvars = equation outputs: implicit, carried
+//              runs body for index = lower, lower+step, ... while index <
+//              upper (step > 0) or index > upper (step < 0); a step of 0
+//              runs no iterations. index0 is lower (Catalyst passes it too).
+//   while_loop operands: cond consts, body consts, implicit, carried
+//              cond invars: cond consts, implicit, carried -> (bool[],)
+//              body invars: body consts, implicit, carried
+//              body outvars = equation outputs: implicit, carried
+//   cond       operands: pred, then the branch inputs: consts (of all
+//              branches, deduplicated; every branch takes all of them), args
+//              branch invars: the branch inputs
+//              branch outvars = equation outputs: implicit (nimplicit_outputs
+//              dimension values), explicit results
+//              branches[0] runs when pred is true, branches[1] otherwise.
+// With preserve_dimensions a loop has no implicit operands (nimplicit=0):
+// carried dimensions are body constants and cannot change. Without, each
+// dynamic dimension of the carried values is its own implicit loop variable.
+// Params compare by body identity (a body is immutable once traced).
+struct ForLoopParams {
+  std::shared_ptr<const Jaxpr> body_jaxpr;
+  int body_nconsts = 0;
+  int nimplicit = 0;
+  bool preserve_dimensions = true;
+  friend bool operator==(const ForLoopParams&, const ForLoopParams&) = default;
+};
+struct WhileLoopParams {
+  std::shared_ptr<const Jaxpr> cond_jaxpr, body_jaxpr;
+  int cond_nconsts = 0, body_nconsts = 0;
+  int nimplicit = 0;
+  bool preserve_dimensions = true;
+  friend bool operator==(const WhileLoopParams&, const WhileLoopParams&) = default;
+};
+struct CondParams {
+  std::vector<std::shared_ptr<const Jaxpr>> branches;  // (then, else), printed branch_jaxprs
+  int nimplicit_outputs = 0;
+  friend bool operator==(const CondParams&, const CondParams&) = default;
+};
+
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, ReduceParams, DotGeneralParams>;
+                            IotaParams, ReduceParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
+                            CondParams>;
 
 // clang-format off
 #define DYN_PRIMITIVES(X)                                             \
@@ -170,7 +221,11 @@ using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDim
   X(reduce_min, "reduce_min", reduction, ReduceParams)                \
   X(reduce_prod, "reduce_prod", reduction, ReduceParams)              \
   /* linear algebra */                                                \
-  X(dot_general, "dot_general", contraction, DotGeneralParams)
+  X(dot_general, "dot_general", contraction, DotGeneralParams)        \
+  /* control flow */                                                  \
+  X(for_loop, "for_loop", control, ForLoopParams)                     \
+  X(while_loop, "while_loop", control, WhileLoopParams)               \
+  X(cond, "cond", control, CondParams)
 // clang-format on
 
 enum class Prim : std::uint8_t {

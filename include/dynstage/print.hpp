@@ -452,6 +452,34 @@ inline std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]
                 {"dimension_numbers", text("((" + py_list(p.lhs_contracting) + ", " + py_list(p.rhs_contracting) +
                                            "), (" + py_list(p.lhs_batch) + ", " + py_list(p.rhs_batch) + "))")}};
           },
+          // Bodies are printed where their key sorts, naming their variables
+          // on from the equation's outputs (JAX's order).
+          [&ctx](const ForLoopParams& p) {
+            std::vector<pp::KeyValue> kvs;
+            kvs.push_back({"body_jaxpr", pp_jaxpr(*p.body_jaxpr, ctx)});
+            kvs.push_back({"body_nconsts", text(std::to_string(p.body_nconsts))});
+            kvs.push_back({"nimplicit", text(std::to_string(p.nimplicit))});
+            kvs.push_back({"preserve_dimensions", text(py_bool(p.preserve_dimensions))});
+            return kvs;
+          },
+          [&ctx](const WhileLoopParams& p) {
+            std::vector<pp::KeyValue> kvs;
+            kvs.push_back({"body_jaxpr", pp_jaxpr(*p.body_jaxpr, ctx)});
+            kvs.push_back({"body_nconsts", text(std::to_string(p.body_nconsts))});
+            kvs.push_back({"cond_jaxpr", pp_jaxpr(*p.cond_jaxpr, ctx)});
+            kvs.push_back({"cond_nconsts", text(std::to_string(p.cond_nconsts))});
+            kvs.push_back({"nimplicit", text(std::to_string(p.nimplicit))});
+            kvs.push_back({"preserve_dimensions", text(py_bool(p.preserve_dimensions))});
+            return kvs;
+          },
+          [&ctx](const CondParams& p) {
+            std::vector<pp::Doc> docs;
+            for (const auto& b : p.branches) docs.push_back(pp_jaxpr(*b, ctx));
+            std::vector<pp::KeyValue> kvs;
+            kvs.push_back({"branch_jaxprs", pp::jaxprs(docs)});
+            kvs.push_back({"nimplicit_outputs", text(std::to_string(p.nimplicit_outputs))});
+            return kvs;
+          },
       },
       params);
   std::stable_sort(kvs.begin(), kvs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });

@@ -59,4 +59,11 @@ std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Pa
 // have already passed abstract_eval.
 std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params);
 
+// The two rules of the control-flow primitives (Kind::control), defined with
+// the bind algorithm in control.hpp: output types from the bodies' types (an
+// implicit output dimension is a fresh dimension variable of the current
+// trace), and the interpreter that runs the bodies.
+std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params);
+std::vector<AnyArray> control_impl(Prim prim, const std::vector<AnyArray>& in, const Params& params);
+
 }  // namespace dyn::detail

@@ -574,6 +574,10 @@ std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Pa
     case Prim::reduce_min: return reduce_rule(prim, in, params_as<ReduceParams>(prim, params), S::any);
 
     case Prim::dot_general: return dot_general_rule(in, params_as<DotGeneralParams>(prim, params));
+
+    case Prim::for_loop:
+    case Prim::while_loop:
+    case Prim::cond: return control_abstract_eval(prim, in, params);
   }
   internal_error("abstract_eval: unknown primitive tag " + std::to_string(static_cast<int>(prim)));
 }

@@ -63,6 +63,9 @@ inline void check_supported(const Jaxpr& j) {
           fail<TypeError>("jit: variable #" + std::to_string(v) + " has a dimension that is not an integer scalar");
       }
   for (const Eqn& e : j.eqns)
+    if (prim_kind(e.prim) == Kind::control)
+      fail<TypeError>(std::string("jit: the LLVM backend cannot lower ") + std::string(prim_name(e.prim)) + " yet");
+  for (const Eqn& e : j.eqns)
     if (e.outputs.size() != 1)
       fail<TypeError>(std::string("jit: the LLVM backend cannot lower ") + std::string(prim_name(e.prim)) +
                       " with " + std::to_string(e.outputs.size()) + " outputs");
