@@ -208,14 +208,15 @@ public:
     OpSite site(loc_);
     constexpr bool traced_inputs =
         is_tracer_v<Lo> || is_tracer_v<Hi> || is_tracer_v<St> || (false || ... || has_tracer_leaf_v<Init>);
-    if constexpr (!stages<traced_inputs, const Body&, std::int64_t, const lifted_t<Init>&...>::value) {
+    if constexpr (!stages<traced_inputs, const Body&, const Array<std::int64_t>&, const lifted_t<Init>&...>::value) {
       // Eager: the loop just runs.
       auto state = std::tuple<lifted_t<Init>...>{lift_scalars(init)...};
       std::vector<AnyArray> expected = concrete_leaves(state);
       const std::int64_t lo = concrete_int(lo_), st = concrete_int(st_);
       const std::int64_t n = for_loop_trip_count(lo, concrete_int(hi_), st);
       for (std::int64_t t = 0; t < n; ++t) {
-        auto r = std::apply([&](const auto&... c) { return body_(lo + t * st, c...); }, state);
+        const Array<std::int64_t> i = Array<std::int64_t>::scalar(lo + t * st);
+        auto r = std::apply([&](const auto&... c) { return body_(i, c...); }, state);
         std::vector<AnyArray> got = check_eager_results("dyn::for_loop()", concrete_leaves(r), expected);
         std::size_t k = 0;
         state = std::tuple<lifted_t<Init>...>{lifted_like(init, got, k)...};
@@ -262,9 +263,11 @@ private:
   std::source_location loc_;
 };
 
-// body(i, carry...) -> carry. Bounds are integers or integer scalar tracers
-// (or arrays); the body runs for i = lower, lower + step, ... before upper
-// (Python's range; a step of 0 runs no iterations).
+// body(i, carry...) -> carry. Bounds are integers, integer scalar tracers or
+// rank-0 integer arrays; the body runs for i = lower, lower + step, ...
+// before upper (Python's range; a step of 0 runs no iterations). The index
+// is a Tracer<std::int64_t> when staged and a rank-0 Array<std::int64_t>
+// when the loop runs eagerly (as a jitted function's integer argument is).
 template <class Lo, class Hi, class St>
 ForLoop<Lo, Hi, St> for_loop(Lo lower, Hi upper, St step, LoopOptions opts = {},
                              std::source_location loc = std::source_location::current()) {
@@ -575,12 +578,11 @@ inline std::vector<Value> loop_results(const char* what, const NestedInput& in, 
                                 " has type " + aval_str(a) + " (dimension " + std::to_string(j) + ": " +
                                 r.shape[j].to_string() + " vs " + a.shape[j].to_string() + ")";
       if (a.shape[j].is_static())
-        fail<TypeError>(op + ": a static carried dimension cannot change, but " + types +
+        fail<TypeError>(op + ": a static carried dimension cannot change; " + types +
                         "; start from a value whose size is dynamic (a dyn::Dim) and pass "
                         "{.preserve_dimensions = false}");
       if (preserve)
-        fail<TypeError>(op + ": with preserve_dimensions=true the carried values keep their dimensions, but " +
-                        types +
+        fail<TypeError>(op + ": with preserve_dimensions=true the carried values keep their dimensions; " + types +
                         "; keep the size, or pass {.preserve_dimensions = false} so that each carried dimension "
                         "is a loop variable (or {.infer_dimensions = true})");
       fail<TypeError>(op + ": " + types + "; the dimension is shared with the body's constants, so it cannot "
@@ -607,6 +609,25 @@ inline TraceState& caller_trace(const char* what) {
   return *c;
 }
 
+// A shape error inside a body whose dimensions are loop variables usually
+// means a carried value met a captured one (reference 000's last example):
+// say so, and how to fix it.
+inline void explain_loop_variables(const ShapeError& e, const NestedInput& in) {
+  std::string m = e.what();
+  std::string vars;
+  for (const Dim& d : in.implicit)
+    if (m.find(d.to_string()) != std::string::npos) vars += (vars.empty() ? "" : ", ") + d.to_string();
+  if (vars.empty()) return;
+  std::size_t at = m.find("\nThe error occurred while tracing");
+  at = m.rfind(" (at ", at == std::string::npos ? m.size() : at);
+  if (at == std::string::npos) at = m.size();
+  m.insert(at, ". With preserve_dimensions=false each carried dimension is a loop variable of its own (" + vars +
+                   ") and never equals a captured value's dimension; pass {.preserve_dimensions = true} if the "
+                   "carried sizes do not change, or {.infer_dimensions = true} to make loop variables of only "
+                   "the sizes that change");
+  throw ShapeError(m);
+}
+
 // A loop body traced under `opts`: the input type and the body. With
 // infer_dimensions, traced first with every carried dimension shared; each
 // shared dimension the body changes becomes a loop variable, and the body is
@@ -629,10 +650,15 @@ inline LoopTrace trace_loop(const char* what, TraceState& caller, const std::vec
   };
   auto trace_with = [&](NestedInput in, bool preserve, std::vector<std::vector<char>>* changed) {
     LoopTrace t{std::move(in), {}, std::nullopt};
-    if (cond_fn) t.cond = trace_nested(t.in, false, *cond_fn, cond_check);
-    t.body = trace_nested(t.in, with_index, body_fn, [&](TraceState& b, const std::vector<Value>& res) {
-      return loop_results(what, t.in, b, res, preserve, changed);
-    });
+    try {
+      if (cond_fn) t.cond = trace_nested(t.in, false, *cond_fn, cond_check);
+      t.body = trace_nested(t.in, with_index, body_fn, [&](TraceState& b, const std::vector<Value>& res) {
+        return loop_results(what, t.in, b, res, preserve, changed);
+      });
+    } catch (const ShapeError& e) {
+      explain_loop_variables(e, t.in);
+      throw;
+    }
     return t;
   };
   if (!opts.infer_dimensions)

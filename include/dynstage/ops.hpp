@@ -361,6 +361,46 @@ Array<T> arange(std::int64_t n, detail::Loc loc = detail::Loc::current()) {
   return detail::from_value<Array<T>>(detail::iota(dtype_v<T>, n));
 }
 
+// A size of an array created at once: an integer, or an integer rank-0
+// dyn::Array (what an integer argument is when a function runs eagerly), so
+// that `ones<double>({n + 1})` works on an eager n as on a traced one.
+class ConcreteSize {
+public:
+  template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+  ConcreteSize(I i) : n_(static_cast<std::int64_t>(i)) {}  // NOLINT: implicit by design
+  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  ConcreteSize(const Array<T>& a) : n_(detail::dim_of(detail::to_value(a), "size").value()) {}  // NOLINT
+  std::int64_t value() const { return n_; }
+
+private:
+  std::int64_t n_;
+};
+
+namespace detail {
+inline std::vector<std::int64_t> concrete_sizes(const std::vector<ConcreteSize>& sizes) {
+  std::vector<std::int64_t> r;
+  for (const ConcreteSize& z : sizes) r.push_back(z.value());
+  return r;
+}
+}  // namespace detail
+
+template <class T>
+Array<T> full(const std::vector<ConcreteSize>& shape, T value, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(detail::concrete_sizes(shape), value, loc);
+}
+template <class T>
+Array<T> zeros(const std::vector<ConcreteSize>& shape, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(detail::concrete_sizes(shape), T(0), loc);
+}
+template <class T>
+Array<T> ones(const std::vector<ConcreteSize>& shape, detail::Loc loc = detail::Loc::current()) {
+  return full<T>(detail::concrete_sizes(shape), T(1), loc);
+}
+template <class T, class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Array<T> arange(const Array<I>& n, detail::Loc loc = detail::Loc::current()) {
+  return arange<T>(ConcreteSize(n).value(), loc);
+}
+
 // A size of an array being created while tracing: an integer, a dyn::Dim, or
 // an integer scalar tracer (a dynamic size, Catalyst style: its run-time
 // value is the size).
