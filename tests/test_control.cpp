@@ -4,6 +4,7 @@
 // the control-flow issue. (dyn::jit runs the same programs in
 // test_jit_control.cpp.)
 #include <dynstage/core.hpp>
+#include <dynstage/signature.hpp>
 
 #include <doctest/doctest.h>
 
@@ -98,6 +99,9 @@ TEST_CASE("reference 004 example 1: preserve_dimensions=true mixes the carry wit
         "    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] c\n"
         "    j:f64[] = reduce_sum[axes=(0,)] d\n"
         "  in (j,) }");
+  // The carried size is the constant e: InDBIdx(0) in the output type.
+  const dyn::Jaxpr& body = *std::get<dyn::detail::ForLoopParams>(j.jaxpr->eqns.at(0).params).body_jaxpr;
+  CHECK(str(dyn::output_type_of(body)) == "[(f64[InDBIdx(0)], true)]");
   auto r = dyn::eval_jaxpr(j, {dyn::ones<double>({3}), dyn::ones<double>({3})});
   CHECK(scalar_at<double>(r.at(0)) == 3.0);
   CHECK(dyn::eager(g_mix)(dyn::ones<double>({3}), dyn::ones<double>({3})).data()[0] == 3.0);
@@ -120,6 +124,11 @@ TEST_CASE("reference 004 example 2: preserve_dimensions=false resizes the carry,
         "    ] a 0:i64[] 10:i64[] 1:i64[] 0:i64[] c\n"
         "    k:f64[] = reduce_sum[axes=(0,)] e\n"
         "  in (k,) }");
+  // The body's types in the references' spelling: the carried size is
+  // DBIdx(0) on the way in and OutDBIdx(0) on the way out.
+  const dyn::Jaxpr& body = *std::get<dyn::detail::ForLoopParams>(j.jaxpr->eqns.at(0).params).body_jaxpr;
+  CHECK(str(dyn::input_type_of(body)) == "[(i64[], false), (i64[], true), (f64[DBIdx(0)], true)]");
+  CHECK(str(dyn::output_type_of(body)) == "[(i64[], false), (f64[OutDBIdx(0)], true)]");
   auto r = dyn::eval_jaxpr(j, {dyn::ones<double>({3}), dyn::ones<double>({3})});
   CHECK(scalar_at<double>(r.at(0)) == 13.0);
   CHECK(dyn::eager(g_resize)(dyn::ones<double>({3}), dyn::ones<double>({3})).data()[0] == 13.0);
