@@ -514,6 +514,54 @@ TEST_CASE("concrete loops run at once; inside a trace they are staged only when 
   CHECK(scalar_at<double>(dyn::eval_jaxpr(jc, {dyn::AnyArray(dyn::Array<double>::scalar(2.0))}).at(0)) == 6.0);
 }
 
+TEST_CASE("combinators nest: a cond inside a for loop, a while loop capturing a traced threshold") {
+  // Collatz steps of every start value below n, summed: integer exact.
+  auto collatz = [](auto n) {
+    return dyn::for_loop(1, n, 1)([](auto start, auto total) {
+      auto [x, steps] = dyn::while_loop([](auto x, auto) { return x != std::int64_t{1}; })([](auto x, auto k) {
+        auto next = dyn::cond(x % std::int64_t{2} == std::int64_t{0}, [](auto v) { return v / std::int64_t{2}; },
+                              [](auto v) { return v * std::int64_t{3} + std::int64_t{1}; })(x);
+        return std::make_tuple(next, k + std::int64_t{1});
+      })(start, std::int64_t{0});
+      (void)x;
+      return total + steps;
+    })(std::int64_t{0});
+  };
+  auto j = dyn::make_jaxpr(collatz)(std::int64_t{10});
+  const std::string s = str(j);
+  CHECK(s.find("for_loop") != std::string::npos);
+  CHECK(s.find("while_loop") != std::string::npos);
+  CHECK(s.find("cond[") != std::string::npos);
+  for (std::int64_t n : {1, 2, 10, 30}) {
+    std::int64_t want = 0;
+    for (std::int64_t s0 = 1; s0 < n; ++s0)
+      for (std::int64_t x = s0; x != 1; x = x % 2 == 0 ? x / 2 : 3 * x + 1) ++want;
+    CHECK(scalar_at<std::int64_t>(dyn::eval_jaxpr(j, {i64(n)}).at(0)) == want);
+    CHECK(dyn::eager(collatz)(n).data()[0] == want);
+  }
+  // The condition captures a traced threshold: a constant of cond_jaxpr.
+  auto until = [](auto x, auto limit) {
+    return dyn::while_loop([&](auto a) { return dyn::sum(a) < limit; })([](auto a) { return a * 2.0; })(x);
+  };
+  auto ju = dyn::make_jaxpr(until)(dyn::ones<double>({2}), 1.0);
+  CHECK(str(ju) ==
+        "{ lambda ; a:f64[2] b:f64[]. let\n"
+        "    c:f64[2] = while_loop[\n"
+        "      body_jaxpr={ lambda ; d:f64[2]. let e:f64[2] = mul d 2.0:f64[] in (e,) }\n"
+        "      body_nconsts=0\n"
+        "      cond_jaxpr={ lambda ; f:f64[] g:f64[2]. let\n"
+        "          h:f64[] = reduce_sum[axes=(0,)] g\n"
+        "          i:bool[] = lt h f\n"
+        "        in (i,) }\n"
+        "      cond_nconsts=1\n"
+        "      nimplicit=0\n"
+        "      preserve_dimensions=True\n"
+        "    ] b a\n"
+        "  in (c,) }");
+  auto r = dyn::eval_jaxpr(ju, {dyn::ones<double>({2}), dyn::AnyArray(dyn::Array<double>::scalar(100.0))});
+  CHECK(dyn::array_equal(r.at(0).get<double>(), dyn::full<double>({2}, 64.0)));
+}
+
 TEST_CASE("infer_dimensions: only the carried sizes that change become loop variables") {
   // a mixes with the captured x (its size is shared), b grows (a loop variable).
   auto f = [](auto x, auto y) {
