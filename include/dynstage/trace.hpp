@@ -215,6 +215,10 @@ public:
   }
   ~TraceScope() {
     state_->active = false;
+    // The dimension memo holds this trace's own tracers, which point back at
+    // the state: break the cycle (tracers that escaped keep the state alive
+    // only to report that their trace has finished).
+    state_->dims.clear();
     auto& s = trace_stack();
     if (!s.empty() && s.back() == state_.get()) s.pop_back();
   }
