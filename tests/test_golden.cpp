@@ -7,22 +7,9 @@
 #include <sstream>
 #include <string>
 
-namespace {
+#include "test_util.hpp"
 
-std::string str(const dyn::ClosedJaxpr& j) {
-  std::ostringstream os;
-  os << j;
-  return os.str();
-}
-
-template <class T>
-std::string str(const dyn::Tracer<T>& t) {
-  std::ostringstream os;
-  os << t;
-  return os.str();
-}
-
-}  // namespace
+using test_util::str;
 
 TEST_CASE("reference 002: dot(x + 1, y + 1)") {
   auto f = [](auto x, auto y) { return dyn::dot(x + 1, y + 1); };

@@ -12,42 +12,17 @@
 #include <tuple>
 #include <vector>
 
+#include "test_util.hpp"
+
+using test_util::message_of;
+using test_util::str;
+
 namespace {
-
-std::string str(const dyn::ClosedJaxpr& j) {
-  std::ostringstream os;
-  os << j;
-  return os.str();
-}
-
-template <class T>
-std::string str(const T& x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
 
 std::string shapes_str(const std::vector<dyn::Shape>& shapes) {
   std::string r;
   for (const auto& s : shapes) r += dyn::detail::shape_str(s);
   return r;
-}
-
-// The message of the exception of type E that f throws ("" if none), without
-// the trailing "(at FILE:LINE)" and trace-site lines.
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    std::string m = e.what();
-    auto cut = m.find("\nThe error occurred while tracing");
-    if (cut != std::string::npos) m = m.substr(0, cut);
-    cut = m.rfind(" (at ");
-    if (cut != std::string::npos) m = m.substr(0, cut);
-    return m;
-  }
-  return "";
 }
 
 dyn::AnyArray i64(std::int64_t v) {

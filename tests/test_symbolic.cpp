@@ -12,21 +12,13 @@
 
 #include <dynstage/dim.hpp>
 
+#include "test_util.hpp"
+
 using namespace dyn;
+using test_util::message_of;
 using namespace dyn::detail;
 
 namespace {
-
-// The message of the exception of type E that f throws ("" if none).
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 

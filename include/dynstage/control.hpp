@@ -224,7 +224,7 @@ public:
       return bare_or_tuple(std::move(state));
     } else {
       NestedFn fn = [&](const std::vector<Value>& args) {
-        std::size_t k = 1;
+        [[maybe_unused]] std::size_t k = 1;
         Tracer<std::int64_t> i(args.at(0).tracer);
         auto carried = std::tuple<traced_t<Init>...>{traced_like(init, args, k)...};
         return flatten_results(std::apply([&](const auto&... c) { return body_(i, c...); }, carried));
@@ -310,7 +310,7 @@ public:
       return bare_or_tuple(std::move(state));
     } else {
       auto typed = [&](const std::vector<Value>& args) {
-        std::size_t k = 0;
+        [[maybe_unused]] std::size_t k = 0;
         return std::tuple<traced_t<Init>...>{traced_like(init, args, k)...};
       };
       NestedFn c = [&](const std::vector<Value>& args) { return flatten_results(std::apply(cond_, typed(args))); };
@@ -378,7 +378,7 @@ public:
       // A C++ bool picks the branch at trace time (API.md §8).
       using R = traced_t<std::invoke_result_t<const Then&, const traced_t<Ops>&...>>;
       std::vector<Value> args = leaves_of(ops...);
-      std::size_t k = 0;
+      [[maybe_unused]] std::size_t k = 0;
       auto typed = std::tuple<traced_t<Ops>...>{traced_like(ops, args, k)...};
       auto r = pred_ ? std::apply(then_, typed) : std::apply(else_, typed);
       std::vector<Value> leaves = flatten_results(r);
@@ -388,7 +388,7 @@ public:
     } else {
       using R = traced_t<std::invoke_result_t<const Then&, const traced_t<Ops>&...>>;
       auto typed = [&](const std::vector<Value>& args) {
-        std::size_t k = 0;
+        [[maybe_unused]] std::size_t k = 0;
         return std::tuple<traced_t<Ops>...>{traced_like(ops, args, k)...};
       };
       std::optional<TreeDef> tree;
