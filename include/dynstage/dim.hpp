@@ -177,17 +177,25 @@ inline bool all_static(const Shape& s) {
   return true;
 }
 
-inline std::vector<std::int64_t> static_shape(const Shape& s) {
+// The int64 sizes of a shape; InconclusiveDimensionOperation if symbolic.
+std::vector<std::int64_t> static_shape(const Shape& s);
+
+inline Shape to_shape(const std::vector<std::int64_t>& s) { return Shape(s.begin(), s.end()); }
+
+// "(3, 4)" as JAX prints shapes in messages; "(v,)" for rank 1.
+std::string shape_str(const Shape& s);
+
+// (Out of line: one definition per program, in the DYNSTAGE_IMPLEMENTATION
+// translation unit.)
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<std::int64_t> static_shape(const Shape& s) {
   std::vector<std::int64_t> r;
   r.reserve(s.size());
   for (const auto& d : s) r.push_back(d.value());
   return r;
 }
 
-inline Shape to_shape(const std::vector<std::int64_t>& s) { return Shape(s.begin(), s.end()); }
-
-// "(3, 4)" as JAX prints shapes in messages; "(v,)" for rank 1.
-inline std::string shape_str(const Shape& s) {
+std::string shape_str(const Shape& s) {
   std::string r = "(";
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (i) r += ", ";
@@ -196,6 +204,7 @@ inline std::string shape_str(const Shape& s) {
   if (s.size() == 1) r += ",";
   return r + ")";
 }
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 }  // namespace detail
 

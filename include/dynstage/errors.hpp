@@ -70,10 +70,8 @@ inline ErrorContext& error_context() {
   return ctx;
 }
 
-inline std::string format_location(const std::source_location& loc) {
-  std::string file = loc.file_name();
-  return file + ":" + std::to_string(loc.line());
-}
+// "FILE:LINE".
+std::string format_location(const std::source_location& loc);
 
 // RAII: record that a dyn:: operation is being applied at `loc`.
 class OpSite {
@@ -96,7 +94,25 @@ public:
 // The message with its place appended: "(at FILE:LINE)" for the operation
 // and "The error occurred while tracing the function at FILE:LINE" for the
 // enclosing trace.
-inline std::string with_context(std::string msg) {
+// (Out of line, as internal_error: one definition per program, in the
+// DYNSTAGE_IMPLEMENTATION translation unit, not one per fail<E> user.)
+std::string with_context(std::string msg);
+
+// Throw a user error of type E with the current context appended.
+template <class E>
+[[noreturn]] void fail(std::string msg) {
+  throw E(with_context(std::move(msg)));
+}
+
+[[noreturn]] void internal_error(const std::string& msg);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::string format_location(const std::source_location& loc) {
+  std::string file = loc.file_name();
+  return file + ":" + std::to_string(loc.line());
+}
+
+std::string with_context(std::string msg) {
   const auto& ctx = error_context();
   if (!ctx.op_sites.empty()) msg += " (at " + format_location(ctx.op_sites.back()) + ")";
   if (!ctx.trace_sites.empty())
@@ -105,15 +121,10 @@ inline std::string with_context(std::string msg) {
   return msg;
 }
 
-// Throw a user error of type E with the current context appended.
-template <class E>
-[[noreturn]] void fail(std::string msg) {
-  throw E(with_context(std::move(msg)));
-}
-
-[[noreturn]] inline void internal_error(const std::string& msg) {
+void internal_error(const std::string& msg) {
   throw InternalError("dynstage internal error (please report): " + msg);
 }
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 }  // namespace detail
 }  // namespace dyn

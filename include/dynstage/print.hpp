@@ -30,18 +30,13 @@
 //    (0.1f -> 0.10000000149011612:f32[], 1e-6f -> 9.999999974752427e-07:f32[]).
 #pragma once
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <unordered_map>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "dtype.hpp"
@@ -77,7 +72,122 @@ struct DocNode {
   std::vector<Doc> children;   // concat; group and nest hold exactly one
 };
 
-inline Doc make_doc(DocKind kind, std::string text = {}, int n = 0, std::vector<Doc> children = {}) {
+// The document combinators (pretty_printer.py); defined once per program.
+Doc make_doc(DocKind kind, std::string text = {}, int n = 0, std::vector<Doc> children = {});
+Doc nil();
+Doc text(std::string s);
+// As JAX: a one-element concat is that element.
+Doc concat(std::vector<Doc> docs);
+Doc brk(std::string s = " ");
+Doc group(Doc d);
+Doc nest(int n, Doc d);
+// docs[0] sep docs[1] sep ... ; nil for no docs.
+Doc join(const Doc& sep, const std::vector<Doc>& docs);
+// Does `doc`, laid out flat, fit in `width` columns? (pretty_printer._fits)
+bool fits(const DocNode* doc, long width);
+// Lay the document out in `width` columns (pretty_printer._format).
+std::string format(const Doc& doc, int width = 80);
+
+// The jaxpr layout of jax/_src/core.py, on already-rendered pieces.
+// pp_vars: `items` separated by `sep` and a break that is its own group.
+Doc vars(const std::vector<std::string>& items, std::string_view sep = "");
+// pp_kv_pair: `key=value`.
+struct KeyValue {
+  std::string key;
+  Doc value;
+};
+
+// pp_kv_pairs: `[k1=v1 k2=v2]`, one per line when it does not fit; nil when
+// empty. Pairs are printed in the order given (callers sort by key).
+Doc kv_pairs(const std::vector<KeyValue>& kvs);
+// _pp_eqn: `outs = prim[params] operands`; `lhs` is nil for no outputs.
+Doc eqn(Doc lhs, bool has_outputs, std::string_view prim, Doc params, Doc operands);
+// pp_jaxpr_skeleton (pp_eqns inlined): `outvars` is vars(outs, ",").
+Doc jaxpr(Doc constvars, Doc invars, const std::vector<Doc>& eqns, Doc outvars, std::size_t n_outvars);
+// pp_jaxprs: a tuple of jaxprs (cond's branches=).
+Doc jaxprs(const std::vector<Doc>& docs);
+
+}  // namespace pp
+
+// Python's repr of a double ("1e-05", "1.0", "inf").
+std::string py_float_repr(double v);
+// A literal's value as JAX prints it: str(np.asarray(val).item()).
+std::string format_scalar(const Scalar& s);
+std::string py_tuple(const std::vector<std::int64_t>& xs);
+std::string py_list(const std::vector<std::int64_t>& xs);
+std::string py_bool(bool b);
+// a..z, ba, bb, ... (core._encode_digits_alphabetic).
+std::string encode_digits_alphabetic(std::int64_t n);
+
+// Hands out names in order of first request, across a jaxpr and its nested
+// jaxprs (core.JaxprPpContext). A variable is (its jaxpr, its index).
+class PpContext {
+public:
+  const std::string& name(const Jaxpr& j, int var);
+
+private:
+  std::unordered_map<const Jaxpr*, std::vector<std::string>> names_;
+  std::int64_t next_ = 0;
+};
+
+
+// A type inside jaxpr `j`, naming its dimension variables in `ctx`.
+std::string type_str(const Type& t, const Jaxpr& j, PpContext& ctx);
+// Params: `key=value` pairs of one equation, sorted by key as JAX does.
+std::vector<pp::KeyValue> param_kvs(const Params& params, PpContext& ctx);
+const Type& var_type(const Jaxpr& j, int v);
+// `a:f64[3,4]`: a binder, named before its type's dimensions (as pp_vars).
+std::string binder_str(const Jaxpr& j, int v, PpContext& ctx);
+// An operand: a variable's name, or a literal `1.0:f64[]`.
+std::string atom_str(const Jaxpr& j, const Atom& a, PpContext& ctx);
+pp::Doc binders_doc(const Jaxpr& j, const std::vector<int>& vs, PpContext& ctx);
+pp::Doc atoms_doc(const Jaxpr& j, const std::vector<Atom>& as, PpContext& ctx, std::string_view sep = "");
+pp::Doc pp_eqn(const Jaxpr& j, const Eqn& e, PpContext& ctx);
+pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx);
+// The text of a jaxpr laid out in `width` columns (JAX's default is 80).
+std::string format_jaxpr(const Jaxpr& j, int width = 80);
+
+}  // namespace detail
+
+// The public entry points are out of line: their definitions (and the
+// printer they pull in) are compiled once per program, in the translation
+// unit that defines DYNSTAGE_IMPLEMENTATION, as is the detail:: printer
+// declared above (tests call it directly and link the implementation).
+std::string to_string(const Jaxpr& j);
+// A ClosedJaxpr prints as its jaxpr (JAX does not print the constants).
+std::string to_string(const ClosedJaxpr& cj);
+std::ostream& operator<<(std::ostream& os, const Jaxpr& j);
+std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::string to_string(const Jaxpr& j) { return detail::format_jaxpr(j); }
+
+std::string to_string(const ClosedJaxpr& cj) {
+  if (!cj.jaxpr) detail::internal_error("print: ClosedJaxpr without a jaxpr");
+  return detail::format_jaxpr(*cj.jaxpr);
+}
+
+std::ostream& operator<<(std::ostream& os, const Jaxpr& j) { return os << to_string(j); }
+std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj) { return os << to_string(cj); }
+#endif  // DYNSTAGE_IMPLEMENTATION
+
+}  // namespace dyn
+
+// ---------------------------------------------------------------------------
+// The printer's definitions: compiled once per program (non-inline).
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+#include <variant>
+
+namespace dyn {
+namespace detail {
+namespace pp {
+
+Doc make_doc(DocKind kind, std::string text, int n, std::vector<Doc> children) {
   auto d = std::make_shared<DocNode>();
   d->kind = kind;
   d->text = std::move(text);
@@ -86,22 +196,22 @@ inline Doc make_doc(DocKind kind, std::string text = {}, int n = 0, std::vector<
   return d;
 }
 
-inline Doc nil() {
+Doc nil() {
   static const Doc d = make_doc(DocKind::nil);
   return d;
 }
-inline Doc text(std::string s) { return make_doc(DocKind::text, std::move(s)); }
+Doc text(std::string s) { return make_doc(DocKind::text, std::move(s)); }
 // As JAX: a one-element concat is that element.
-inline Doc concat(std::vector<Doc> docs) {
+Doc concat(std::vector<Doc> docs) {
   if (docs.size() == 1) return docs.front();
   return make_doc(DocKind::concat, {}, 0, std::move(docs));
 }
-inline Doc brk(std::string s = " ") { return make_doc(DocKind::brk, std::move(s)); }
-inline Doc group(Doc d) { return make_doc(DocKind::group, {}, 0, {std::move(d)}); }
-inline Doc nest(int n, Doc d) { return make_doc(DocKind::nest, {}, n, {std::move(d)}); }
+Doc brk(std::string s) { return make_doc(DocKind::brk, std::move(s)); }
+Doc group(Doc d) { return make_doc(DocKind::group, {}, 0, {std::move(d)}); }
+Doc nest(int n, Doc d) { return make_doc(DocKind::nest, {}, n, {std::move(d)}); }
 
 // docs[0] sep docs[1] sep ... ; nil for no docs.
-inline Doc join(const Doc& sep, const std::vector<Doc>& docs) {
+Doc join(const Doc& sep, const std::vector<Doc>& docs) {
   if (docs.empty()) return nil();
   std::vector<Doc> xs;
   xs.reserve(2 * docs.size() - 1);
@@ -115,7 +225,7 @@ inline Doc join(const Doc& sep, const std::vector<Doc>& docs) {
 
 // Does `doc`, laid out flat, fit in `width` columns? (pretty_printer._fits;
 // stops as soon as the width is exceeded, so it is cheap on long documents.)
-inline bool fits(const DocNode* doc, long width) {
+bool fits(const DocNode* doc, long width) {
   std::vector<const DocNode*> agenda{doc};
   while (width >= 0 && !agenda.empty()) {
     const DocNode* d = agenda.back();
@@ -135,7 +245,7 @@ inline bool fits(const DocNode* doc, long width) {
 }
 
 // Lay the document out in `width` columns (pretty_printer._format).
-inline std::string format(const Doc& doc, int width = 80) {
+std::string format(const Doc& doc, int width) {
   struct Item {
     int indent;
     bool flat;
@@ -185,22 +295,16 @@ inline std::string format(const Doc& doc, int width = 80) {
 // them and so the layout can be tested against JAX's printed examples.
 
 // pp_vars: `items` separated by `sep` and a break that is its own group.
-inline Doc vars(const std::vector<std::string>& items, std::string_view sep = "") {
+Doc vars(const std::vector<std::string>& items, std::string_view sep) {
   std::vector<Doc> docs;
   docs.reserve(items.size());
   for (const auto& s : items) docs.push_back(text(s));
   return nest(2, group(join(concat({text(std::string(sep)), group(brk())}), docs)));
 }
 
-// pp_kv_pair: `key=value`.
-struct KeyValue {
-  std::string key;
-  Doc value;
-};
-
 // pp_kv_pairs: `[k1=v1 k2=v2]`, one per line when it does not fit; nil when
 // empty. Pairs are printed in the order given (callers sort by key).
-inline Doc kv_pairs(const std::vector<KeyValue>& kvs) {
+Doc kv_pairs(const std::vector<KeyValue>& kvs) {
   if (kvs.empty()) return nil();
   std::vector<Doc> items;
   items.reserve(kvs.size());
@@ -209,7 +313,7 @@ inline Doc kv_pairs(const std::vector<KeyValue>& kvs) {
 }
 
 // _pp_eqn: `outs = prim[params] operands`; `lhs` is nil for no outputs.
-inline Doc eqn(Doc lhs, bool has_outputs, std::string_view prim, Doc params, Doc operands) {
+Doc eqn(Doc lhs, bool has_outputs, std::string_view prim, Doc params, Doc operands) {
   std::vector<Doc> rhs{text(std::string(prim)), std::move(params), concat({text(" "), std::move(operands)})};
   if (!has_outputs) return concat(std::move(rhs));
   std::vector<Doc> all{std::move(lhs), text(" = ")};
@@ -218,7 +322,7 @@ inline Doc eqn(Doc lhs, bool has_outputs, std::string_view prim, Doc params, Doc
 }
 
 // pp_jaxpr_skeleton (pp_eqns inlined): `outvars` is vars(outs, ",").
-inline Doc jaxpr(Doc constvars, Doc invars, const std::vector<Doc>& eqns, Doc outvars, std::size_t n_outvars) {
+Doc jaxpr(Doc constvars, Doc invars, const std::vector<Doc>& eqns, Doc outvars, std::size_t n_outvars) {
   Doc outs = concat({text("("), std::move(outvars), text(n_outvars == 1 ? ",)" : ")")});
   return concat({group(nest(2, concat({text("{ "), text("lambda "), std::move(constvars), text("; "),
                                        std::move(invars), text(". "), text("let"),
@@ -228,7 +332,7 @@ inline Doc jaxpr(Doc constvars, Doc invars, const std::vector<Doc>& eqns, Doc ou
 }
 
 // pp_jaxprs: a tuple of jaxprs (cond's branches=).
-inline Doc jaxprs(const std::vector<Doc>& docs) {
+Doc jaxprs(const std::vector<Doc>& docs) {
   return group(concat({nest(2, concat({text("("), brk(""), join(brk(), docs)})), brk(""), text(")")}));
 }
 
@@ -241,7 +345,7 @@ inline Doc jaxprs(const std::vector<Doc>& docs) {
 // when the decimal exponent is < -4 or >= 16 ("1e-05", "1e+16"), else
 // positional with at least one fractional digit ("1.0", "0.0001",
 // "1000000000000000.0"); "inf", "-inf", "nan", "-0.0".
-inline std::string py_float_repr(double v) {
+std::string py_float_repr(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char buf[64];
@@ -298,7 +402,7 @@ inline std::string py_float_repr(double v) {
 // A literal's value as JAX prints it: str(np.asarray(val).item()), i.e.
 // Python's str of a bool, int or float. An f32 value is widened to double
 // first, as .item() does, so it shows all digits of the float32 value.
-inline std::string format_scalar(const Scalar& s) {
+std::string format_scalar(const Scalar& s) {
   switch (s.dtype) {
     case DType::bool_: return s.i != 0 ? "True" : "False";
     case DType::i32:
@@ -311,7 +415,7 @@ inline std::string format_scalar(const Scalar& s) {
 
 // Python's str of a tuple of ints: "()", "(3,)", "(3, 4)"; kDynamicDim
 // (a size given at run time) prints None.
-inline std::string py_tuple(const std::vector<std::int64_t>& xs) {
+std::string py_tuple(const std::vector<std::int64_t>& xs) {
   std::string r = "(";
   for (std::size_t i = 0; i < xs.size(); ++i) {
     if (i) r += ", ";
@@ -322,7 +426,7 @@ inline std::string py_tuple(const std::vector<std::int64_t>& xs) {
 }
 
 // Python's str of a list of ints: "[]", "[1]", "[0, 1]".
-inline std::string py_list(const std::vector<std::int64_t>& xs) {
+std::string py_list(const std::vector<std::int64_t>& xs) {
   std::string r = "[";
   for (std::size_t i = 0; i < xs.size(); ++i) {
     if (i) r += ", ";
@@ -331,14 +435,14 @@ inline std::string py_list(const std::vector<std::int64_t>& xs) {
   return r + "]";
 }
 
-inline std::string py_bool(bool b) { return b ? "True" : "False"; }
+std::string py_bool(bool b) { return b ? "True" : "False"; }
 
 // ---------------------------------------------------------------------------
 // Naming.
 
 // a..z, ba, bb, ... (core._encode_digits_alphabetic): base-26 digits a..z,
 // so 26 -> "ba" (there is no "aa").
-inline std::string encode_digits_alphabetic(std::int64_t n) {
+std::string encode_digits_alphabetic(std::int64_t n) {
   std::string s;
   do {
     s.insert(s.begin(), static_cast<char>('a' + n % 26));
@@ -347,23 +451,14 @@ inline std::string encode_digits_alphabetic(std::int64_t n) {
   return s;
 }
 
-// Hands out names in order of first request, across a jaxpr and its nested
-// jaxprs (core.JaxprPpContext). A variable is (its jaxpr, its index).
-class PpContext {
-public:
-  const std::string& name(const Jaxpr& j, int var) {
-    auto& table = names_[&j];
-    if (var < 0) internal_error("print: negative variable index");
-    if (table.size() <= static_cast<std::size_t>(var)) table.resize(static_cast<std::size_t>(var) + 1);
-    auto& n = table[static_cast<std::size_t>(var)];
-    if (n.empty()) n = encode_digits_alphabetic(next_++);
-    return n;
-  }
-
-private:
-  std::unordered_map<const Jaxpr*, std::vector<std::string>> names_;
-  std::int64_t next_ = 0;
-};
+const std::string& PpContext::name(const Jaxpr& j, int var) {
+  auto& table = names_[&j];
+  if (var < 0) internal_error("print: negative variable index");
+  if (table.size() <= static_cast<std::size_t>(var)) table.resize(static_cast<std::size_t>(var) + 1);
+  auto& n = table[static_cast<std::size_t>(var)];
+  if (n.empty()) n = encode_digits_alphabetic(next_++);
+  return n;
+}
 
 // `f64[3,a]`: a type with its variable dimensions named by `var_name(int)`.
 template <class VarName>
@@ -380,7 +475,7 @@ std::string type_str(const Type& t, VarName&& var_name) {
 }
 
 // A type inside jaxpr `j`, naming its dimension variables in `ctx`.
-inline std::string type_str(const Type& t, const Jaxpr& j, PpContext& ctx) {
+std::string type_str(const Type& t, const Jaxpr& j, PpContext& ctx) {
   return type_str(t, [&](int v) -> std::string { return ctx.name(j, v); });
 }
 
@@ -394,7 +489,7 @@ inline std::string type_str(const Type& t, const Jaxpr& j, PpContext& ctx) {
 //   }
 // and a tuple of jaxprs (cond's branches) is pp::jaxprs({pp_jaxpr(*b, ctx)...}).
 
-inline pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx);
+pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx);
 
 template <class... F>
 struct Overloaded : F... {
@@ -403,7 +498,7 @@ struct Overloaded : F... {
 template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
-inline std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpContext& ctx) {
+std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpContext& ctx) {
   using pp::text;
   // One overload per Params alternative and no catch-all, so a new params
   // type fails to compile here until it is given a spelling.
@@ -490,7 +585,7 @@ inline std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]
 // The IR walk. Each step names variables in JAX's order, so statements are
 // sequenced explicitly (never two naming calls in one expression).
 
-inline const Type& var_type(const Jaxpr& j, int v) {
+const Type& var_type(const Jaxpr& j, int v) {
   if (v < 0 || static_cast<std::size_t>(v) >= j.types.size())
     internal_error("print: variable " + std::to_string(v) + " is outside the jaxpr's table of " +
                    std::to_string(j.types.size()) + " variables");
@@ -498,7 +593,7 @@ inline const Type& var_type(const Jaxpr& j, int v) {
 }
 
 // `a:f64[3,4]`: a binder, named before its type's dimensions (as pp_vars).
-inline std::string binder_str(const Jaxpr& j, int v, PpContext& ctx) {
+std::string binder_str(const Jaxpr& j, int v, PpContext& ctx) {
   std::string s = ctx.name(j, v);
   s += ':';
   s += type_str(var_type(j, v), j, ctx);
@@ -506,33 +601,33 @@ inline std::string binder_str(const Jaxpr& j, int v, PpContext& ctx) {
 }
 
 // An operand: a variable's name, or a literal `1.0:f64[]`.
-inline std::string atom_str(const Jaxpr& j, const Atom& a, PpContext& ctx) {
+std::string atom_str(const Jaxpr& j, const Atom& a, PpContext& ctx) {
   if (a.is_var()) return ctx.name(j, a.var);
   return format_scalar(a.lit) + ":" + std::string(dtype_name(a.lit.dtype)) + "[]";
 }
 
-inline pp::Doc binders_doc(const Jaxpr& j, const std::vector<int>& vs, PpContext& ctx) {
+pp::Doc binders_doc(const Jaxpr& j, const std::vector<int>& vs, PpContext& ctx) {
   std::vector<std::string> items;
   items.reserve(vs.size());
   for (int v : vs) items.push_back(binder_str(j, v, ctx));
   return pp::vars(items);
 }
 
-inline pp::Doc atoms_doc(const Jaxpr& j, const std::vector<Atom>& as, PpContext& ctx, std::string_view sep = "") {
+pp::Doc atoms_doc(const Jaxpr& j, const std::vector<Atom>& as, PpContext& ctx, std::string_view sep) {
   std::vector<std::string> items;
   items.reserve(as.size());
   for (const Atom& a : as) items.push_back(atom_str(j, a, ctx));
   return pp::vars(items, sep);
 }
 
-inline pp::Doc pp_eqn(const Jaxpr& j, const Eqn& e, PpContext& ctx) {
+pp::Doc pp_eqn(const Jaxpr& j, const Eqn& e, PpContext& ctx) {
   pp::Doc lhs = binders_doc(j, e.outputs, ctx);
   pp::Doc params = pp::kv_pairs(param_kvs(e.params, ctx));
   pp::Doc operands = atoms_doc(j, e.inputs, ctx);
   return pp::eqn(std::move(lhs), !e.outputs.empty(), prim_name(e.prim), std::move(params), std::move(operands));
 }
 
-inline pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx) {
+pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx) {
   pp::Doc constvars = binders_doc(j, j.constvars, ctx);
   pp::Doc invars = binders_doc(j, j.invars, ctx);
   std::vector<pp::Doc> eqns;
@@ -543,33 +638,12 @@ inline pp::Doc pp_jaxpr(const Jaxpr& j, PpContext& ctx) {
 }
 
 // The text of a jaxpr laid out in `width` columns (JAX's default is 80).
-inline std::string format_jaxpr(const Jaxpr& j, int width = 80) {
+std::string format_jaxpr(const Jaxpr& j, int width) {
   PpContext ctx;
   return pp::format(pp_jaxpr(j, ctx), width);
 }
 
 }  // namespace detail
-
-// The public entry points are out of line: their definitions (and the
-// printer they pull in) are compiled once per program, in the translation
-// unit that defines DYNSTAGE_IMPLEMENTATION. The detail:: printer above stays
-// inline for code (and tests) that use it directly.
-std::string to_string(const Jaxpr& j);
-// A ClosedJaxpr prints as its jaxpr (JAX does not print the constants).
-std::string to_string(const ClosedJaxpr& cj);
-std::ostream& operator<<(std::ostream& os, const Jaxpr& j);
-std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj);
-
-#ifdef DYNSTAGE_IMPLEMENTATION
-std::string to_string(const Jaxpr& j) { return detail::format_jaxpr(j); }
-
-std::string to_string(const ClosedJaxpr& cj) {
-  if (!cj.jaxpr) detail::internal_error("print: ClosedJaxpr without a jaxpr");
-  return detail::format_jaxpr(*cj.jaxpr);
-}
-
-std::ostream& operator<<(std::ostream& os, const Jaxpr& j) { return os << to_string(j); }
-std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& cj) { return os << to_string(cj); }
-#endif  // DYNSTAGE_IMPLEMENTATION
-
 }  // namespace dyn
+
+#endif  // DYNSTAGE_IMPLEMENTATION

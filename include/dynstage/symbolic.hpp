@@ -32,13 +32,11 @@
 //                                   (trace time); unknown variables in evaluate
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -65,16 +63,7 @@ using Bindings = std::map<std::string, std::int64_t, std::less<>>;   // variable
 
 enum class DimOp : std::uint8_t { var, floordiv, mod, max, min };
 
-inline const char* dim_op_name(DimOp op) {
-  switch (op) {
-    case DimOp::var: return "var";
-    case DimOp::floordiv: return "floordiv";
-    case DimOp::mod: return "mod";
-    case DimOp::max: return "max";
-    case DimOp::min: return "min";
-  }
-  internal_error("bad DimOp");
-}
+const char* dim_op_name(DimOp op);
 
 // A variable, or an operation on two expressions. Operands are scope-less
 // (owner == nullptr) and may be constants (one constant term, as JAX's
@@ -105,228 +94,14 @@ struct DimExpr {
 inline std::size_t hash_mix(std::size_t seed, std::size_t v) {
   return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
-// Sizes only order expressions; saturate instead of overflowing.
-inline std::int64_t size_add(std::int64_t a, std::int64_t b) {
-  std::int64_t r;
-  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
-}
-inline std::int64_t size_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r;
-  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
-}
-inline std::int64_t abs_coeff(std::int64_t k) { return k == INT64_MIN ? INT64_MAX : (k < 0 ? -k : k); }
 
-inline FactorPtr make_var_factor(std::string name) {
-  auto f = std::make_shared<DimFactor>();
-  f->hash = hash_mix(std::hash<std::string>{}(name), 17);
-  f->var = std::move(name);
-  return f;
-}
-
-inline FactorPtr make_op_factor(DimOp op, ExprPtr lhs, ExprPtr rhs) {
-  auto f = std::make_shared<DimFactor>();
-  f->op = op;
-  f->size = size_add(1, size_add(lhs->size, rhs->size));
-  f->hash = hash_mix(hash_mix(static_cast<std::size_t>(op) + 31, lhs->hash), rhs->hash);
-  f->lhs = std::move(lhs);
-  f->rhs = std::move(rhs);
-  return f;
-}
-
-inline TermPtr make_term(FactorPows factors) {
-  auto t = std::make_shared<DimTerm>();
-  std::size_t h = 7;
-  for (const auto& [f, e] : factors) {
-    t->size = size_add(t->size, size_add(1, size_mul(e, f->size)));
-    h = hash_mix(hash_mix(h, f->hash), static_cast<std::size_t>(e));
-  }
-  t->hash = h;
-  t->factors = std::move(factors);
-  return t;
-}
-
-inline const TermPtr& term_one() {
-  static const TermPtr one = make_term({});
-  return one;
-}
-
-// A DimExpr with exactly these (already sorted, normalised) terms. It owns
-// its scope when the scope is managed by a shared_ptr; strip() removes that
-// for storage inside a scope.
-inline ExprPtr make_expr(Terms terms, SymbolicScope* scope);
-
-inline ExprPtr strip(const ExprPtr& e) {
-  if (!e || !e->owner) return e;
-  auto c = std::make_shared<DimExpr>(*e);
-  c->owner.reset();
-  return c;
-}
-
-// ---------------------------------------------------------------------------
-// JAX's syntactic order (`_syntactic_cmp`); -1, 0, 1.
-
-template <class T>
-int cmp3(const T& a, const T& b) {
-  return a < b ? -1 : (b < a ? 1 : 0);
-}
-
-inline int cmp_expr(const DimExpr& a, const DimExpr& b);
-
-inline int cmp_factor(const DimFactor& a, const DimFactor& b) {
-  if (&a == &b) return 0;
-  if (int c = cmp3(a.size, b.size)) return c;
-  if (a.op == DimOp::var || b.op == DimOp::var) {
-    if (a.op != b.op) return a.op == DimOp::var ? -1 : 1;
-    return cmp3(a.var, b.var);
-  }
-  if (int c = cmp3(std::string_view(dim_op_name(a.op)), std::string_view(dim_op_name(b.op)))) return c;
-  if (int c = cmp_expr(*a.lhs, *b.lhs)) return c;
-  return cmp_expr(*a.rhs, *b.rhs);
-}
-
-inline int cmp_term(const DimTerm& a, const DimTerm& b) {
-  if (&a == &b) return 0;
-  if (int c = cmp3(a.size, b.size)) return c;
-  const std::size_t n = std::min(a.factors.size(), b.factors.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (int c = cmp_factor(*a.factors[i].first, *b.factors[i].first)) return c;
-    if (int c = cmp3(a.factors[i].second, b.factors[i].second)) return c;
-  }
-  return cmp3(a.factors.size(), b.factors.size());
-}
-
-inline int cmp_expr(const DimExpr& a, const DimExpr& b) {
-  if (&a == &b) return 0;
-  if (int c = cmp3(a.size, b.size)) return c;
-  const std::size_t n = std::min(a.terms.size(), b.terms.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (int c = cmp_term(*a.terms[i].first, *b.terms[i].first)) return c;
-    if (int c = cmp3(a.terms[i].second, b.terms[i].second)) return c;
-  }
-  return cmp3(a.terms.size(), b.terms.size());
-}
-
-inline int cmp_ptr(const TermPtr& a, const TermPtr& b) { return cmp_term(*a, *b); }
-inline int cmp_ptr(const FactorPtr& a, const FactorPtr& b) { return cmp_factor(*a, *b); }
-
-inline bool term_equal(const DimTerm& a, const DimTerm& b) {
-  return &a == &b || (a.hash == b.hash && cmp_term(a, b) == 0);
-}
-
+// JAX's syntactic order on expressions (`_syntactic_cmp`), for ordered containers.
 struct TermLess {
-  bool operator()(const TermPtr& a, const TermPtr& b) const { return cmp_term(*a, *b) < 0; }
+  bool operator()(const TermPtr& a, const TermPtr& b) const;
 };
 struct ExprLess {
-  bool operator()(const ExprPtr& a, const ExprPtr& b) const { return cmp_expr(*a, *b) < 0; }
+  bool operator()(const ExprPtr& a, const ExprPtr& b) const;
 };
-
-// e1[i1:] * f1 + e2[i2:] * f2 of two sorted pair lists (terms or factors),
-// sorted, zero coefficients dropped (JAX `_linear_combination_sorted_pairs`).
-template <class P>
-std::vector<std::pair<P, std::int64_t>> lincomb_pairs(const std::vector<std::pair<P, std::int64_t>>& p1,
-                                                      std::size_t i1, std::int64_t f1,
-                                                      const std::vector<std::pair<P, std::int64_t>>& p2,
-                                                      std::size_t i2, std::int64_t f2) {
-  std::vector<std::pair<P, std::int64_t>> acc;
-  acc.reserve(p1.size() + p2.size());
-  auto push = [&](const P& m, std::int64_t c) {
-    if (c != 0) acc.emplace_back(m, c);
-  };
-  while (i1 < p1.size() && i2 < p2.size()) {
-    const int c = cmp_ptr(p1[i1].first, p2[i2].first);
-    if (c < 0) {
-      push(p2[i2].first, checked_mul(p2[i2].second, f2));
-      ++i2;
-    } else if (c > 0) {
-      push(p1[i1].first, checked_mul(p1[i1].second, f1));
-      ++i1;
-    } else {
-      push(p1[i1].first, checked_add(checked_mul(p1[i1].second, f1), checked_mul(p2[i2].second, f2)));
-      ++i1;
-      ++i2;
-    }
-  }
-  for (; i1 < p1.size(); ++i1) push(p1[i1].first, checked_mul(p1[i1].second, f1));
-  for (; i2 < p2.size(); ++i2) push(p2[i2].first, checked_mul(p2[i2].second, f2));
-  return acc;
-}
-
-// Sort pairs largest first and merge equal keys (JAX `_coeff_to_sorted_terms`).
-template <class P>
-std::vector<std::pair<P, std::int64_t>> sort_and_merge(std::vector<std::pair<P, std::int64_t>> v) {
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return cmp_ptr(a.first, b.first) > 0; });
-  std::vector<std::pair<P, std::int64_t>> out;
-  for (auto& p : v) {
-    if (!out.empty() && cmp_ptr(out.back().first, p.first) == 0)
-      out.back().second = checked_add(out.back().second, p.second);
-    else
-      out.push_back(std::move(p));
-  }
-  std::erase_if(out, [](const auto& p) { return p.second == 0; });
-  return out;
-}
-
-inline TermPtr term_mul(const DimTerm& a, const DimTerm& b) {
-  if (a.is_constant()) return make_term(b.factors);
-  if (b.is_constant()) return make_term(a.factors);
-  return make_term(lincomb_pairs(a.factors, 0, 1, b.factors, 0, 1));
-}
-
-// a / b as a term, or nullopt when b does not divide a ((n^3*m) / n == n^2*m).
-inline std::optional<TermPtr> term_divide(const DimTerm& a, const DimTerm& b) {
-  auto f = lincomb_pairs(a.factors, 0, 1, b.factors, 0, -1);
-  for (const auto& p : f)
-    if (p.second <= 0) return std::nullopt;
-  return make_term(std::move(f));
-}
-
-inline const DimFactor* term_to_factor(const DimTerm& t) {
-  if (t.factors.size() != 1 || t.factors[0].second != 1) return nullptr;
-  return t.factors[0].first.get();
-}
-inline const std::string* term_to_var(const DimTerm& t) {
-  const DimFactor* f = term_to_factor(t);
-  return f && f->op == DimOp::var ? &f->var : nullptr;
-}
-
-// ---------------------------------------------------------------------------
-// Printing, exactly as JAX's __str__.
-
-inline std::string expr_str(const DimExpr& e);
-
-inline std::string factor_str(const DimFactor& f) {
-  if (f.op == DimOp::var) return f.var;
-  return std::string(dim_op_name(f.op)) + "(" + expr_str(*f.lhs) + ", " + expr_str(*f.rhs) + ")";
-}
-
-// Factors in ascending order, `f^k` for exponents > 1: "b*c", "a^2".
-inline std::string term_str(const DimTerm& t) {
-  std::string r;
-  for (auto it = t.factors.rbegin(); it != t.factors.rend(); ++it) {
-    if (!r.empty()) r += "*";
-    r += factor_str(*it->first);
-    if (it->second != 1) r += "^" + std::to_string(it->second);
-  }
-  return r;
-}
-
-// Terms largest first, the constant last: "2*b", "a + 1", "- b + 3".
-inline std::string expr_str(const DimExpr& e) {
-  std::string r;
-  for (const auto& [t, k] : e.terms) {
-    if (!r.empty()) r += " ";
-    const std::string abs_k = k < 0 ? std::to_string(k).substr(1) : std::to_string(k);
-    const char* sgn = k > 0 ? "+ " : "- ";
-    if (t->is_constant())
-      r += k == 0 ? std::string("0") : sgn + abs_k;
-    else if (k == 1 || k == -1)
-      r += sgn + term_str(*t);
-    else
-      r += sgn + abs_k + "*" + term_str(*t);
-  }
-  if (r.rfind("+ ", 0) == 0) r.erase(0, 2);
-  return r;
-}
 
 // ---------------------------------------------------------------------------
 // Scopes
@@ -392,7 +167,297 @@ private:
   void process_constraint(SymbolicConstraint c);
 };
 
-inline ExprPtr make_expr(Terms terms, SymbolicScope* scope) {
+// A hash consistent with ==, for caches keyed by (symbolic) shapes.
+inline std::size_t dim_hash(const Dim& d) {
+  if (d.is_static()) return std::hash<std::int64_t>{}(d.value());
+  return hash_mix(d.expr()->hash, std::hash<const void*>{}(d.expr()->scope));
+}
+
+// ---------------------------------------------------------------------------
+// The engine's functions. Declared here; defined once per program, in the
+// translation unit that defines DYNSTAGE_IMPLEMENTATION (below), so a user
+// file that only includes <dynstage/dim.hpp> neither parses the engine nor
+// instantiates the containers it uses.
+
+// JAX's __str__: "2*b", "a + 1", "floordiv(a, 2)".
+std::string expr_str(const DimExpr& e);
+std::string term_str(const DimTerm& t);
+std::string factor_str(const DimFactor& f);
+
+// A Dim for user code: it owns its scope.
+Dim adopt(Dim d);
+// The canonical Dim of variable `name` in `scope` (rules applied).
+Dim from_var(const std::string& name, SymbolicScope* scope);
+SymbolicScope* scope_of(const Dim& d);
+// Normalised arithmetic in the Dim's scope, without adopt().
+Dim add_dims(const Dim& a, const Dim& b);
+Dim sub_dims(const Dim& a, const Dim& b);
+Dim mul_dims(const Dim& a, const Dim& b);
+std::pair<Dim, Dim> divmod_dims(const Dim& a, const Dim& b);
+Dim max_dims(const Dim& d1, const Dim& d2);
+Dim min_dims(const Dim& d1, const Dim& d2);
+
+// Bounds of a Dim from "every variable >= 1", the constraints and the
+// implicit bounds of floordiv/mod/max/min (symbolic_decision.hpp).
+std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec);
+// The bounds of a dimension as the decision procedure sees them (kNegInf /
+// kPosInf when unbounded); for diagnostics and for shape rules that want to
+// reason about ranges themselves.
+std::pair<Bound, Bound> dim_bounds(const Dim& d);
+
+// The variables of an expression, sorted (JAX `_get_vars`).
+std::set<std::string> dim_vars(const Dim& d);
+
+// JAX's UnexpectedDimVar message for variable `v`.
+std::string unexpected_var_message(const std::string& v);
+// The value of `d` for these values of its variables. A missing variable
+// throws ShapeAssertionError (JAX's UnexpectedDimVar wording).
+std::int64_t evaluate(const Dim& d, const Bindings& env);
+
+}  // namespace dyn::detail
+
+// ---------------------------------------------------------------------------
+// The engine's definitions: compiled once per program (non-inline).
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <algorithm>
+#include <optional>
+
+namespace dyn::detail {
+
+const char* dim_op_name(DimOp op) {
+  switch (op) {
+    case DimOp::var: return "var";
+    case DimOp::floordiv: return "floordiv";
+    case DimOp::mod: return "mod";
+    case DimOp::max: return "max";
+    case DimOp::min: return "min";
+  }
+  internal_error("bad DimOp");
+}
+
+
+// Sizes only order expressions; saturate instead of overflowing.
+std::int64_t size_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+std::int64_t size_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+std::int64_t abs_coeff(std::int64_t k) { return k == INT64_MIN ? INT64_MAX : (k < 0 ? -k : k); }
+
+FactorPtr make_var_factor(std::string name) {
+  auto f = std::make_shared<DimFactor>();
+  f->hash = hash_mix(std::hash<std::string>{}(name), 17);
+  f->var = std::move(name);
+  return f;
+}
+
+FactorPtr make_op_factor(DimOp op, ExprPtr lhs, ExprPtr rhs) {
+  auto f = std::make_shared<DimFactor>();
+  f->op = op;
+  f->size = size_add(1, size_add(lhs->size, rhs->size));
+  f->hash = hash_mix(hash_mix(static_cast<std::size_t>(op) + 31, lhs->hash), rhs->hash);
+  f->lhs = std::move(lhs);
+  f->rhs = std::move(rhs);
+  return f;
+}
+
+TermPtr make_term(FactorPows factors) {
+  auto t = std::make_shared<DimTerm>();
+  std::size_t h = 7;
+  for (const auto& [f, e] : factors) {
+    t->size = size_add(t->size, size_add(1, size_mul(e, f->size)));
+    h = hash_mix(hash_mix(h, f->hash), static_cast<std::size_t>(e));
+  }
+  t->hash = h;
+  t->factors = std::move(factors);
+  return t;
+}
+
+const TermPtr& term_one() {
+  static const TermPtr one = make_term({});
+  return one;
+}
+
+// A DimExpr with exactly these (already sorted, normalised) terms. It owns
+// its scope when the scope is managed by a shared_ptr; strip() removes that
+// for storage inside a scope.
+ExprPtr make_expr(Terms terms, SymbolicScope* scope);
+
+ExprPtr strip(const ExprPtr& e) {
+  if (!e || !e->owner) return e;
+  auto c = std::make_shared<DimExpr>(*e);
+  c->owner.reset();
+  return c;
+}
+
+// ---------------------------------------------------------------------------
+// JAX's syntactic order (`_syntactic_cmp`); -1, 0, 1.
+
+template <class T>
+int cmp3(const T& a, const T& b) {
+  return a < b ? -1 : (b < a ? 1 : 0);
+}
+
+int cmp_expr(const DimExpr& a, const DimExpr& b);
+
+int cmp_factor(const DimFactor& a, const DimFactor& b) {
+  if (&a == &b) return 0;
+  if (int c = cmp3(a.size, b.size)) return c;
+  if (a.op == DimOp::var || b.op == DimOp::var) {
+    if (a.op != b.op) return a.op == DimOp::var ? -1 : 1;
+    return cmp3(a.var, b.var);
+  }
+  if (int c = cmp3(std::string_view(dim_op_name(a.op)), std::string_view(dim_op_name(b.op)))) return c;
+  if (int c = cmp_expr(*a.lhs, *b.lhs)) return c;
+  return cmp_expr(*a.rhs, *b.rhs);
+}
+
+int cmp_term(const DimTerm& a, const DimTerm& b) {
+  if (&a == &b) return 0;
+  if (int c = cmp3(a.size, b.size)) return c;
+  const std::size_t n = std::min(a.factors.size(), b.factors.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (int c = cmp_factor(*a.factors[i].first, *b.factors[i].first)) return c;
+    if (int c = cmp3(a.factors[i].second, b.factors[i].second)) return c;
+  }
+  return cmp3(a.factors.size(), b.factors.size());
+}
+
+int cmp_expr(const DimExpr& a, const DimExpr& b) {
+  if (&a == &b) return 0;
+  if (int c = cmp3(a.size, b.size)) return c;
+  const std::size_t n = std::min(a.terms.size(), b.terms.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (int c = cmp_term(*a.terms[i].first, *b.terms[i].first)) return c;
+    if (int c = cmp3(a.terms[i].second, b.terms[i].second)) return c;
+  }
+  return cmp3(a.terms.size(), b.terms.size());
+}
+
+int cmp_ptr(const TermPtr& a, const TermPtr& b) { return cmp_term(*a, *b); }
+int cmp_ptr(const FactorPtr& a, const FactorPtr& b) { return cmp_factor(*a, *b); }
+
+bool term_equal(const DimTerm& a, const DimTerm& b) {
+  return &a == &b || (a.hash == b.hash && cmp_term(a, b) == 0);
+}
+
+bool TermLess::operator()(const TermPtr& a, const TermPtr& b) const { return cmp_term(*a, *b) < 0; }
+bool ExprLess::operator()(const ExprPtr& a, const ExprPtr& b) const { return cmp_expr(*a, *b) < 0; }
+
+// e1[i1:] * f1 + e2[i2:] * f2 of two sorted pair lists (terms or factors),
+// sorted, zero coefficients dropped (JAX `_linear_combination_sorted_pairs`).
+template <class P>
+std::vector<std::pair<P, std::int64_t>> lincomb_pairs(const std::vector<std::pair<P, std::int64_t>>& p1,
+                                                      std::size_t i1, std::int64_t f1,
+                                                      const std::vector<std::pair<P, std::int64_t>>& p2,
+                                                      std::size_t i2, std::int64_t f2) {
+  std::vector<std::pair<P, std::int64_t>> acc;
+  acc.reserve(p1.size() + p2.size());
+  auto push = [&](const P& m, std::int64_t c) {
+    if (c != 0) acc.emplace_back(m, c);
+  };
+  while (i1 < p1.size() && i2 < p2.size()) {
+    const int c = cmp_ptr(p1[i1].first, p2[i2].first);
+    if (c < 0) {
+      push(p2[i2].first, checked_mul(p2[i2].second, f2));
+      ++i2;
+    } else if (c > 0) {
+      push(p1[i1].first, checked_mul(p1[i1].second, f1));
+      ++i1;
+    } else {
+      push(p1[i1].first, checked_add(checked_mul(p1[i1].second, f1), checked_mul(p2[i2].second, f2)));
+      ++i1;
+      ++i2;
+    }
+  }
+  for (; i1 < p1.size(); ++i1) push(p1[i1].first, checked_mul(p1[i1].second, f1));
+  for (; i2 < p2.size(); ++i2) push(p2[i2].first, checked_mul(p2[i2].second, f2));
+  return acc;
+}
+
+// Sort pairs largest first and merge equal keys (JAX `_coeff_to_sorted_terms`).
+template <class P>
+std::vector<std::pair<P, std::int64_t>> sort_and_merge(std::vector<std::pair<P, std::int64_t>> v) {
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return cmp_ptr(a.first, b.first) > 0; });
+  std::vector<std::pair<P, std::int64_t>> out;
+  for (auto& p : v) {
+    if (!out.empty() && cmp_ptr(out.back().first, p.first) == 0)
+      out.back().second = checked_add(out.back().second, p.second);
+    else
+      out.push_back(std::move(p));
+  }
+  std::erase_if(out, [](const auto& p) { return p.second == 0; });
+  return out;
+}
+
+TermPtr term_mul(const DimTerm& a, const DimTerm& b) {
+  if (a.is_constant()) return make_term(b.factors);
+  if (b.is_constant()) return make_term(a.factors);
+  return make_term(lincomb_pairs(a.factors, 0, 1, b.factors, 0, 1));
+}
+
+// a / b as a term, or nullopt when b does not divide a ((n^3*m) / n == n^2*m).
+std::optional<TermPtr> term_divide(const DimTerm& a, const DimTerm& b) {
+  auto f = lincomb_pairs(a.factors, 0, 1, b.factors, 0, -1);
+  for (const auto& p : f)
+    if (p.second <= 0) return std::nullopt;
+  return make_term(std::move(f));
+}
+
+const DimFactor* term_to_factor(const DimTerm& t) {
+  if (t.factors.size() != 1 || t.factors[0].second != 1) return nullptr;
+  return t.factors[0].first.get();
+}
+const std::string* term_to_var(const DimTerm& t) {
+  const DimFactor* f = term_to_factor(t);
+  return f && f->op == DimOp::var ? &f->var : nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Printing, exactly as JAX's __str__.
+
+std::string expr_str(const DimExpr& e);
+
+std::string factor_str(const DimFactor& f) {
+  if (f.op == DimOp::var) return f.var;
+  return std::string(dim_op_name(f.op)) + "(" + expr_str(*f.lhs) + ", " + expr_str(*f.rhs) + ")";
+}
+
+// Factors in ascending order, `f^k` for exponents > 1: "b*c", "a^2".
+std::string term_str(const DimTerm& t) {
+  std::string r;
+  for (auto it = t.factors.rbegin(); it != t.factors.rend(); ++it) {
+    if (!r.empty()) r += "*";
+    r += factor_str(*it->first);
+    if (it->second != 1) r += "^" + std::to_string(it->second);
+  }
+  return r;
+}
+
+// Terms largest first, the constant last: "2*b", "a + 1", "- b + 3".
+std::string expr_str(const DimExpr& e) {
+  std::string r;
+  for (const auto& [t, k] : e.terms) {
+    if (!r.empty()) r += " ";
+    const std::string abs_k = k < 0 ? std::to_string(k).substr(1) : std::to_string(k);
+    const char* sgn = k > 0 ? "+ " : "- ";
+    if (t->is_constant())
+      r += k == 0 ? std::string("0") : sgn + abs_k;
+    else if (k == 1 || k == -1)
+      r += sgn + term_str(*t);
+    else
+      r += sgn + abs_k + "*" + term_str(*t);
+  }
+  if (r.rfind("+ ", 0) == 0) r.erase(0, 2);
+  return r;
+}
+
+
+ExprPtr make_expr(Terms terms, SymbolicScope* scope) {
   auto e = std::make_shared<DimExpr>();
   std::size_t h = 11;
   for (const auto& [t, k] : terms) {
@@ -409,16 +474,16 @@ inline ExprPtr make_expr(Terms terms, SymbolicScope* scope) {
 // ---------------------------------------------------------------------------
 // Dim <-> expressions
 
-inline SymbolicScope* scope_of(const Dim& d) { return d.is_static() ? nullptr : d.expr()->scope; }
+SymbolicScope* scope_of(const Dim& d) { return d.is_static() ? nullptr : d.expr()->scope; }
 
-[[noreturn]] inline void scope_mixing_error(const Dim& a, const Dim& b, const std::string& when) {
+[[noreturn]] void scope_mixing_error(const Dim& a, const Dim& b, const std::string& when) {
   fail<TypeError>("Invalid mixing of symbolic scopes " + when + ".\nExpected scope" + scope_of(a)->constraints_str() +
                   "\nand found for '" + b.to_string() + "' scope" + scope_of(b)->constraints_str() +
                   "\nSymbolic dimensions from different dyn::polymorphic_shapes/scopes cannot be combined.");
 }
 
 // The scope of whichever operand is symbolic (they must agree).
-inline SymbolicScope* common_scope(const Dim& a, const Dim& b, const char* when) {
+SymbolicScope* common_scope(const Dim& a, const Dim& b, const char* when) {
   SymbolicScope* sa = scope_of(a);
   SymbolicScope* sb = scope_of(b);
   if (sa && sb && sa != sb) scope_mixing_error(a, b, when);
@@ -426,7 +491,7 @@ inline SymbolicScope* common_scope(const Dim& a, const Dim& b, const char* when)
 }
 
 // The terms of a Dim; a static k is [(1, k)] (empty for 0).
-inline const Terms& terms_of(const Dim& d, Terms& storage) {
+const Terms& terms_of(const Dim& d, Terms& storage) {
   if (d.is_symbolic()) return d.expr()->terms;
   storage.clear();
   if (d.value() != 0) storage.emplace_back(term_one(), d.value());
@@ -434,12 +499,12 @@ inline const Terms& terms_of(const Dim& d, Terms& storage) {
 }
 
 // A factor operand: scope-less, constants as one constant term.
-inline ExprPtr operand_expr(const Dim& d) {
+ExprPtr operand_expr(const Dim& d) {
   if (d.is_symbolic()) return strip(d.expr());
   return make_expr({{term_one(), d.value()}}, nullptr);
 }
 
-inline Dim operand_dim(const ExprPtr& e, SymbolicScope* scope) {
+Dim operand_dim(const ExprPtr& e, SymbolicScope* scope) {
   if (e->terms.size() == 1 && e->terms[0].first->is_constant()) return Dim(e->terms[0].second);
   if (e->scope == scope) return Dim(e);
   auto c = std::make_shared<DimExpr>(*e);
@@ -448,7 +513,7 @@ inline Dim operand_dim(const ExprPtr& e, SymbolicScope* scope) {
 }
 
 // A Dim for user code: it must own its scope.
-inline Dim adopt(Dim d) {
+Dim adopt(Dim d) {
   if (d.is_static() || d.expr()->owner || !d.expr()->scope) return d;
   auto c = std::make_shared<DimExpr>(*d.expr());
   c->owner = c->scope->weak_from_this().lock();
@@ -456,7 +521,7 @@ inline Dim adopt(Dim d) {
 }
 
 // A non-normalised expression with the given terms (JAX `_DimExpr(terms)`).
-inline Dim raw_dim(Terms terms, SymbolicScope* scope) {
+Dim raw_dim(Terms terms, SymbolicScope* scope) {
   if (terms.empty()) return Dim(0);
   if (terms.size() == 1 && terms[0].first->is_constant()) return Dim(terms[0].second);
   return Dim(make_expr(std::move(terms), scope));
@@ -465,14 +530,14 @@ inline Dim raw_dim(Terms terms, SymbolicScope* scope) {
 // ---------------------------------------------------------------------------
 // Normalisation and arithmetic (JAX `_normalize_sorted_terms`, `_divmod`, ...)
 
-inline const NormalizationRule* find_rule(const SymbolicScope& s, const DimTerm& t) {
+const NormalizationRule* find_rule(const SymbolicScope& s, const DimTerm& t) {
   for (const auto& r : s.normalization_rules)
     if (term_equal(*r.before, t)) return &r;
   return nullptr;
 }
 
 // The updates to add to an expression containing t*t_k when a rule applies.
-inline Terms normalize_term(const SymbolicScope& s, const TermPtr& t, std::int64_t t_k) {
+Terms normalize_term(const SymbolicScope& s, const TermPtr& t, std::int64_t t_k) {
   Terms updates;
   if (s.normalization_rules.empty()) return updates;
   Terms tmp;
@@ -498,7 +563,7 @@ inline Terms normalize_term(const SymbolicScope& s, const TermPtr& t, std::int64
 
 // The canonical Dim for sorted terms: rules applied (once, as JAX), and a
 // static Dim when the result is a constant.
-inline Dim normalize_terms(Terms terms, SymbolicScope* scope) {
+Dim normalize_terms(Terms terms, SymbolicScope* scope) {
   if (scope && !scope->normalization_rules.empty()) {
     for (const auto& [t, k] : terms) {
       Terms updates = normalize_term(*scope, t, k);
@@ -514,21 +579,21 @@ inline Dim normalize_terms(Terms terms, SymbolicScope* scope) {
   return Dim(make_expr(std::move(terms), scope));
 }
 
-inline Dim from_term(const TermPtr& t, std::int64_t k, SymbolicScope* scope) {
+Dim from_term(const TermPtr& t, std::int64_t k, SymbolicScope* scope) {
   if (k == 0) return Dim(0);
   return normalize_terms({{t, k}}, scope);
 }
 
-inline Dim from_var(const std::string& name, SymbolicScope* scope) {
+Dim from_var(const std::string& name, SymbolicScope* scope) {
   return from_term(make_term({{make_var_factor(name), 1}}), 1, scope);
 }
 
-inline Dim from_operation(DimOp op, const Dim& a, const Dim& b, SymbolicScope* scope) {
+Dim from_operation(DimOp op, const Dim& a, const Dim& b, SymbolicScope* scope) {
   return from_term(make_term({{make_op_factor(op, operand_expr(a), operand_expr(b)), 1}}), 1, scope);
 }
 
 // e1*k1 + e2*k2, normalised (JAX `_linear_combination`).
-inline Dim lincomb(const Dim& e1, std::int64_t k1, const Dim& e2, std::int64_t k2) {
+Dim lincomb(const Dim& e1, std::int64_t k1, const Dim& e2, std::int64_t k2) {
   if (e1.is_static() && e2.is_static())
     return Dim(checked_add(checked_mul(e1.value(), k1), checked_mul(e2.value(), k2)));
   SymbolicScope* s = common_scope(e1, e2, "for linear combination");
@@ -536,17 +601,17 @@ inline Dim lincomb(const Dim& e1, std::int64_t k1, const Dim& e2, std::int64_t k
   return normalize_terms(lincomb_pairs(terms_of(e1, s1), 0, k1, terms_of(e2, s2), 0, k2), s);
 }
 
-inline Dim add_dims(const Dim& a, const Dim& b) {
+Dim add_dims(const Dim& a, const Dim& b) {
   if (b.is_static() && b.value() == 0) return a;
   if (a.is_static() && a.value() == 0) return b;
   return lincomb(a, 1, b, 1);
 }
-inline Dim sub_dims(const Dim& a, const Dim& b) {
+Dim sub_dims(const Dim& a, const Dim& b) {
   if (b.is_static() && b.value() == 0) return a;
   return lincomb(a, 1, b, -1);
 }
 
-inline Dim mul_dims(const Dim& a, const Dim& b) {
+Dim mul_dims(const Dim& a, const Dim& b) {
   if (a.is_static() && b.is_static()) return Dim(checked_mul(a.value(), b.value()));
   if (a.is_static() || b.is_static()) {
     const std::int64_t k = a.is_static() ? a.value() : b.value();
@@ -565,7 +630,7 @@ inline Dim mul_dims(const Dim& a, const Dim& b) {
 // Floor division with remainder generalised to expressions (JAX `_divmod`):
 // polynomial division when it is exact (a symbolic divisor) or leaves an
 // integer remainder (a static divisor), else floordiv(a, b) and mod(a, b).
-inline std::pair<Dim, Dim> divmod_dims(const Dim& a, const Dim& b) {
+std::pair<Dim, Dim> divmod_dims(const Dim& a, const Dim& b) {
   if (b.is_static() && b.value() == 0)
     fail<ArithmeticError>("Division by zero in dimension expression floordiv(" + a.to_string() + ", 0)");
   SymbolicScope* s = common_scope(a, b, "for operation floordiv");
@@ -605,10 +670,10 @@ inline std::pair<Dim, Dim> divmod_dims(const Dim& a, const Dim& b) {
 
 // Bounds of a Dim from "every variable >= 1", the constraints and the
 // implicit bounds of floordiv/mod/max/min (symbolic_decision.hpp).
-inline std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec);
+std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec);
 
 // JAX `core.max_dim` / `core.min_dim`: decided where the bounds allow.
-inline Dim max_dims(const Dim& d1, const Dim& d2) {
+Dim max_dims(const Dim& d1, const Dim& d2) {
   if (d1.is_static() && d2.is_static()) return d1.value() >= d2.value() ? d1 : d2;
   SymbolicScope* s = common_scope(d1, d2, "for operation max");
   if (d1.is_static()) {  // d2.rmax(d1)
@@ -623,7 +688,7 @@ inline Dim max_dims(const Dim& d1, const Dim& d2) {
   return from_operation(DimOp::max, d1, d2, s);
 }
 
-inline Dim min_dims(const Dim& d1, const Dim& d2) {
+Dim min_dims(const Dim& d1, const Dim& d2) {
   if (d1.is_static() && d2.is_static()) return d1.value() <= d2.value() ? d1 : d2;
   SymbolicScope* s = common_scope(d1, d2, "for operation min");
   if (d1.is_static()) {  // d2.rmin(d1)
@@ -639,7 +704,7 @@ inline Dim min_dims(const Dim& d1, const Dim& d2) {
 }
 
 // The help text of every InconclusiveDimensionOperation (reference 003).
-inline std::string inconclusive_help(const std::string& constraint_example) {
+std::string inconclusive_help(const std::string& constraint_example) {
   return "\nThis error arises for comparison operations with shapes that\n"
          "are non-constant, and the result of the operation cannot be represented as\n"
          "a boolean value for all values of the symbolic dimensions involved.\n"
@@ -655,7 +720,7 @@ inline std::string inconclusive_help(const std::string& constraint_example) {
 }
 
 // JAX `_geq_decision`.
-inline bool geq_decision(const Dim& e1, const Dim& e2, const Dim& lhs, const char* op, const Dim& rhs) {
+bool geq_decision(const Dim& e1, const Dim& e2, const Dim& lhs, const char* op, const Dim& rhs) {
   if (e1.is_static() && e2.is_static()) return e1.value() >= e2.value();
   SymbolicScope* s = scope_of(e1) ? scope_of(e1) : scope_of(e2);
   if (scope_of(e1) && scope_of(e2) && scope_of(e1) != scope_of(e2))
@@ -671,7 +736,7 @@ inline bool geq_decision(const Dim& e1, const Dim& e2, const Dim& lhs, const cha
 }
 
 // The variables of an expression, sorted (JAX `_get_vars`).
-inline void collect_vars(const DimExpr& e, std::set<std::string>& acc) {
+void collect_vars(const DimExpr& e, std::set<std::string>& acc) {
   for (const auto& [t, k] : e.terms)
     for (const auto& [f, x] : t->factors) {
       if (f->op == DimOp::var) {
@@ -682,7 +747,7 @@ inline void collect_vars(const DimExpr& e, std::set<std::string>& acc) {
       }
     }
 }
-inline std::set<std::string> dim_vars(const Dim& d) {
+std::set<std::string> dim_vars(const Dim& d) {
   std::set<std::string> acc;
   if (d.is_symbolic()) collect_vars(*d.expr(), acc);
   return acc;
@@ -691,7 +756,6 @@ inline std::set<std::string> dim_vars(const Dim& d) {
 // ---------------------------------------------------------------------------
 // The engine entry points declared in dim.hpp
 // (non-inline: one definition per program, in the DYNSTAGE_IMPLEMENTATION TU)
-#ifdef DYNSTAGE_IMPLEMENTATION
 
 Dim sym_add(const Dim& a, const Dim& b) { return adopt(add_dims(a, b)); }
 Dim sym_sub(const Dim& a, const Dim& b) { return adopt(sub_dims(a, b)); }
@@ -708,27 +772,20 @@ bool sym_equal(const DimExpr& a, const DimExpr& b) {
   return a.scope == b.scope && a.hash == b.hash && cmp_expr(a, b) == 0;
 }
 std::string sym_str(const DimExpr& e) { return expr_str(e); }
-#endif  // DYNSTAGE_IMPLEMENTATION
-
-// A hash consistent with ==, for caches keyed by (symbolic) shapes.
-inline std::size_t dim_hash(const Dim& d) {
-  if (d.is_static()) return std::hash<std::int64_t>{}(d.value());
-  return hash_mix(d.expr()->hash, std::hash<const void*>{}(d.expr()->scope));
-}
 
 // ---------------------------------------------------------------------------
 // Evaluation with values for the variables (floor semantics).
 
-inline std::string unexpected_var_message(const std::string& v) {
+std::string unexpected_var_message(const std::string& v) {
   return "Encountered dimension variable '" + v +
          "' that is not appearing in the shapes of the function arguments.\n"
          "Please see https://jax.readthedocs.io/en/latest/export/shape_poly.html"
          "#dimension-variables-must-be-solvable-from-the-input-shapes for more details.";
 }
 
-inline std::int64_t evaluate_expr(const DimExpr& e, const Bindings& env, SymbolicScope* scope);
+std::int64_t evaluate_expr(const DimExpr& e, const Bindings& env, SymbolicScope* scope);
 
-inline std::int64_t evaluate_factor(const DimFactor& f, const Bindings& env, SymbolicScope* scope) {
+std::int64_t evaluate_factor(const DimFactor& f, const Bindings& env, SymbolicScope* scope) {
   switch (f.op) {
     case DimOp::var: {
       if (auto it = env.find(f.var); it != env.end()) return it->second;
@@ -756,7 +813,7 @@ inline std::int64_t evaluate_factor(const DimFactor& f, const Bindings& env, Sym
   internal_error("bad DimOp");
 }
 
-inline std::int64_t evaluate_term(const DimTerm& t, const Bindings& env, SymbolicScope* scope) {
+std::int64_t evaluate_term(const DimTerm& t, const Bindings& env, SymbolicScope* scope) {
   std::int64_t r = 1;
   for (const auto& [f, x] : t.factors) {
     const std::int64_t v = evaluate_factor(*f, env, scope);
@@ -765,7 +822,7 @@ inline std::int64_t evaluate_term(const DimTerm& t, const Bindings& env, Symboli
   return r;
 }
 
-inline std::int64_t evaluate_expr(const DimExpr& e, const Bindings& env, SymbolicScope* scope) {
+std::int64_t evaluate_expr(const DimExpr& e, const Bindings& env, SymbolicScope* scope) {
   std::int64_t r = 0;
   for (const auto& [t, k] : e.terms) r = checked_add(r, checked_mul(k, evaluate_term(*t, env, scope)));
   return r;
@@ -773,12 +830,14 @@ inline std::int64_t evaluate_expr(const DimExpr& e, const Bindings& env, Symboli
 
 // The value of `d` for these values of its variables. A missing variable
 // throws ShapeAssertionError (JAX's UnexpectedDimVar wording).
-inline std::int64_t evaluate(const Dim& d, const Bindings& env) {
+std::int64_t evaluate(const Dim& d, const Bindings& env) {
   if (d.is_static()) return d.value();
   return evaluate_expr(*d.expr(), env, d.expr()->scope);
 }
 
 }  // namespace dyn::detail
+
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 // The rest of the engine, in dependency order.
 #include "symbolic_decision.hpp"

@@ -21,6 +21,13 @@
 // may be negative account for the sign (JAX takes lb^k, ub^k).
 #pragma once
 
+// The whole decision procedure is compiled once per program, in the
+// translation unit that defines DYNSTAGE_IMPLEMENTATION; symbolic.hpp
+// declares its entry points (bounds_decision, dim_bounds).
+#include "symbolic.hpp"
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -29,22 +36,20 @@
 #include <utility>
 #include <vector>
 
-#include "symbolic.hpp"
-
 namespace dyn::detail {
 
 // --- Bound arithmetic (int64 with -inf/+inf sentinels) ---
 
-inline bool is_inf(Bound b) { return b == kNegInf || b == kPosInf; }
-inline std::int64_t sgn(std::int64_t x) { return x >= 0 ? 1 : -1; }
+bool is_inf(Bound b) { return b == kNegInf || b == kPosInf; }
+std::int64_t sgn(std::int64_t x) { return x >= 0 ? 1 : -1; }
 
 // floor(a / b) and ceil(a / b) for b != 0 finite, a possibly infinite.
-inline Bound bound_floordiv(Bound a, std::int64_t b) {
+Bound bound_floordiv(Bound a, std::int64_t b) {
   if (is_inf(a)) return ((a > 0) == (b > 0)) ? kPosInf : kNegInf;
   if (b == -1) return a == kNegInf + 1 ? kPosInf : -a;
   return floordiv_int(a, b);
 }
-inline Bound bound_ceildiv(Bound a, std::int64_t b) {
+Bound bound_ceildiv(Bound a, std::int64_t b) {
   if (is_inf(a)) return ((a > 0) == (b > 0)) ? kPosInf : kNegInf;
   if (b == -1) return a == kNegInf + 1 ? kPosInf : -a;
   std::int64_t q = a / b;
@@ -52,7 +57,7 @@ inline Bound bound_ceildiv(Bound a, std::int64_t b) {
   return q;
 }
 
-inline Bound bound_mul(Bound a, Bound b) {
+Bound bound_mul(Bound a, Bound b) {
   if (a == 0 || b == 0) return 0;  // a bounded factor that is 0 makes the product 0
   const bool neg = (a < 0) != (b < 0);
   if (is_inf(a) || is_inf(b)) return neg ? kNegInf : kPosInf;
@@ -61,7 +66,7 @@ inline Bound bound_mul(Bound a, Bound b) {
   return r;
 }
 
-inline Bound bound_add(Bound a, std::int64_t k) {
+Bound bound_add(Bound a, std::int64_t k) {
   if (is_inf(a)) return a;
   std::int64_t r;
   if (__builtin_add_overflow(a, k, &r) || is_inf(r)) return k > 0 ? kPosInf : kNegInf;
@@ -69,7 +74,7 @@ inline Bound bound_add(Bound a, std::int64_t k) {
 }
 
 // Bounds of f^k given the bounds of f.
-inline std::pair<Bound, Bound> bound_pow(Bound lo, Bound hi, std::int64_t k) {
+std::pair<Bound, Bound> bound_pow(Bound lo, Bound hi, std::int64_t k) {
   auto p = [k](Bound v) {
     Bound r = 1;
     for (std::int64_t i = 0; i < k; ++i) r = bound_mul(r, v);
@@ -83,7 +88,7 @@ inline std::pair<Bound, Bound> bound_pow(Bound lo, Bound hi, std::int64_t k) {
 }
 
 // floor(a / b) over the extended integers (JAX `math_floor_with_inf`).
-inline Bound bound_floor_with_inf(Bound a, Bound b) {
+Bound bound_floor_with_inf(Bound a, Bound b) {
   if (!is_inf(b)) {
     if (!is_inf(a)) return b == -1 ? bound_floordiv(a, b) : floordiv_int(a, b);
     return ((a >= 0) != (b >= 0)) ? kNegInf : kPosInf;
@@ -92,7 +97,7 @@ inline Bound bound_floor_with_inf(Bound a, Bound b) {
   return ((a >= 0) != (b >= 0)) ? kNegInf : kPosInf;
 }
 
-inline bool bounds_sufficient(BoundsPrecision p, Bound lb, Bound ub) {
+bool bounds_sufficient(BoundsPrecision p, Bound lb, Bound ub) {
   switch (p) {
     case BoundsPrecision::geq0_or_leq0: return lb >= 0 || ub <= 0;
     case BoundsPrecision::geq0_or_lt0: return lb >= 0 || ub < 0;
@@ -101,7 +106,7 @@ inline bool bounds_sufficient(BoundsPrecision p, Bound lb, Bound ub) {
   return false;
 }
 
-[[noreturn]] inline void unsatisfiable(const std::string& what) { fail<ShapeError>("Unsatisfiable constraint: " + what); }
+[[noreturn]] void unsatisfiable(const std::string& what) { fail<ShapeError>("Unsatisfiable constraint: " + what); }
 
 // --- The decision procedure ---
 
@@ -397,7 +402,7 @@ private:
   std::map<TermPtr, std::vector<Fact>, TermLess> expr_constraints_;
 };
 
-inline std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec) {
+std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec) {
   if (e.is_static()) return {e.value(), e.value()};
   SymbolicScope& scope = *e.expr()->scope;
   std::lock_guard<std::recursive_mutex> lock(scope.mutex);
@@ -408,8 +413,10 @@ inline std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision pre
 // The bounds of a dimension as the decision procedure sees them (kNegInf /
 // kPosInf when unbounded); for diagnostics and for shape rules that want to
 // reason about ranges themselves.
-inline std::pair<Bound, Bound> dim_bounds(const Dim& d) { return bounds_decision(d, BoundsPrecision::best); }
+std::pair<Bound, Bound> dim_bounds(const Dim& d) { return bounds_decision(d, BoundsPrecision::best); }
 
 }  // namespace dyn::detail
+
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 #include "symbolic_spec.hpp"

@@ -63,7 +63,12 @@ struct Value {
 };
 
 // A concrete rank-0 value.
-inline Value scalar_value(const Scalar& s, bool weak) {
+Value scalar_value(const Scalar& s, bool weak);
+// The value of a concrete rank-0 array.
+Scalar scalar_of(const AnyArray& a);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value scalar_value(const Scalar& s, bool weak) {
   Storage st = Storage::make(s.dtype, {}, false);
   visit_dtype(s.dtype, [&](auto t) {
     using T = decltype(t);
@@ -72,12 +77,13 @@ inline Value scalar_value(const Scalar& s, bool weak) {
   return Value{AnyArray(std::move(st)), nullptr, weak};
 }
 
-inline Scalar scalar_of(const AnyArray& a) {
+Scalar scalar_of(const AnyArray& a) {
   return visit_dtype(a.dtype(), [&](auto t) {
     using T = decltype(t);
     return Scalar::of<T>(*static_cast<const T*>(a.data()));
   });
 }
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 inline std::vector<TraceState*>& trace_stack() {
   thread_local std::vector<TraceState*> stack;
@@ -135,24 +141,13 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   // polymorphic dimension variable or expression of the arguments' shapes).
   Value new_dim_arg(const Dim& d);
 
-  int add_constvar(const Aval& a, Value source) {
-    int v = jaxpr.new_var(type_of_aval(a));
-    jaxpr.constvars.push_back(v);
-    const_sources.push_back(std::move(source));
-    return v;
-  }
+  int add_constvar(const Aval& a, Value source);  // out of line (DYNSTAGE_IMPLEMENTATION)
 
   // The atom standing for `v` in this trace.
   Atom atom_for(const Value& v);  // out of line (DYNSTAGE_IMPLEMENTATION)
 
   // A tracer for a concrete non-scalar array: its constvar.
-  Value lift(const Value& v) {
-    if (v.is_tracer() && v.tracer->trace.get() == this) return v;
-    if (!v.is_tracer() && v.array.rank() == 0) return v;  // stays a literal
-    Atom a = atom_for(v);
-    Aval av = v.aval();
-    return make_tracer(a.var, av);
-  }
+  Value lift(const Value& v);  // out of line (DYNSTAGE_IMPLEMENTATION)
 
   // The value of dimension `d` in this trace, which must be the innermost
   // one: a strong i64 literal when static, else the tracer holding it
@@ -175,6 +170,21 @@ private:
 Dim dim_of(const Value& v, std::string_view op);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+int TraceState::add_constvar(const Aval& a, Value source) {
+  int v = jaxpr.new_var(type_of_aval(a));
+  jaxpr.constvars.push_back(v);
+  const_sources.push_back(std::move(source));
+  return v;
+}
+
+Value TraceState::lift(const Value& v) {
+  if (v.is_tracer() && v.tracer->trace.get() == this) return v;
+  if (!v.is_tracer() && v.array.rank() == 0) return v;  // stays a literal
+  Atom a = atom_for(v);
+  Aval av = v.aval();
+  return make_tracer(a.var, av);
+}
+
 Atom TraceState::atom_for(const Value& v) {
   if (v.is_tracer()) {
     const TracerNode* n = v.tracer.get();
@@ -207,21 +217,10 @@ class TraceScope {
 public:
   // A scope nested in the current trace (if any). Its symbolic dimensions live
   // in `scope` if given, else in the enclosing trace's scope.
-  explicit TraceScope(std::shared_ptr<SymbolicScope> scope = nullptr) : state_(std::make_shared<TraceState>()) {
-    state_->level = trace_stack().size();
-    state_->parent = current_trace();
-    state_->scope = scope ? std::move(scope) : state_->parent ? state_->parent->scope : nullptr;
-    trace_stack().push_back(state_.get());
-  }
-  ~TraceScope() {
-    state_->active = false;
-    // The dimension memo holds this trace's own tracers, which point back at
-    // the state: break the cycle (tracers that escaped keep the state alive
-    // only to report that their trace has finished).
-    state_->dims.clear();
-    auto& s = trace_stack();
-    if (!s.empty() && s.back() == state_.get()) s.pop_back();
-  }
+  // (Constructor and destructor out of line, DYNSTAGE_IMPLEMENTATION: they
+  // own the TraceState's creation and destruction, and so its containers.)
+  explicit TraceScope(std::shared_ptr<SymbolicScope> scope = nullptr);
+  ~TraceScope();
   TraceScope(const TraceScope&) = delete;
   TraceScope& operator=(const TraceScope&) = delete;
 
@@ -260,6 +259,23 @@ private:
 };
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+TraceScope::TraceScope(std::shared_ptr<SymbolicScope> scope) : state_(std::make_shared<TraceState>()) {
+  state_->level = trace_stack().size();
+  state_->parent = current_trace();
+  state_->scope = scope ? std::move(scope) : state_->parent ? state_->parent->scope : nullptr;
+  trace_stack().push_back(state_.get());
+}
+
+TraceScope::~TraceScope() {
+  state_->active = false;
+  // The dimension memo holds this trace's own tracers, which point back at
+  // the state: break the cycle (tracers that escaped keep the state alive
+  // only to report that their trace has finished).
+  state_->dims.clear();
+  auto& s = trace_stack();
+  if (!s.empty() && s.back() == state_.get()) s.pop_back();
+}
+
 std::shared_ptr<Jaxpr> TraceScope::finish(const std::vector<Value>& outs, bool implicit_results) {
   Jaxpr& j = state_->jaxpr;
   out_shapes_.clear();
