@@ -18,6 +18,7 @@ void fused(const double* x, const double* y, double* out, std::int64_t n);  // o
 double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
 void matmul(const double* a, const double* b, double* c, std::int64_t n);  // c = a @ b, n x n, i-k-j order
+void affine_loop(const double* x, double* out, std::int64_t n, std::int64_t iters);  // iters x (out = out*0.5 + 1)
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).
@@ -25,6 +26,7 @@ namespace fastmath {
 void fused(const double* x, const double* y, double* out, std::int64_t n);
 double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
+void affine_loop(const double* x, double* out, std::int64_t n, std::int64_t iters);
 }  // namespace fastmath
 
 // Eigen 3 expressions over Eigen::Map of the same buffers (baseline_eigen.cpp).

@@ -21,6 +21,8 @@
 // Names are "case/variant/arg"; scripts/bench_report.py relies on that.
 // Issue 4 adds */jit_symbolic (the same kernels compiled once for symbolic
 // sizes) and poly100/* (100 sizes, one compile vs one compile per size).
+// Control flow adds loop/* (a 10,000-iteration for_loop over 16 doubles,
+// with the time per loop iteration as the counter "per_iter").
 //
 // `bench_main --ir <case>` prints a kernel's jaxpr and optimised LLVM IR.
 // `bench_main --first-kernel` times, in a fresh process, the first and the
@@ -70,6 +72,11 @@ auto ten_ops_fn = [](auto x, auto y) {
   return d / (y * y);
 };
 constexpr std::size_t kTenOps = 10;
+// A loop over a small array: 10,000 times a = a * 0.5 + 1.0.
+constexpr std::int64_t kLoopIters = 10000;
+auto loop_fn = [](auto a) {
+  return dyn::for_loop(0, kLoopIters, 1)([](auto, auto x) { return x * 0.5 + 1.0; })(a);
+};
 
 // One dyn::jit object per staged function: its cache persists across the
 // benchmark's invocations, so timed loops only ever hit the cache.
@@ -78,6 +85,7 @@ const auto jit_add = dyn::jit(add_fn);
 const auto jit_sumsq = dyn::jit(sumsq_fn);
 const auto jit_softmax = dyn::jit(softmax_fn);
 const auto jit_matmul = dyn::jit(matmul_fn);
+const auto jit_loop = dyn::jit(loop_fn);
 // The fused kernel with a symbolic n (issue 4): one kernel for every n, the
 // trip count a run-time value.
 const auto jit_fused_symbolic = dyn::jit(fused_fn, dyn::polymorphic_shapes{"n", "n"});
@@ -414,6 +422,52 @@ void BM_compile_trace_only(benchmark::State& st) {
 }
 
 // ---------------------------------------------------------------------------
+// Control flow: a for_loop of kLoopIters iterations over n doubles. The
+// counter "per_iter" is the time per loop iteration (time / kLoopIters).
+
+void loop_counters(benchmark::State& st, std::int64_t n) {
+  st.counters["n"] = static_cast<double>(n);
+  st.counters["per_iter"] = benchmark::Counter(static_cast<double>(kLoopIters),
+                                               benchmark::Counter::kIsIterationInvariantRate |
+                                                   benchmark::Counter::kInvert);
+}
+
+void BM_loop_jit(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr& x = input({n}, 13);
+  benchmark::DoNotOptimize(jit_loop(x).data());  // compile outside the loop
+  for (auto _ : st) {
+    Arr r = jit_loop(x);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  loop_counters(st, n);
+}
+
+void BM_loop_eager(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr& x = input({n}, 13);
+  for (auto _ : st) {
+    Arr r = loop_fn(x);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  loop_counters(st, n);
+}
+
+void BM_loop_baseline(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr& x = input({n}, 13);
+  double* out = out_buffer(n);
+  for (auto _ : st) {
+    bench::loops::affine_loop(x.data(), out, n, kLoopIters);
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  loop_counters(st, n);
+}
+
+// ---------------------------------------------------------------------------
 // Shape polymorphism (issue 4): the fused kernel called with 100 distinct
 // sizes n = 1000, 1010, ..., 1990 through a fresh dyn::jit each iteration,
 // polymorphic (one trace and compile, then 99 cache hits) or static (one
@@ -497,6 +551,10 @@ void register_all() {
   reg("compile/clear_cache", BM_compile_clear_cache, {1000}, kMillisecond);
   reg("compile/trace_only", BM_compile_trace_only, {1000}, kMillisecond);
 
+  reg("loop/jit", BM_loop_jit, {16}, kMicrosecond);
+  reg("loop/eager", BM_loop_eager, {16}, kMicrosecond);
+  reg("loop/loops", BM_loop_baseline, {16}, kMicrosecond);
+
   reg("poly100/polymorphic", BM_poly_sizes<true>, {kPolySizes}, kMillisecond);
   reg("poly100/static", BM_poly_sizes<false>, {kPolySizes}, kMillisecond);
 }
@@ -558,6 +616,13 @@ bool check_all() {
          max_rel_diff(jit_matmul_symbolic(a, b).data(), ref.data(), n * n), 1e-9);
   }
   {
+    const Arr& x = input({16}, 13);
+    std::vector<double> ref(16);
+    bench::loops::affine_loop(x.data(), ref.data(), 16, kLoopIters);
+    note("loop_jit", max_rel_diff(jit_loop(x).data(), ref.data(), 16), 0.0);
+    note("loop_eager", max_rel_diff(loop_fn(x).data(), ref.data(), 16), 0.0);
+  }
+  {
     const Arr &x = input({1000}, 9), &y = input({1000}, 10);
     const std::size_t eqns = dyn::make_jaxpr(ten_ops_fn)(x, y).jaxpr->eqns.size();
     benchmark::AddCustomContext("ten_ops_eqns", std::to_string(eqns));
@@ -598,7 +663,8 @@ int print_ir(const std::string& which) {
   if (which == "softmax") return show(jit_softmax, input({1000, 1000}, 4));
   if (which == "matmul") return show(jit_matmul, input({512, 512}, 5), input({512, 512}, 6));
   if (which == "ten_ops") return show(dyn::jit(ten_ops_fn), input({1000}, 9), input({1000}, 10));
-  std::fprintf(stderr, "bench_main --ir: fused, fused_symbolic, add, sumsq, softmax, matmul or ten_ops\n");
+  if (which == "loop") return show(jit_loop, input({16}, 13));
+  std::fprintf(stderr, "bench_main --ir: fused, fused_symbolic, add, sumsq, softmax, matmul, ten_ops or loop\n");
   return 1;
 }
 

@@ -167,6 +167,13 @@ struct JitEntry {
   std::vector<DimLeaf> dim_leaves;
   std::vector<std::string> dim_leaf_names;
   std::vector<Shape> out_shapes;         // every output, implicit ones first
+  // Outputs whose size is computed inside the kernel (a loop that resizes
+  // its state, a cond, a size computed from data): the kernel allocates them
+  // and returns pointer and shape through a cell of `cell_words` int64s
+  // (backend.hpp); cell_offset[k] is output k's cell, or -1.
+  std::vector<bool> kernel_sized;
+  std::vector<std::ptrdiff_t> cell_offset;
+  std::size_t cell_words = 0;
   std::atomic<std::uint64_t> last_used{0};
 
   // In-flight state: set once by the compiling thread. `compiled` lets a
@@ -231,6 +238,7 @@ struct CallScratch {
   std::vector<std::vector<std::int64_t>> leaf_shapes;
   std::vector<std::int64_t> leaf_ints;      // integer scalar leaves, as int64
   std::vector<std::vector<std::int64_t>> out_dims;  // output shapes of a dynamic entry
+  std::vector<std::int64_t> cells;                 // results the kernel allocates (JitEntry::cell_offset)
   std::vector<Storage> outputs;
   static CallScratch& get() {
     thread_local CallScratch s;
@@ -298,6 +306,15 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
                   const std::source_location& loc, std::chrono::steady_clock::time_point t0,
                   std::chrono::steady_clock::time_point t1, std::chrono::steady_clock::time_point t2);
 
+// Per outvar of the traced jaxpr (implicit ones first): whether its size
+// depends on values computed inside the function, so that only the kernel
+// can allocate it (backend.hpp, "Results the kernel allocates").
+std::vector<bool> kernel_sized_results(const Traced& t);
+
+// After a successful call: the results the kernel allocated (cells) become
+// the outputs' storage, freed with free().
+void adopt_kernel_results(const JitEntry& e, CallScratch& sc);
+
 // For a dynamic entry, from sc.leaf_shapes and sc.leaf_ints: solve the
 // dimension variables (ShapeAssertionError if the shapes violate the spec),
 // fill sc.dim_slots with the implicit dimension arguments and sc.out_dims
@@ -344,6 +361,42 @@ struct JitCache {
 };
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<bool> kernel_sized_results(const Traced& t) {
+  const Jaxpr& j = *t.jaxpr.jaxpr;
+  const std::size_t implicit =
+      j.out_explicit.empty() ? 0 : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
+  std::vector<std::string> known = t.poly ? t.poly->solver->variables() : std::vector<std::string>{};
+  for (const auto& dl : t.dim_leaves) known.push_back(dl.var.to_string());
+  std::vector<bool> r(j.outvars.size(), false);
+  for (std::size_t k = implicit; k < j.outvars.size(); ++k)
+    for (const Dim& d : t.out_shapes.at(k - implicit))
+      if (!d.is_static())
+        for (const std::string& v : dim_vars(d))
+          if (std::find(known.begin(), known.end(), v) == known.end()) r[k] = true;
+  return r;
+}
+
+void adopt_kernel_results(const JitEntry& e, CallScratch& sc) {
+  // Own every buffer first, so that a shape check that throws frees them all.
+  for (std::size_t i = 0; i < e.outs.size(); ++i) {
+    if (e.cell_offset[i] < 0) continue;
+    const std::int64_t* cell = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+    void* p = nullptr;
+    std::memcpy(&p, cell, sizeof p);
+    Storage& s = sc.outputs[i];
+    s.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    s.data = p;
+    s.dtype = e.outs[i].dtype;
+  }
+  for (std::size_t i = 0; i < e.outs.size(); ++i) {
+    if (e.cell_offset[i] < 0) continue;
+    const std::int64_t* cell = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+    Storage& s = sc.outputs[i];
+    s.shape.assign(cell + 1, cell + 1 + e.outs[i].shape.size());
+    s.size = checked_numel(s.shape, "jit result");
+  }
+}
+
 void solve_call_dims(const JitEntry& e, CallScratch& sc) {
   Bindings env;
   if (e.poly) env = e.poly->solver->solve_shapes(sc.leaf_shapes);
@@ -360,6 +413,7 @@ void solve_call_dims(const JitEntry& e, CallScratch& sc) {
   sc.out_dims.resize(e.out_shapes.size());
   for (std::size_t i = 0; i < e.out_shapes.size(); ++i) {
     sc.out_dims[i].clear();
+    if (e.kernel_sized[i]) continue;  // the kernel reports it
     for (const Dim& d : e.out_shapes[i]) sc.out_dims[i].push_back(d.is_static() ? d.value() : evaluate(d, env));
   }
 }
@@ -381,26 +435,21 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
   e.dim_leaves = traced.dim_leaves;
   for (const auto& dl : e.dim_leaves) e.dim_leaf_names.push_back(dl.var.to_string());
   e.dynamic = e.poly != nullptr;
-  const std::vector<std::string> solved = e.poly ? e.poly->solver->variables() : std::vector<std::string>{};
+  e.kernel_sized = kernel_sized_results(traced);
   for (std::size_t k = 0; k < j.outvars.size(); ++k) {
     const Type& t = j.type_of(j.outvars[k]);
     LeafSig ls{t.dtype, {}};
+    e.cell_offset.push_back(-1);
+    if (e.kernel_sized[k]) {
+      e.cell_offset.back() = static_cast<std::ptrdiff_t>(e.cell_words);
+      e.cell_words += 1 + static_cast<std::size_t>(t.rank());
+    }
     for (const Dim& d : e.out_shapes[k]) {
       if (d.is_static()) {
         ls.shape.push_back(d.value());
         continue;
       }
-      e.dynamic = true;
-      // Every variable of a result's size must be known before the call.
-      for (const std::string& v : dim_vars(d)) {
-        const bool known = std::find(e.dim_leaf_names.begin(), e.dim_leaf_names.end(), v) != e.dim_leaf_names.end() ||
-                           std::find(solved.begin(), solved.end(), v) != solved.end();
-        if (!known)
-          fail<TypeError>("jit: result #" + std::to_string(k) + " has the dimension " + d.to_string() +
-                          ", which depends on values computed inside the function; jit allocates results before "
-                          "the call, so their sizes must follow from the argument shapes and integer arguments "
-                          "(make_jaxpr, eval_jaxpr and eager support it)");
-      }
+      e.dynamic = true;  // sizes known before the call are evaluated on the host, the others come from the kernel
       ls.shape.push_back(0);
     }
     e.out_sizes.push_back(e.dynamic ? 0 : checked_numel(ls.shape, "jit result"));
@@ -508,8 +557,8 @@ public:
   // The optimised LLVM IR of the kernel for these arguments' signature.
   template <class... Args>
   std::string llvm_ir(const Args&... args) const {
-    ClosedJaxpr cj = jaxpr(args...);
-    return detail::compile_kernel(*cj.jaxpr, true).llvm_ir;
+    detail::Traced t = detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...);
+    return detail::compile_kernel(*t.jaxpr.jaxpr, true, detail::kernel_sized_results(t)).llvm_ir;
   }
 
   JitStats stats() const {
@@ -692,7 +741,8 @@ private:
     detail::Traced traced = detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...);
     c.traces.fetch_add(1, std::memory_order_relaxed);
     auto t1 = std::chrono::steady_clock::now();
-    detail::CompileResult cr = detail::compile_kernel(*traced.jaxpr.jaxpr, !detail::JitEnv::get().dump_dir.empty());
+    detail::CompileResult cr = detail::compile_kernel(*traced.jaxpr.jaxpr, !detail::JitEnv::get().dump_dir.empty(),
+                                                      detail::kernel_sized_results(traced));
     auto t2 = std::chrono::steady_clock::now();
     c.compiles.fetch_add(1, std::memory_order_relaxed);
 
@@ -762,12 +812,19 @@ private:
         sc.results.push_back(sc.outputs.back().data);
       }
     } else {
+      sc.cells.resize(e.cell_words);
       for (std::size_t i = 0; i < e.outs.size(); ++i) {
+        if (e.cell_offset[i] >= 0) {  // allocated by the kernel
+          sc.outputs.emplace_back();
+          sc.results.push_back(&sc.cells[static_cast<std::size_t>(e.cell_offset[i])]);
+          continue;
+        }
         sc.outputs.push_back(detail::Storage::make(e.outs[i].dtype, std::move(sc.out_dims[i]), false));
         sc.results.push_back(sc.outputs.back().data);
       }
     }
     detail::kernel_check(e.fn(sc.args.data(), sc.results.data()));
+    if (e.cell_words) detail::adopt_kernel_results(e, sc);
     std::size_t k = e.implicit_outs;
     auto make_leaf = [&]<class L>() -> L { return L(std::move(sc.outputs[k++])); };
     return detail::unflatten<detail::concrete_t<R>>(e.out_tree, make_leaf);

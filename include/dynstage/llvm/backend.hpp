@@ -30,6 +30,21 @@
 //   returns  kOk, or an error code (below) after which the results hold
 //            unspecified values.
 //
+// Results the kernel allocates. A result whose size is computed inside the
+// kernel (a loop that resizes its state, a cond whose branches return
+// different sizes, a size computed from array data) cannot be allocated by
+// the caller: compile_kernel's `kernel_sized` names those outvars. For each,
+// results[k] points at a cell
+//
+//   struct { void* data; int64_t shape[rank]; }
+//
+// that the kernel fills on success (kOk) with a buffer it allocated with
+// aligned_alloc(64, ...) (release it with free()) and that buffer's shape.
+// On an error code the kernel has freed them and leaves the cells untouched.
+// Every other result keeps the preallocated convention, so kernels without
+// such results are unchanged. Control-flow bodies are lowered to internal
+// functions with this same convention (lower_control.hpp).
+//
 // The kernel allocates its temporaries itself and frees them on every exit
 // path; it is reentrant (one kernel may run on several threads at once).
 #pragma once
@@ -37,6 +52,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "../jaxpr.hpp"
 
@@ -62,8 +78,9 @@ using KernelFn = std::int32_t (*)(const void* const*, void* const*);
 
 // Compile a jaxpr (static or runtime dimensions). Thread-safe: compiles may
 // run concurrently. Throws dyn::Error (TypeError for what the backend cannot
-// lower, InternalError for LLVM failures).
-CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir);
+// lower, InternalError for LLVM failures). `kernel_sized[k]`: outvar k is
+// allocated by the kernel and returned through a cell (above); empty: none.
+CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized = {});
 
 // Run a kernel; throws dyn::ArithmeticError / dyn::Error on its error codes.
 void run_kernel(const Kernel& k, const void* const* args, void* const* results);

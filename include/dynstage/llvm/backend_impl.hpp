@@ -13,7 +13,8 @@
 //
 // Pipeline of compile_kernel, each stage a function (types may have runtime
 // dimensions: one kernel serves every value of them):
-//   canonicalize_dots -> plan_fusion -> Lowering::emit_body (+ C-ABI entry)
+//   canonicalize_dots -> plan_fusion -> Lowering::emit_body (+ C-ABI entry;
+//   control-flow bodies become internal functions, lower_control.hpp)
 //   -> verifyModule -> optimise (O3, host TM, libmvec) -> [print IR]
 //   -> LLJIT addIRModule (own ResourceTracker) -> lookup (code generation)
 #pragma once
@@ -31,6 +32,7 @@
 #include "emit.hpp"
 #include "fusion.hpp"
 #include "lower.hpp"
+#include "lower_control.hpp"
 #include "lower_dot.hpp"
 #include "session.hpp"
 
@@ -53,7 +55,8 @@ struct Kernel {
 namespace llvmjit {
 
 // What the backend cannot lower. Runtime dimensions are lowered (lower.hpp):
-// a dimension must be an integer scalar variable of the jaxpr.
+// a dimension must be an integer scalar variable of the jaxpr. Control flow
+// is lowered (lower_control.hpp); its bodies are checked the same way.
 inline void check_supported(const Jaxpr& j) {
   for (std::size_t v = 0; v < j.types.size(); ++v)
     for (const JDim& d : j.types[v].shape)
@@ -62,11 +65,17 @@ inline void check_supported(const Jaxpr& j) {
         if (dv >= j.types.size() || j.types[dv].rank() != 0 || !is_integer(j.types[dv].dtype))
           fail<TypeError>("jit: variable #" + std::to_string(v) + " has a dimension that is not an integer scalar");
       }
+  for (const Eqn& e : j.eqns) {
+    if (const auto* p = std::get_if<ForLoopParams>(&e.params)) check_supported(*p->body_jaxpr);
+    if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
+      check_supported(*p->cond_jaxpr);
+      check_supported(*p->body_jaxpr);
+    }
+    if (const auto* p = std::get_if<CondParams>(&e.params))
+      for (const auto& br : p->branches) check_supported(*br);
+  }
   for (const Eqn& e : j.eqns)
-    if (prim_kind(e.prim) == Kind::control)
-      fail<TypeError>(std::string("jit: the LLVM backend cannot lower ") + std::string(prim_name(e.prim)) + " yet");
-  for (const Eqn& e : j.eqns)
-    if (e.outputs.size() != 1)
+    if (e.outputs.size() != 1 && prim_kind(e.prim) != Kind::control)
       fail<TypeError>(std::string("jit: the LLVM backend cannot lower ") + std::string(prim_name(e.prim)) +
                       " with " + std::to_string(e.outputs.size()) + " outputs");
 }
@@ -114,7 +123,7 @@ inline void set_host_attributes(llvm::Module& m) {
 
 }  // namespace llvmjit
 
-CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir) {
+CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized) {
   using namespace llvmjit;
   const Clock t0 = Clock::now();
   check_supported(jaxpr);
@@ -130,7 +139,7 @@ CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir) {
   const std::string name = session.fresh_name();
   {
     Emitter E(*mod);
-    Lowering lowering(j, plan, E);
+    Lowering lowering(j, plan, E, kernel_sized);
     llvm::Function* body = lowering.emit_body(name + ".body");
     emit_entry(E, body, name, j.constvars.size() + j.invars.size(), j.outvars.size());
   }

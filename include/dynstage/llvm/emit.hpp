@@ -6,7 +6,9 @@
 // sequence of loop nests). Every temporary is allocated right before the nest
 // that defines it and freed right after the last nest that reads it; an
 // allocation failure branches to a block that frees the temporaries live at
-// that point and returns kKernelOutOfMemory. Run-time faults (integer
+// that point and returns kKernelOutOfMemory (Emitter::exit_with; with
+// control flow, also what the loops own, live_slots, and the same exit after
+// a body function returns a nonzero code). Run-time faults (integer
 // division by zero) OR a bit into an i32 flag instead of branching, so loops
 // stay vectorisable; the flag is the kernel's return value.
 #pragma once
@@ -56,6 +58,10 @@ struct Emitter {
   llvm::Type *i1, *i8, *i32, *i64, *f32, *f64, *ptr;
 
   std::vector<llvm::Value*> live_heap;  // heap temporaries allocated and not yet freed
+  // Allocas holding a heap pointer (or null) owned by the code being emitted:
+  // the state of a loop whose carried sizes change (lower_control.hpp). An
+  // early exit frees what they hold at that moment.
+  std::vector<llvm::Value*> live_slots;
   std::int64_t stack_bytes = 0;   // stack temporaries so far
 
   Emitter(llvm::Module& m)
@@ -163,6 +169,19 @@ struct Emitter {
     llvm::Value* rounded = b.CreateAnd(b.CreateAdd(n, c64(63)), c64(~std::int64_t{63}));
     return heap_temp(rounded);
   }
+  // A heap buffer of `bytes` (run-time) bytes that the caller tracks itself
+  // (not in live_heap): a loop's resizable state, a result handed out.
+  llvm::Value* heap_untracked(llvm::Value* bytes) {
+    llvm::Value* p = heap(bytes);
+    live_heap.pop_back();
+    return p;
+  }
+  // Always on the heap (tracked in live_heap), whatever the size: a buffer
+  // whose ownership leaves the function (a result the kernel allocates).
+  llvm::Value* heap(llvm::Value* bytes) {
+    llvm::Value* n = smax(bytes, c64(1));
+    return heap_temp(b.CreateAnd(b.CreateAdd(n, c64(63)), c64(~std::int64_t{63})));
+  }
   llvm::Value* heap_temp(llvm::Value* rounded) {
     auto fty = llvm::FunctionType::get(ptr, {i64, i64}, false);
     llvm::FunctionCallee alloc = mod.getOrInsertFunction("aligned_alloc", fty);
@@ -171,11 +190,26 @@ struct Emitter {
     llvm::BasicBlock* oom = llvm::BasicBlock::Create(ctx, "alloc.oom", fn);
     b.CreateCondBr(b.CreateIsNull(p), oom, ok, weights(1, 1000));
     b.SetInsertPoint(oom);
-    for (llvm::Value* t : live_heap) free_ptr(t);
-    b.CreateRet(b.getInt32(kKernelOutOfMemory));
+    exit_with(b.getInt32(kKernelOutOfMemory));
     b.SetInsertPoint(ok);
     live_heap.push_back(p);
     return p;
+  }
+  // At the current point (a block of its own): free every heap buffer the
+  // function owns here and return `code`.
+  void exit_with(llvm::Value* code) {
+    for (llvm::Value* t : live_heap) free_ptr(t);
+    for (llvm::Value* s : live_slots) free_ptr(b.CreateLoad(ptr, s));
+    b.CreateRet(code);
+  }
+  // if (code != 0) { free what is owned; return code | err }
+  void exit_if_error(llvm::Value* code) {
+    llvm::BasicBlock* bad = llvm::BasicBlock::Create(ctx, "fault", fn);
+    llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx, "fault.no", fn);
+    b.CreateCondBr(b.CreateICmpNE(code, b.getInt32(0)), bad, ok, weights(1, 1000));
+    b.SetInsertPoint(bad);
+    exit_with(b.CreateOr(code, b.CreateLoad(i32, err)));
+    b.SetInsertPoint(ok);
   }
   void free_ptr(llvm::Value* p) {
     auto fty = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);

@@ -15,6 +15,9 @@
 //     reductions, dot_general, concatenate, dynamic_update_slice.
 //     A dot_general operand must be a buffer: if it is not one (possibly
 //     through reshapes, which keep the row-major order), it is materialised.
+//     Control flow (for_loop, while_loop, cond) is a barrier: every operand
+//     is materialised and every output is a buffer (the loop state or a
+//     branch's results), never written into a result slot in place.
 //  3. Recomputation guard: a fused value that is EXPENSIVE (its inline
 //     expression, up to the buffers it reads, contains a transcendental or
 //     costs >= kExpensiveCost simple operations) is materialised when it would
@@ -112,7 +115,8 @@ inline bool is_fusible(Prim p) {
     case Kind::convert: return true;
     case Kind::structural: return p != Prim::concatenate && p != Prim::dynamic_update_slice;
     case Kind::reduction:
-    case Kind::contraction: return false;
+    case Kind::contraction:
+    case Kind::control: return false;
   }
   return false;
 }
@@ -340,7 +344,8 @@ struct Walk {
         return;
       }
       case Kind::reduction:
-      case Kind::contraction: internal_error("plan_fusion: a reduction or dot_general is not fusible");
+      case Kind::contraction:
+      case Kind::control: internal_error("plan_fusion: a reduction, dot_general or control equation is not fusible");
     }
   }
 
@@ -359,6 +364,9 @@ struct Walk {
     const SymNumel space = sym_numel(j.types[static_cast<std::size_t>(e.outputs[0])]);
     switch (e.prim) {
       case Prim::dot_general:
+      case Prim::for_loop:
+      case Prim::while_loop:
+      case Prim::cond:
         for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
         return;
       case Prim::concatenate:
@@ -490,7 +498,8 @@ struct RowWalk {
         for (const Atom& in : e.inputs) visit(in, j.type_of(in).rank() == 0 ? std::vector<int>{} : tags);
         return;
       case Kind::reduction:
-      case Kind::contraction: return;  // never fused
+      case Kind::contraction:
+      case Kind::control: return;  // never fused
       case Kind::structural: break;
     }
     if (e.prim == Prim::iota || e.inputs.empty()) return;
@@ -684,10 +693,10 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
   plan.out_slot.assign(nv, -1);
   plan.why.assign(nv, "");
   for (std::size_t i = 0; i < ne; ++i) {
-    if (j.eqns[i].outputs.size() != 1)
+    if (j.eqns[i].outputs.size() != 1 && prim_kind(j.eqns[i].prim) != Kind::control)
       internal_error("LLVM backend: " + std::string(prim_name(j.eqns[i].prim)) + " with " +
                      std::to_string(j.eqns[i].outputs.size()) + " outputs");
-    plan.def[static_cast<std::size_t>(j.eqns[i].outputs[0])] = static_cast<int>(i);
+    for (int v : j.eqns[i].outputs) plan.def[static_cast<std::size_t>(v)] = static_cast<int>(i);
   }
 
   // Liveness: outvars and, backwards, the inputs of live eqns, and the
@@ -703,9 +712,11 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     if (a.is_var()) need(a.var);
   for (std::size_t i = ne; i-- > 0;) {
     const Eqn& e = j.eqns[i];
-    if (!needed[static_cast<std::size_t>(e.outputs[0])]) continue;
+    bool any = false;
+    for (int v : e.outputs) any = any || needed[static_cast<std::size_t>(v)];
+    if (!any) continue;
     plan.live[i] = true;
-    need(e.outputs[0]);
+    for (int v : e.outputs) need(v);
     for (std::size_t k = 0; k < e.inputs.size(); ++k) {
       if (!e.inputs[k].is_var()) continue;
       need(e.inputs[k].var);
@@ -723,12 +734,21 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     if (!a.is_var()) continue;
     auto vs = static_cast<std::size_t>(a.var);
     mark(plan, a.var, "output");
-    if (plan.out_slot[vs] < 0 && plan.def[vs] >= 0) plan.out_slot[vs] = static_cast<int>(k);
+    // A control equation's outputs are its loop state (or a branch's
+    // buffers): they are copied into the results afterwards.
+    const bool control = plan.def[vs] >= 0 && prim_kind(j.eqns[static_cast<std::size_t>(plan.def[vs])].prim) == Kind::control;
+    if (plan.out_slot[vs] < 0 && plan.def[vs] >= 0 && !control) plan.out_slot[vs] = static_cast<int>(k);
   }
   for (std::size_t i = 0; i < ne; ++i) {
     const Eqn& e = j.eqns[i];
     if (!plan.live[i]) continue;
-    if (!is_fusible(e.prim)) mark(plan, e.outputs[0], std::string(prim_name(e.prim)));
+    if (!is_fusible(e.prim))
+      for (int v : e.outputs) mark(plan, v, std::string(prim_name(e.prim)));
+    // Control flow is a materialisation barrier: its bodies are functions
+    // of their own that take buffers (lower_control.hpp).
+    if (prim_kind(e.prim) == Kind::control)
+      for (const Atom& a : e.inputs)
+        if (a.is_var()) mark(plan, a.var, "control operand");
     if (e.prim == Prim::dot_general) {
       for (const Atom& a : e.inputs) {
         if (!a.is_var()) continue;

@@ -26,6 +26,9 @@
 // contiguous memory, which LLVM vectorises; values are memoised per
 // (variable, index) within one loop body so a value used twice at the same
 // index is computed once.
+// Control-flow equations (for_loop, while_loop, cond) are emitted by
+// lower_control.hpp: their bodies become functions of their own, called from
+// native loops and branches here.
 // A row group (fusion rule 4) is emitted by emit_group: one loop over the
 // rows, each member's nest over one row inside it; a one-row (row-local)
 // buffer is addressed at (linear index - row * row length), see local().
@@ -97,7 +100,14 @@ struct Row {
 
 class Lowering {
 public:
-  Lowering(const Jaxpr& j, const FusionPlan& plan, Emitter& e) : j_(j), plan_(plan), E(e), b(e.b) {}
+  // `cells`: per outvar, whether the function allocates that result itself
+  // (its size is computed inside): the result pointer then points at a cell
+  // {void* data; int64_t shape[rank]} that the function fills on success
+  // (backend.hpp, "Results the kernel allocates"). Empty: none.
+  Lowering(const Jaxpr& j, const FusionPlan& plan, Emitter& e, std::vector<bool> cells = {})
+      : j_(j), plan_(plan), E(e), b(e.b), cells_(std::move(cells)) {
+    cells_.resize(j.outvars.size(), false);
+  }
 
   // Emit the body function: i32 name(ptr args..., ptr results...).
   llvm::Function* emit_body(const std::string& name);
@@ -107,6 +117,10 @@ private:
   const FusionPlan& plan_;
   Emitter& E;
   llvm::IRBuilder<>& b;
+  std::vector<bool> cells_;             // outvar -> allocated here, returned through a cell
+  std::vector<llvm::Value*> cell_buf_;  // outvar -> its heap buffer (cells only), once allocated
+  std::string name_;                    // of the function being emitted (nested bodies derive theirs)
+  int nested_ = 0;                      // nested body functions emitted so far
   std::vector<llvm::Value*> buf_;   // var -> its buffer, once computed
   std::vector<llvm::Value*> rowoff_;  // var -> inside its row group, the linear index its one-row buffer starts at
   std::vector<llvm::Value*> dimval_;  // var -> its i64 value, for the dimension variables (read once)
@@ -362,6 +376,17 @@ private:
   llvm::Value* buffer_through_reshapes(const Atom& a);
   void copy(llvm::Value* dst, llvm::Value* src, const Type& t);
   void emit_prologue_and_dims(llvm::Function* f, std::size_t nin);
+
+  // Control flow (lower_control.hpp). Each emits the equation, sets the
+  // buffers of all its outputs and schedules their frees in free_after.
+  using FreeAfter = std::vector<std::vector<llvm::Value*>>;
+  void emit_control(std::size_t ei, FreeAfter& free_after);
+  void emit_loop(std::size_t ei, FreeAfter& free_after);
+  void emit_cond(std::size_t ei, FreeAfter& free_after);
+  llvm::Function* emit_nested(const Jaxpr& body, const std::vector<bool>& cells);
+  llvm::Value* operand_ptr(const Atom& a);
+  llvm::Value* scalar_i64(const Atom& a);
+  llvm::Value* call_nested(llvm::Function* f, const std::vector<llvm::Value*>& args);
 };
 
 // ---------------------------------------------------------------------------
@@ -603,7 +628,10 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::reduce_max:
     case Prim::reduce_min:
     case Prim::reduce_prod:
-    case Prim::dot_general: return not_fusible();
+    case Prim::dot_general:
+    case Prim::for_loop:
+    case Prim::while_loop:
+    case Prim::cond: return not_fusible();
   }
   return not_fusible();
 }
@@ -619,6 +647,7 @@ inline void Lowering::emit_root(std::size_t ei) {
   switch (prim_kind(e.prim)) {
     case Kind::reduction: emit_reduction(e, out); return;
     case Kind::contraction: emit_dot(e, out); return;
+    case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::structural:
       if (e.prim == Prim::concatenate) return emit_concatenate(e, out);
       if (e.prim == Prim::dynamic_update_slice) return emit_dynamic_update_slice(e, out);
@@ -987,6 +1016,7 @@ inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
 // The body function.
 
 inline llvm::Function* Lowering::emit_body(const std::string& name) {
+  name_ = name;
   const std::size_t nv = j_.types.size();
   buf_.assign(nv, nullptr);
   rowoff_.assign(nv, nullptr);
@@ -1008,7 +1038,11 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoUndef);
     const Type& t = k < nin ? type(ins[k]) : j_.type_of(j_.outvars[k - nin]);
     const SymNumel n = sym_numel(t);
-    const std::int64_t bytes = n.k * static_cast<std::int64_t>(dtype_size(t.dtype));
+    std::int64_t bytes = n.k * static_cast<std::int64_t>(dtype_size(t.dtype));
+    if (k >= nin && cells_[k - nin]) {  // a cell: the data pointer and the dimensions
+      f->addDereferenceableParamAttr(static_cast<unsigned>(k), static_cast<std::uint64_t>(8 * (1 + t.rank())));
+      continue;
+    }
     if (n.is_static() && bytes > 0)
       f->addDereferenceableParamAttr(static_cast<unsigned>(k), static_cast<std::uint64_t>(bytes));
     if (k < nin) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::ReadOnly);
@@ -1026,14 +1060,20 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   for (int v : ins) read_dim(v);
 
   // Temporaries to free after eqn i.
-  std::vector<std::vector<llvm::Value*>> free_after(j_.eqns.size() + 1);
+  FreeAfter free_after(j_.eqns.size() + 1);
+  cell_buf_.assign(nout, nullptr);
   // The buffer of root i's output, alive until after eqn `until` at least.
   // A one-row buffer (row_axes > 0) holds the dimensions after the row axes;
   // with a runtime row length it is allocated on the heap, once per group.
   auto allocate = [&](std::size_t i, int until, std::size_t row_axes) {
     const auto vs = static_cast<std::size_t>(j_.eqns[i].outputs[0]);
-    if (plan_.out_slot[vs] >= 0) {
-      buf_[vs] = f->getArg(static_cast<unsigned>(nin + static_cast<std::size_t>(plan_.out_slot[vs])));
+    if (const int slot = plan_.out_slot[vs]; slot >= 0) {
+      const auto ks = static_cast<std::size_t>(slot);
+      if (cells_[ks]) {  // allocated here; handed to the caller at the end
+        buf_[vs] = cell_buf_[ks] = E.heap(bytes_of(dims_of(static_cast<int>(vs)), type(static_cast<int>(vs)).dtype));
+        return;
+      }
+      buf_[vs] = f->getArg(static_cast<unsigned>(nin + ks));
       return;
     }
     const bool one_row = plan_.row_local[vs];
@@ -1052,6 +1092,12 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
     const int v = j_.eqns[i].outputs[0];
     const auto vs = static_cast<std::size_t>(v);
     if (!plan_.materialised[vs]) continue;
+    if (prim_kind(j_.eqns[i].prim) == Kind::control) {
+      emit_control(i, free_after);
+      for (int o : j_.eqns[i].outputs) read_dim(o);  // sizes computed by the loop or branch
+      for (llvm::Value* p : free_after[i]) E.release(p);
+      continue;
+    }
     if (const int gi = plan_.group_of[i]; gi >= 0) {
       // Rule 4: the whole group at once; temporaries read inside it are freed after it.
       const RowGroup& g = plan_.groups[static_cast<std::size_t>(gi)];
@@ -1072,6 +1118,13 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   for (std::size_t k = 0; k < nout; ++k) {
     const Atom& a = j_.outvars[k];
     llvm::Value* dst = f->getArg(static_cast<unsigned>(nin + k));
+    if (cells_[k]) {
+      if (!a.is_var()) internal_error("LLVM lowering: a literal result allocated by the kernel");
+      if (cell_buf_[k]) continue;  // written in place
+      cell_buf_[k] = E.heap(bytes_of(dims_of(a.var), type(a.var).dtype));
+      copy(cell_buf_[k], buf_[static_cast<std::size_t>(a.var)], type(a.var));
+      continue;
+    }
     if (!a.is_var()) {
       E.store(dst, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i));
       continue;
@@ -1080,6 +1133,26 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
     copy(dst, buf_[static_cast<std::size_t>(a.var)], type(a.var));
   }
   for (llvm::Value* p : free_after[j_.eqns.size()]) E.release(p);
+  if (std::find(cells_.begin(), cells_.end(), true) != cells_.end()) {
+    // Results allocated here: on a fault everything is freed and the cells
+    // stay untouched; on success each cell gets its pointer and shape, and
+    // the buffer belongs to the caller.
+    for (auto it = E.live_heap.begin(); it != E.live_heap.end();)
+      it = std::find(cell_buf_.begin(), cell_buf_.end(), *it) == cell_buf_.end() ? (E.free_ptr(*it), E.live_heap.erase(it))
+                                                                                   : std::next(it);
+    E.exit_if_error(b.CreateLoad(E.i32, E.err));
+    for (std::size_t k = 0; k < nout; ++k) {
+      if (!cells_[k]) continue;
+      llvm::Value* cell = f->getArg(static_cast<unsigned>(nin + k));
+      b.CreateStore(cell_buf_[k], cell);
+      const Dims dims = dims_of(j_.type_of(j_.outvars[k]));
+      for (std::size_t d = 0; d < dims.size(); ++d)
+        b.CreateStore(dims[d], b.CreateConstInBoundsGEP1_64(E.i64, cell, 1 + d));
+    }
+    E.live_heap.clear();
+    b.CreateRet(b.getInt32(0));
+    return f;
+  }
   while (!E.live_heap.empty()) E.release(E.live_heap.back());
   b.CreateRet(b.CreateLoad(E.i32, E.err));
   return f;

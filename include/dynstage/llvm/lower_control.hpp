@@ -1,0 +1,336 @@
+// dynstage: lowering of the control-flow primitives (for_loop, while_loop,
+// cond) to native loops and branches. Part of the backend implementation
+// (DYNSTAGE_IMPLEMENTATION); the operand and body layouts are the ones
+// written above ForLoopParams in prims.hpp, the semantics control_impl's in
+// control.hpp.
+//
+// Every body (a loop body, a while condition, a branch) becomes an internal
+// function of the module with the kernel body's conventions (one pointer per
+// input, one per result; lower.hpp's Lowering emits it with its own fusion
+// plan), marked alwaysinline: the loop in the parent calls it once per
+// iteration and the inliner folds it in. A result of a body is either
+//   - CALLER-SIZED: its dimensions are static or inputs of the body that the
+//     caller knows before the call (a loop's constants, or a carried size
+//     the body returns unchanged); the caller passes the buffer; or
+//   - a CELL: its size is computed inside (a carried size that changes, a
+//     size computed from the index); the body allocates it and writes
+//     {pointer, shape} into a cell the caller passes (backend.hpp, "Results
+//     the kernel allocates"), the convention of the kernel's own results.
+//
+// Loop state, per carried value (implicit sizes first, then the carried
+// arrays): a pointer to the current buffer. Caller-sized values are double
+// buffered: two buffers allocated once before the loop, the body reads one
+// and writes the other, no allocation per iteration (the first iteration
+// reads the operand itself). Cells: each iteration's new buffer replaces the
+// previous one, which is freed right after the body returns; the loop owns
+// the current one through an alloca (Emitter::live_slots), so every early
+// exit frees it. After the loop the final buffer is the output's buffer; if
+// the loop ran no iteration, the operand is first copied into a buffer of
+// the loop (the output must not alias an operand that may be freed first).
+// A body that returns a nonzero code (a fault, out of memory) stops the
+// kernel: everything owned at that point is freed and the code returned.
+#pragma once
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <string>
+#include <vector>
+
+#include "lower.hpp"
+
+namespace dyn::detail::llvmjit {
+
+// A body as an internal function of the module (alwaysinline).
+inline llvm::Function* Lowering::emit_nested(const Jaxpr& body, const std::vector<bool>& cells) {
+  const Jaxpr j = canonicalize_dots(body);
+  const FusionPlan plan = plan_fusion(j);
+  Emitter sub(E.mod);
+  Lowering low(j, plan, sub, cells);
+  llvm::Function* f = low.emit_body(name_ + ".cf" + std::to_string(nested_++));
+  f->addFnAttr(llvm::Attribute::AlwaysInline);
+  return f;
+}
+
+// A pointer to the value of an operand: its buffer, or a stack slot holding
+// a literal.
+inline llvm::Value* Lowering::operand_ptr(const Atom& a) {
+  if (a.is_var()) {
+    llvm::Value* p = buf_[static_cast<std::size_t>(a.var)];
+    if (!p) internal_error("LLVM lowering: a control-flow operand has no buffer");
+    return p;
+  }
+  llvm::Value* slot = E.entry_alloca(E.mem_type(a.lit.dtype), 1, 8);
+  E.store(slot, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i));
+  return slot;
+}
+
+// An integer scalar operand as i64 (loop bounds, sizes).
+inline llvm::Value* Lowering::scalar_i64(const Atom& a) {
+  if (!a.is_var()) return E.c64(a.lit.as<std::int64_t>());
+  if (llvm::Value* d = dimval_[static_cast<std::size_t>(a.var)]) return d;
+  const DType d = type(a.var).dtype;
+  return convert(d, DType::i64, E.load(operand_ptr(a), d, E.c64(0)));
+}
+
+inline llvm::Value* Lowering::call_nested(llvm::Function* f, const std::vector<llvm::Value*>& args) {
+  llvm::Value* rc = b.CreateCall(f, args);
+  E.exit_if_error(rc);
+  return rc;
+}
+
+inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
+  switch (j_.eqns[ei].prim) {
+    case Prim::for_loop:
+    case Prim::while_loop: return emit_loop(ei, free_after);
+    case Prim::cond: return emit_cond(ei, free_after);
+    default: internal_error("LLVM lowering: emit_control on " + std::string(prim_name(j_.eqns[ei].prim)));
+  }
+}
+
+// for_loop and while_loop.
+inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
+  const Eqn& e = j_.eqns[ei];
+  const bool is_for = e.prim == Prim::for_loop;
+  const Jaxpr* body;
+  const Jaxpr* cond_j = nullptr;
+  std::size_t nc, ni, first_state;  // body constants; implicit sizes; operand index of the first state value
+  std::size_t cnc = 0;              // while: the condition's constants (operands [0, cnc))
+  if (is_for) {
+    const auto& p = std::get<ForLoopParams>(e.params);
+    body = p.body_jaxpr.get();
+    nc = static_cast<std::size_t>(p.body_nconsts);
+    ni = static_cast<std::size_t>(p.nimplicit);
+    first_state = nc;  // implicit at [nc, nc+ni), carried after the 4 bounds
+  } else {
+    const auto& p = std::get<WhileLoopParams>(e.params);
+    body = p.body_jaxpr.get();
+    cond_j = p.cond_jaxpr.get();
+    cnc = static_cast<std::size_t>(p.cond_nconsts);
+    nc = static_cast<std::size_t>(p.body_nconsts);
+    ni = static_cast<std::size_t>(p.nimplicit);
+    first_state = cnc + nc;
+  }
+  const std::size_t nstate = e.outputs.size();
+  // Operand index of state value s, and position of its body invar.
+  auto state_operand = [&](std::size_t s) { return is_for && s >= ni ? first_state + s + 4 : first_state + s; };
+  auto const_operand = [&](std::size_t q) { return is_for ? q : cnc + q; };  // body constant q
+
+  // Which state values the body resizes (cells), and the size of the
+  // others from values known before the loop.
+  std::vector<bool> cell(nstate, false);
+  std::vector<Dims> fixed_dims(nstate);
+  for (std::size_t s = 0; s < nstate; ++s) {
+    const Type& t = body->type_of(body->outvars[s]);
+    for (const JDim& d : t.shape) {
+      if (d.is_static()) {
+        fixed_dims[s].push_back(E.c64(d.value));
+        continue;
+      }
+      const auto it = std::find(body->invars.begin(), body->invars.end(), d.var);
+      const auto pos = static_cast<std::size_t>(it - body->invars.begin());
+      llvm::Value* v = nullptr;
+      if (it != body->invars.end() && pos < nc) {
+        v = scalar_i64(e.inputs[const_operand(pos)]);  // a loop constant
+      } else if (it != body->invars.end() && pos >= nc && pos < nc + ni) {
+        const std::size_t s2 = pos - nc;  // an implicit size: fixed if the body returns it unchanged
+        const Atom& o = body->outvars[s2];
+        if (o.is_var() && o.var == d.var) v = scalar_i64(e.inputs[state_operand(s2)]);
+      }
+      if (!v) {
+        cell[s] = true;
+        break;
+      }
+      fixed_dims[s].push_back(v);
+    }
+  }
+
+  llvm::Function* fbody = emit_nested(*body, cell);
+  llvm::Function* fcond = cond_j ? emit_nested(*cond_j, {}) : nullptr;
+
+  // The state.
+  std::vector<llvm::Value*> init(nstate), cur(nstate), spare(nstate, nullptr), own(nstate, nullptr),
+      bufA(nstate, nullptr), bufB(nstate, nullptr), cellp(nstate, nullptr);
+  int last = static_cast<int>(ei);
+  for (int o : e.outputs) last = std::max(last, plan_.last_read[static_cast<std::size_t>(o)]);
+  for (std::size_t s = 0; s < nstate; ++s) {
+    const Type& ot = type(e.outputs[s]);
+    init[s] = operand_ptr(e.inputs[state_operand(s)]);
+    cur[s] = E.entry_alloca(E.ptr);
+    b.CreateStore(init[s], cur[s]);
+    if (cell[s]) {
+      own[s] = E.entry_alloca(E.ptr);
+      b.CreateStore(llvm::ConstantPointerNull::get(llvm::PointerType::get(E.ctx, 0)), own[s]);
+      E.live_slots.push_back(own[s]);
+      cellp[s] = E.entry_alloca(E.i64, 1 + ot.rank(), 8);
+    } else {
+      llvm::Value* bytes = bytes_of(fixed_dims[s], ot.dtype);
+      bufA[s] = E.temp(bytes);
+      bufB[s] = E.temp(bytes);
+      spare[s] = E.entry_alloca(E.ptr);
+      b.CreateStore(bufA[s], spare[s]);
+      free_after[static_cast<std::size_t>(last)].push_back(bufA[s]);
+      free_after[static_cast<std::size_t>(last)].push_back(bufB[s]);
+    }
+  }
+
+  // The constants' pointers, once.
+  std::vector<llvm::Value*> body_consts, cond_consts;
+  for (std::size_t q = 0; q < nc; ++q) body_consts.push_back(operand_ptr(e.inputs[const_operand(q)]));
+  for (std::size_t q = 0; q < cnc; ++q) cond_consts.push_back(operand_ptr(e.inputs[q]));
+
+  // One iteration: call the body, then make its results the state.
+  llvm::Value* index_slot = is_for ? E.entry_alloca(E.i64, 1, 8) : nullptr;
+  auto iteration = [&] {
+    std::vector<llvm::Value*> args = body_consts;
+    std::vector<llvm::Value*> cur_v(nstate), next(nstate);
+    for (std::size_t s = 0; s < nstate; ++s) cur_v[s] = b.CreateLoad(E.ptr, cur[s]);
+    for (std::size_t s = 0; s < nstate; ++s) {
+      if (is_for && s == ni) args.push_back(index_slot);
+      args.push_back(cur_v[s]);
+    }
+    if (is_for && nstate == ni) args.push_back(index_slot);
+    for (std::size_t s = 0; s < nstate; ++s) {
+      next[s] = cell[s] ? cellp[s] : b.CreateLoad(E.ptr, spare[s]);
+      args.push_back(next[s]);
+    }
+    call_nested(fbody, args);
+    for (std::size_t s = 0; s < nstate; ++s) {
+      if (cell[s]) {
+        llvm::Value* p = b.CreateLoad(E.ptr, cellp[s]);
+        E.free_ptr(b.CreateLoad(E.ptr, own[s]));
+        b.CreateStore(p, own[s]);
+        b.CreateStore(p, cur[s]);
+      } else {
+        // Swap: the buffer just read is the next one written, except the
+        // operand (first iteration), which is replaced by the second buffer.
+        // (Pointers swap through phis, not a select per store, which would
+        // keep SROA from leaving the buffers alone and the body from
+        // vectorising.)
+        b.CreateStore(next[s], cur[s]);
+        b.CreateStore(b.CreateSelect(b.CreateICmpEQ(cur_v[s], init[s]), bufB[s], cur_v[s]), spare[s]);
+      }
+    }
+  };
+
+  if (is_for) {
+    const std::size_t q = nc + ni;
+    llvm::Value* lo = scalar_i64(e.inputs[q]);
+    llvm::Value* hi = scalar_i64(e.inputs[q + 1]);
+    llvm::Value* st = scalar_i64(e.inputs[q + 2]);
+    // for_loop_trip_count (control.hpp): Python's len(range(lo, hi, st)), 0 for st == 0.
+    llvm::Value* zero = E.c64(0);
+    llvm::Value* up = b.CreateAnd(b.CreateICmpSGT(st, zero), b.CreateICmpSLT(lo, hi));
+    llvm::Value* down = b.CreateAnd(b.CreateICmpSLT(st, zero), b.CreateICmpSGT(lo, hi));
+    llvm::Value* span = b.CreateSelect(up, b.CreateSub(hi, lo), b.CreateSub(lo, hi));
+    llvm::Value* div = b.CreateSelect(up, st, b.CreateSelect(down, b.CreateSub(zero, st), E.c64(1)));
+    llvm::Value* n = b.CreateAdd(b.CreateUDiv(b.CreateSub(span, E.c64(1)), div), E.c64(1));
+    n = b.CreateSelect(b.CreateOr(up, down), n, zero);
+    // A run-time trip count that is > 0 unsigned but negative as i64 (more
+    // than 2^63 iterations) cannot finish anyway; E.loop guards n > 0.
+    E.loop(n, [&](llvm::Value* t) {
+      b.CreateStore(b.CreateAdd(lo, b.CreateMul(t, st)), index_slot);
+      iteration();
+    }, LoopHint::plain);
+  } else {
+    llvm::Value* flag = E.entry_alloca(E.i8, 1, 8);
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(E.ctx, "while.cond", E.fn);
+    llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(E.ctx, "while.body", E.fn);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(E.ctx, "while.end", E.fn);
+    b.CreateBr(head);
+    b.SetInsertPoint(head);
+    std::vector<llvm::Value*> args = cond_consts;
+    for (std::size_t s = 0; s < nstate; ++s) args.push_back(b.CreateLoad(E.ptr, cur[s]));
+    args.push_back(flag);
+    call_nested(fcond, args);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(E.i8, flag), b.getInt8(0)), body_bb, exit);
+    b.SetInsertPoint(body_bb);
+    iteration();
+    b.CreateBr(head);
+    b.SetInsertPoint(exit);
+  }
+
+  // The final state becomes the outputs' buffers. The implicit sizes are
+  // read first (the carried outputs' types refer to them).
+  for (std::size_t s = 0; s < nstate; ++s) {
+    const int v = e.outputs[s];
+    const Type& ot = type(v);
+    if (cell[s]) continue;
+    llvm::Value* fin = b.CreateLoad(E.ptr, cur[s]);
+    llvm::Value* none = b.CreateICmpEQ(fin, init[s]);  // no iteration ran
+    E.when(none, [&] { copy(bufA[s], init[s], Type{ot.dtype, j_.type_of(e.inputs[state_operand(s)]).shape, false}); });
+    buf_[static_cast<std::size_t>(v)] = b.CreateSelect(none, bufA[s], fin);
+    read_dim(v);
+  }
+  for (std::size_t s = 0; s < nstate; ++s) {
+    if (!cell[s]) continue;
+    const int v = e.outputs[s];
+    const Type& ot = type(v);
+    llvm::Value* none = b.CreateIsNull(b.CreateLoad(E.ptr, own[s]));
+    E.when(none, [&] {
+      // No iteration ran: a copy of the operand, at its size.
+      const Type it{ot.dtype, j_.type_of(e.inputs[state_operand(s)]).shape, false};
+      llvm::Value* p = E.heap_untracked(bytes_of(dims_of(it), ot.dtype));
+      copy(p, init[s], it);
+      b.CreateStore(p, own[s]);
+    });
+    llvm::Value* p = b.CreateLoad(E.ptr, own[s]);
+    E.live_slots.erase(std::find(E.live_slots.begin(), E.live_slots.end(), own[s]));
+    E.live_heap.push_back(p);
+    free_after[static_cast<std::size_t>(last)].push_back(p);
+    buf_[static_cast<std::size_t>(v)] = p;
+  }
+}
+
+// cond: the predicate picks one branch function; both write the same
+// outputs (caller-sized buffers, or cells when a size is an output of the
+// cond itself).
+inline void Lowering::emit_cond(std::size_t ei, FreeAfter& free_after) {
+  const Eqn& e = j_.eqns[ei];
+  const auto& p = std::get<CondParams>(e.params);
+  const std::size_t nout = e.outputs.size();
+  int last = static_cast<int>(ei);
+  for (int o : e.outputs) last = std::max(last, plan_.last_read[static_cast<std::size_t>(o)]);
+  std::vector<bool> cell(nout, false);
+  for (std::size_t k = 0; k < nout; ++k)
+    for (const JDim& d : type(e.outputs[k]).shape)
+      if (!d.is_static() && std::find(e.outputs.begin(), e.outputs.end(), d.var) != e.outputs.end()) cell[k] = true;
+  llvm::Function* fb[2] = {emit_nested(*p.branches[0], cell), emit_nested(*p.branches[1], cell)};
+
+  std::vector<llvm::Value*> args;
+  for (std::size_t q = 1; q < e.inputs.size(); ++q) args.push_back(operand_ptr(e.inputs[q]));
+  std::vector<llvm::Value*> cellp(nout, nullptr);
+  for (std::size_t k = 0; k < nout; ++k) {
+    const int v = e.outputs[k];
+    if (cell[k]) {
+      cellp[k] = E.entry_alloca(E.i64, 1 + type(v).rank(), 8);
+      args.push_back(cellp[k]);
+      continue;
+    }
+    llvm::Value* buf = E.temp(bytes_of(dims_of(v), type(v).dtype));
+    free_after[static_cast<std::size_t>(last)].push_back(buf);
+    buf_[static_cast<std::size_t>(v)] = buf;
+    args.push_back(buf);
+  }
+  const Atom& pa = e.inputs[0];
+  llvm::Value* pred = pa.is_var() ? E.load(operand_ptr(pa), DType::bool_, E.c64(0)) : b.getInt1(pa.lit.i != 0);
+  llvm::BasicBlock* bb[2] = {llvm::BasicBlock::Create(E.ctx, "cond.true", E.fn),
+                             llvm::BasicBlock::Create(E.ctx, "cond.false", E.fn)};
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "cond.end", E.fn);
+  b.CreateCondBr(pred, bb[0], bb[1]);
+  for (int k = 0; k < 2; ++k) {
+    b.SetInsertPoint(bb[k]);
+    call_nested(fb[k], args);
+    b.CreateBr(join);
+  }
+  b.SetInsertPoint(join);
+  for (std::size_t k = 0; k < nout; ++k) {
+    if (!cell[k]) continue;
+    llvm::Value* ptr = b.CreateLoad(E.ptr, cellp[k]);
+    E.live_heap.push_back(ptr);
+    free_after[static_cast<std::size_t>(last)].push_back(ptr);
+    buf_[static_cast<std::size_t>(e.outputs[k])] = ptr;
+  }
+}
+
+}  // namespace dyn::detail::llvmjit
+
+#endif  // DYNSTAGE_IMPLEMENTATION

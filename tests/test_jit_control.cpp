@@ -1,0 +1,349 @@
+// dyn::jit of control flow (for_loop, while_loop, cond): the LLVM lowering
+// (llvm/lower_control.hpp) against the interpreter (eval_jaxpr of make_jaxpr)
+// and eager, at several sizes with one compile; results whose sizes are
+// computed inside the kernel (backend.hpp, "Results the kernel allocates").
+#include <dynstage/dynstage.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using dyn::Array;
+using i64 = std::int64_t;
+
+template <class T>
+Array<T> iota_array(std::vector<i64> shape, T start = T(0), T step = T(1)) {
+  Array<T> a(shape);
+  T* p = a.mutable_data();
+  for (i64 i = 0; i < a.size(); ++i) p[i] = static_cast<T>(start + step * static_cast<T>(i));
+  return a;
+}
+
+// A loop index as f64: a tracer under jit and make_jaxpr, an integer in eager.
+template <class I>
+auto as_f64(const I& i) {
+  if constexpr (std::is_arithmetic_v<I>) return static_cast<double>(i);
+  else return dyn::astype<double>(i);
+}
+
+// The explicit results of eval_jaxpr (the trailing `n` of its outputs).
+std::vector<dyn::AnyArray> explicit_results(std::vector<dyn::AnyArray> all, std::size_t n) {
+  return {all.end() - static_cast<std::ptrdiff_t>(n), all.end()};
+}
+
+// jit, the interpreter and eager agree exactly (these bodies use exactly
+// rounded operations only, and sums of integers).
+template <class T>
+void check_same(const Array<T>& jit, const dyn::AnyArray& interp, const Array<T>& eager) {
+  CHECK(jit.shape() == eager.shape());
+  CHECK(dyn::array_equal(jit, eager));
+  CHECK(dyn::array_equal(interp.get<T>(), eager));
+}
+
+}  // namespace
+
+TEST_CASE("jit control: reference 004's g, preserve_dimensions true and false, one compile for every size") {
+  auto g1 = [](auto x, auto y) {
+    auto loop = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a * x; });
+    return dyn::sum(loop(y));
+  };
+  auto g2 = [](auto x, auto y) {
+    (void)x;
+    auto loop = dyn::for_loop(0, 10, 1, {.preserve_dimensions = false})(
+        [&](auto, auto a) { return dyn::ones<double>({a.shape(0) + 1}); });
+    return dyn::sum(loop(y));
+  };
+  const dyn::polymorphic_shapes spec{"(n,)", "(n,)"};
+  auto j1 = dyn::jit(g1, spec);
+  auto j2 = dyn::jit(g2, spec);
+  auto e1 = dyn::eager(g1);
+  auto e2 = dyn::eager(g2);
+  for (i64 n : {3, 1, 2, 7, 100}) {  // (a symbolic dimension is >= 1)
+    auto x = dyn::ones<double>({n});
+    auto y = dyn::ones<double>({n});
+    Array<double> r1 = j1(x, y);
+    Array<double> r2 = j2(x, y);
+    CHECK(r1.data()[0] == static_cast<double>(n));
+    CHECK(r2.data()[0] == static_cast<double>(n + 10));
+    if (n == 3) {
+      CHECK(r1.data()[0] == 3.0);
+      CHECK(r2.data()[0] == 13.0);
+    }
+    const auto jx1 = dyn::make_jaxpr(g1, spec)(x, y);
+    const auto jx2 = dyn::make_jaxpr(g2, spec)(x, y);
+    check_same(r1, explicit_results(dyn::eval_jaxpr(jx1, {x, y}), 1)[0], Array<double>(e1(x, y)));
+    check_same(r2, explicit_results(dyn::eval_jaxpr(jx2, {x, y}), 1)[0], Array<double>(e2(x, y)));
+    // Not trivially ones: y scaled by x^10.
+    auto xs = iota_array<double>({n}, 1.0, 0.0);
+    auto ys = iota_array<double>({n}, -2.0, 0.5);
+    check_same(Array<double>(j1(xs, ys)), explicit_results(dyn::eval_jaxpr(jx1, {xs, ys}), 1)[0],
+               Array<double>(e1(xs, ys)));
+  }
+  CHECK(j1.stats().compiles == 1);
+  CHECK(j2.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: reference 004's overview circuit at sz = 0, 1, 5") {
+  auto circuit = [](auto sz) {
+    auto a0 = dyn::ones<double>({sz});
+    auto a2 = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a + a0; })(a0);
+    return a0 + a2;
+  };
+  auto jc = dyn::jit(circuit);
+  for (i64 sz : {0, 1, 5}) {
+    Array<double> r = jc(sz);
+    REQUIRE(r.shape() == std::vector<i64>{sz});
+    for (i64 i = 0; i < sz; ++i) CHECK(r.data()[i] == 12.0);
+    const auto jx = dyn::make_jaxpr(circuit)(sz);
+    check_same(r, explicit_results(dyn::eval_jaxpr(jx, {Array<i64>::scalar(sz)}), 1)[0],
+               Array<double>(circuit(sz)));
+  }
+  CHECK(jc.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: a while loop that doubles an array until it is longer than 100 (result size from the kernel)") {
+  auto w = [](auto x) {
+    return dyn::while_loop([](auto a) { return dyn::dim_value(a.shape(0)) <= 100; }, {.preserve_dimensions = false})(
+        [](auto a) { return dyn::concatenate({a, a + 1.0}, 0); })(x);
+  };
+  const dyn::polymorphic_shapes spec{"(n,)"};
+  auto jw = dyn::jit(w, spec);
+  for (i64 n : {1, 3, 7, 200}) {
+    auto x = iota_array<double>({n}, 0.5);
+    Array<double> r = jw(x);
+    i64 expect = n;
+    while (expect <= 100) expect *= 2;
+    REQUIRE(r.shape() == std::vector<i64>{expect});
+    const auto jx = dyn::make_jaxpr(w, spec)(x);
+    check_same(r, explicit_results(dyn::eval_jaxpr(jx, {x}), 1)[0], Array<double>(w(x)));
+  }
+  CHECK(jw.stats().compiles == 1);
+  Array<double> r = jw(iota_array<double>({3}));
+  CHECK(r.shape() == std::vector<i64>{192});
+  CHECK(r.data()[191] == 2.0 + 6.0);  // 2 + one per doubling (6 doublings)
+}
+
+TEST_CASE("jit control: nested for loops with a captured dynamic array and a traced inner bound") {
+  auto f = [](auto x) {
+    return dyn::for_loop(0, 3, 1)([&](auto i, auto acc) {
+      return dyn::for_loop(0, i + 1, 1)(
+          [&](auto j, auto a) { return a + x * as_f64(i * j); })(acc);
+    })(x * 0.0);
+  };
+  const dyn::polymorphic_shapes spec{"(n,)"};
+  auto jf = dyn::jit(f, spec);
+  for (i64 n : {1, 4, 33}) {
+    auto x = iota_array<double>({n}, 1.0);
+    Array<double> r = jf(x);
+    for (i64 k = 0; k < n; ++k) CHECK(r.data()[k] == 7.0 * x.data()[k]);  // sum over i<3, j<=i of i*j = 7
+    const auto jx = dyn::make_jaxpr(f, spec)(x);
+    check_same(r, explicit_results(dyn::eval_jaxpr(jx, {x}), 1)[0], Array<double>(f(x)));
+  }
+  CHECK(jf.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: cond returns arange(n) or zeros(n * n) (the size is an implicit output)") {
+  auto c = [](auto p, auto n) {
+    return dyn::cond(p, [&]() { return dyn::arange<double>(n); }, [&]() { return dyn::zeros<double>({n * n}); })();
+  };
+  auto jc = dyn::jit(c);
+  for (bool p : {true, false})
+    for (i64 n : {0, 1, 4, 9}) {
+      Array<double> r = jc(p, n);
+      REQUIRE(r.shape() == std::vector<i64>{p ? n : n * n});
+      const auto jx = dyn::make_jaxpr(c)(p, n);
+      check_same(r, explicit_results(dyn::eval_jaxpr(jx, {Array<bool>::scalar(p), Array<i64>::scalar(n)}), 1)[0],
+                 Array<double>(c(p, n)));
+    }
+  CHECK(jc.stats().compiles == 1);
+  // Same-size branches: the result is allocated by the caller as usual.
+  auto same = [](auto p, auto x) {
+    return dyn::cond(p, [](auto a) { return a * 2.0; }, [](auto a) { return a - 1.0; })(x);
+  };
+  auto js = dyn::jit(same, dyn::polymorphic_shapes{"", "(n,)"});
+  for (bool p : {true, false}) {
+    auto x = iota_array<double>({5}, 1.0);
+    check_same(Array<double>(js(p, x)),
+               explicit_results(dyn::eval_jaxpr(dyn::make_jaxpr(same, dyn::polymorphic_shapes{"", "(n,)"})(p, x),
+                                                {Array<bool>::scalar(p), x}),
+                                1)[0],
+               Array<double>(same(p, x)));
+  }
+}
+
+TEST_CASE("jit control: the loop index sizes arrays") {
+  // The carried size follows the index: ones(i + 1), allocated per iteration.
+  auto f = [](auto m, auto x) {
+    return dyn::for_loop(0, m, 1, {.preserve_dimensions = false})(
+        [](auto i, auto) { return dyn::ones<double>({i + 1}); })(x);
+  };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"", "(n,)"});
+  for (i64 m : {0, 1, 5}) {
+    auto x = iota_array<double>({3}, 4.0);
+    Array<double> r = jf(m, x);
+    CHECK(r.shape() == std::vector<i64>{m == 0 ? 3 : m});
+    const auto jx = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"", "(n,)"})(m, x);
+    check_same(r, explicit_results(dyn::eval_jaxpr(jx, {Array<i64>::scalar(m), x}), 1)[0],
+               Array<double>(f(m, x)));
+  }
+  CHECK(jf.stats().compiles == 1);
+  // A temporary sized by the index, reduced into a carried scalar.
+  auto g = [](auto m) {
+    return dyn::for_loop(0, m, 1)([](auto i, auto acc) { return acc + dyn::sum(dyn::arange<double>(i)); })(0.0);
+  };
+  auto jg = dyn::jit(g);
+  for (i64 m : {0, 1, 5, 40}) {
+    Array<double> r = jg(m);
+    double want = 0;
+    for (i64 i = 0; i < m; ++i) want += static_cast<double>(i * (i - 1) / 2);
+    CHECK(r.data()[0] == want);
+    const auto jx = dyn::make_jaxpr(g)(m);
+    check_same(r, explicit_results(dyn::eval_jaxpr(jx, {Array<i64>::scalar(m)}), 1)[0],
+               Array<double>(g(m)));
+  }
+  CHECK(jg.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: 10,000 iterations over a small array") {
+  auto f = [](auto a) {
+    return dyn::for_loop(0, 10000, 1)([](auto, auto x) { return x * 0.5 + 1.0; })(a);
+  };
+  auto jf = dyn::jit(f);
+  auto a = iota_array<double>({16}, -8.0, 1.5);
+  Array<double> r = jf(a);
+  check_same(r, dyn::eval_jaxpr(dyn::make_jaxpr(f)(a), {a})[0], Array<double>(f(a)));
+  for (i64 k = 0; k < 16; ++k) CHECK(r.data()[k] == 2.0);  // the fixed point of x * 0.5 + 1
+  // The same with a traced trip count, one compile.
+  auto g = [](auto n, auto a) {
+    return dyn::for_loop(0, n, 1)([](auto, auto x) { return x * 0.5 + 1.0; })(a);
+  };
+  auto jg = dyn::jit(g);
+  for (i64 n : {0, 1, 2, 10000}) {
+    Array<double> rg = jg(n, a);
+    check_same(rg, dyn::eval_jaxpr(dyn::make_jaxpr(g)(n, a), {Array<i64>::scalar(n), a})[0],
+               Array<double>(g(n, a)));
+  }
+  CHECK(jg.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: a while loop with a traced trip count") {
+  auto f = [](auto n, auto x) {
+    return dyn::while_loop([&](auto k, auto) { return k < n; })(
+        [](auto k, auto a) { return std::make_tuple(k + 1, a * 2.0); })(std::int64_t{0}, x);
+  };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"", "(n,)"});
+  for (i64 n : {0, 1, 10}) {
+    auto x = iota_array<double>({4}, 1.0);
+    auto [k, a] = jf(n, x);
+    CHECK(k.data()[0] == n);
+    for (i64 i = 0; i < 4; ++i) CHECK(a.data()[i] == x.data()[i] * static_cast<double>(i64{1} << n));
+    const auto jx = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"", "(n,)"})(n, x);
+    const auto ref = explicit_results(dyn::eval_jaxpr(jx, {Array<i64>::scalar(n), x}), 2);
+    auto [ek, ea] = f(n, x);
+    check_same(Array<i64>(k), ref[0], Array<i64>(ek));
+    check_same(Array<double>(a), ref[1], Array<double>(ea));
+  }
+  CHECK(jf.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: trip counts with step < 0, step 0 and lower > upper (Python's range)") {
+  auto f = [](auto lo, auto hi, auto st) {
+    return dyn::for_loop(lo, hi, st)([](auto i, auto acc, auto count) {
+      return std::make_tuple(acc + i, count + std::int64_t{1});
+    })(std::int64_t{0}, std::int64_t{0});
+  };
+  auto jf = dyn::jit(f);
+  struct Case {
+    i64 lo, hi, st;
+  };
+  for (Case c : {Case{10, 0, -3}, Case{0, 10, 3}, Case{0, 10, 0}, Case{5, 2, 1}, Case{2, 5, -1}, Case{-7, 7, 7},
+                 Case{3, 3, 1}, Case{7, -8, -5}, Case{0, 1, 1000}}) {
+    i64 want_sum = 0, want_n = 0;
+    if (c.st > 0)
+      for (i64 i = c.lo; i < c.hi; i += c.st) want_sum += i, ++want_n;
+    if (c.st < 0)
+      for (i64 i = c.lo; i > c.hi; i += c.st) want_sum += i, ++want_n;
+    auto [s, n] = jf(c.lo, c.hi, c.st);
+    CHECK(s.data()[0] == want_sum);
+    CHECK(n.data()[0] == want_n);
+    CHECK(n.data()[0] == dyn::detail::for_loop_trip_count(c.lo, c.hi, c.st));
+    const auto ref = dyn::eval_jaxpr(dyn::make_jaxpr(f)(c.lo, c.hi, c.st),
+                                     {Array<i64>::scalar(c.lo), Array<i64>::scalar(c.hi), Array<i64>::scalar(c.st)});
+    auto [es, en] = f(c.lo, c.hi, c.st);
+    check_same(Array<i64>(s), ref[0], Array<i64>(es));
+    check_same(Array<i64>(n), ref[1], Array<i64>(en));
+  }
+  CHECK(jf.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: a fault inside a loop body is an error and the function stays usable") {
+  auto f = [](auto d, auto x) {
+    return dyn::for_loop(0, 4, 1, {.preserve_dimensions = false})(
+        [&](auto, auto a) { return dyn::concatenate({a, a / d}, 0); })(x);
+  };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"", "(n,)"});
+  auto x = iota_array<i64>({3}, 1);
+  CHECK_THROWS_AS(jf(i64{0}, x), dyn::ArithmeticError);
+  Array<i64> r = jf(i64{1}, x);
+  CHECK(r.shape() == std::vector<i64>{48});
+  CHECK(dyn::array_equal(r, Array<i64>(f(i64{1}, x))));
+}
+
+TEST_CASE("jit control: out of memory inside a loop body ends the kernel and frees the loop's state") {
+  // Iteration 0 grows the carried array (a buffer the loop owns); iteration 1
+  // needs a 2^61-byte temporary, which cannot be allocated.
+  auto f = [](auto big, auto x) {
+    return dyn::for_loop(0, 3, 1, {.preserve_dimensions = false})([&](auto i, auto a) {
+      auto huge = dyn::concatenate({dyn::ones<double>({big * i}), dyn::ones<double>({big * i})}, 0);
+      return dyn::concatenate({a, a}, 0) + dyn::sum(huge);
+    })(x);
+  };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"", "(n,)"});
+  auto x = iota_array<double>({3}, 1.0);
+  for (int k = 0; k < 3; ++k) CHECK_THROWS_AS(jf(i64{1} << 57, x), dyn::Error);
+  Array<double> r = jf(i64{0}, x);
+  CHECK(r.shape() == std::vector<i64>{24});
+  CHECK(dyn::array_equal(r, Array<double>(f(i64{0}, x))));
+  CHECK(jf.stats().compiles == 1);
+}
+
+TEST_CASE("jit: a result sized by data computed inside the function (the kernel allocates it)") {
+  auto f = [](auto x) { return dyn::arange<double>(dyn::sum(x)) * 2.0; };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n,)"});
+  for (i64 n : {1, 3, 10}) {
+    auto x = iota_array<i64>({n});
+    Array<double> r = jf(x);
+    const i64 m = n * (n - 1) / 2;
+    REQUIRE(r.shape() == std::vector<i64>{m});
+    for (i64 k = 0; k < m; ++k) CHECK(r.data()[k] == 2.0 * static_cast<double>(k));
+    const auto jx = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"(n,)"})(x);
+    CHECK(dyn::array_equal(r, explicit_results(dyn::eval_jaxpr(jx, {x}), 1)[0].get<double>()));
+  }
+  CHECK(jf.stats().compiles == 1);
+}
+
+TEST_CASE("jit control: infer_dimensions: one carried array grows, the other stays mixed with a captured array") {
+  auto f = [](auto x) {
+    return dyn::for_loop(0, 3, 1, {.infer_dimensions = true})([&](auto, auto a, auto b) {
+      return std::make_tuple(dyn::concatenate({a, a * 2.0}, 0), b + x);
+    })(x, x);
+  };
+  const dyn::polymorphic_shapes spec{"(n,)"};
+  auto jf = dyn::jit(f, spec);
+  for (i64 n : {1, 2, 5}) {
+    auto x = iota_array<double>({n}, 1.0);
+    auto [a, b] = jf(x);
+    CHECK(a.shape() == std::vector<i64>{8 * n});
+    CHECK(b.shape() == std::vector<i64>{n});
+    const auto ref = explicit_results(dyn::eval_jaxpr(dyn::make_jaxpr(f, spec)(x), {x}), 2);
+    auto [ea, eb] = f(x);
+    check_same(Array<double>(a), ref[0], Array<double>(ea));
+    check_same(Array<double>(b), ref[1], Array<double>(eb));
+  }
+  CHECK(jf.stats().compiles == 1);
+}
