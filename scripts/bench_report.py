@@ -481,6 +481,31 @@ def main():
             w("")
             targets.ratio_at_least("100 sizes: polymorphic jit vs static jit, total time (issue 4)", rr, 1.0)
 
+    # --- control flow: a 10,000-iteration loop (issue 5) --------------------------
+    lj, le, lb = (runs.get(("loop", v, 16)) for v in ("jit", "eager", "loops"))
+    if lj or le or lb:
+        w("## A 10,000-iteration loop over a small array (issue 5)")
+        w("")
+        w("`dyn::for_loop(0, 10000, 1)` over 16 doubles, body `a * 0.5 + 1.0`: jit (one kernel, the "
+          "carried array double-buffered), eager (the same lambda on dyn::Array) and a hand-written "
+          "`-O3 -march=native` loop. Per iteration = time per call / 10,000.")
+        w("")
+        w("| variant | median CPU time / call | per iteration | vs jit |")
+        w("| --- | ---: | ---: | ---: |")
+        jt = ns(lj["median"]) if lj and "median" in lj else None
+        for label, r in (("jit", lj), ("hand loop -O3 -march=native", lb), ("eager", le)):
+            if r and "median" in r:
+                t = ns(r["median"])
+                w(f"| {label} | {fmt_time(t)}{cv_pct(r)} | {fmt_time(t / 10000)} | "
+                  f"{'—' if r is lj else fmt_ratio(t / jt) if jt else ''} |")
+        w("")
+        if jt and lb and "median" in lb:
+            per = (jt - ns(lb["median"])) / 10000
+            w(f"Compiled-loop overhead over the hand loop: **{per:.2f} ns per iteration**.")
+            w("")
+        if jt and le and "median" in le:
+            targets.ratio_at_least("10,000-iteration loop: jit vs eager (issue 5)", ns(le["median"]) / jt, 1.0)
+
     # --- calibration -----------------------------------------------------------
     # TOOLCHAIN.md measured these baselines (ns/element) on an idle machine of
     # the same kind; their ratio to this run's says how much slower this run's
@@ -521,7 +546,7 @@ def main():
         w("")
 
     # --- summary (placed after the header) -----------------------------------
-    summary = ["## Targets (issues 3 and 4)", "",
+    summary = ["## Targets (issues 3, 4 and 5)", "",
                "Ratio = baseline median / jit median of the same run (> 1: jit faster), CPU time.", "",
                "| target | measured | | margin or miss |", "| --- | --- | --- | --- |"]
     for what, measured, status, note in targets.rows:
