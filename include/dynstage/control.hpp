@@ -443,11 +443,16 @@ inline const char* cpp_type_name(DType d) {
   return "?";
 }
 
-// A dimension variable of the trace's symbolic scope that nothing else names
-// (the spelling of fresh_dim's: "_d3").
-inline Dim fresh_dim_var(TraceState& t) {
-  SymbolicScope& sc = t.sym_scope();
-  return sc.var("_d" + std::to_string(sc.variables().size()));
+// The messages for carried results that do not match the carry, shared by
+// the traced check (loop_results) and the eager loop (check_eager_results).
+inline std::string carry_count_error(const std::string& op, std::size_t got, std::size_t carried) {
+  return op + ": the body returned " + std::to_string(got) + " values but the loop carries " +
+         std::to_string(carried) + "; return the carried values in order (one bare, several as a std::tuple)";
+}
+inline std::string carry_dtype_error(const std::string& op, std::size_t k, const Aval& got, const Aval& want) {
+  const std::string pos = "#" + std::to_string(k);
+  return op + ": body output " + pos + " has type " + aval_str(got) + " but carry input " + pos + " has type " +
+         aval_str(want) + "; return the same dtype (e.g. astype<" + cpp_type_name(want.dtype) + ">)";
 }
 
 // Whether trace `t` (or an enclosing one) can compute dimension `d`: each of
@@ -489,7 +494,7 @@ inline NestedInput deduce_input_type(TraceState& caller, const std::vector<Value
       if (!v) continue;
       in.slot[k][j] = static_cast<int>(in.implicit.size());
       in.implicit_operands.push_back(caller.dim_operand(a.shape[j]));
-      a.shape[j] = fresh_dim_var(caller);
+      a.shape[j] = caller.new_dim_var();
       in.implicit.push_back(a.shape[j]);
     }
     in.avals.push_back(std::move(a));
@@ -547,19 +552,13 @@ inline std::vector<Value> loop_results(const char* what, const NestedInput& in, 
                                        const std::vector<Value>& res, bool preserve,
                                        std::vector<std::vector<char>>* changed = nullptr) {
   const std::string op = std::string(what) + "()";
-  if (res.size() != in.avals.size())
-    fail<TypeError>(op + ": the body returned " + std::to_string(res.size()) + " values but the loop carries " +
-                    std::to_string(in.avals.size()) +
-                    "; return the carried values in order (one bare, several as a std::tuple)");
+  if (res.size() != in.avals.size()) fail<TypeError>(carry_count_error(op, res.size(), in.avals.size()));
   std::vector<Value> imp(in.implicit.size());
   for (std::size_t k = 0; k < res.size(); ++k) {
     const Aval r = res[k].aval();
     const Aval& a = in.avals[k];
     const std::string pos = "#" + std::to_string(k);
-    if (r.dtype != a.dtype)
-      fail<TypeError>(op + ": body output " + pos + " has type " + aval_str(r) + " but carry input " + pos +
-                      " has type " + aval_str(a) + "; return the same dtype (e.g. astype<" +
-                      cpp_type_name(a.dtype) + ">)");
+    if (r.dtype != a.dtype) fail<TypeError>(carry_dtype_error(op, k, r, a));
     if (r.rank() != a.rank())
       fail<TypeError>(op + ": body output " + pos + " has type " + aval_str(r) + " but carry input " + pos +
                       " has type " + aval_str(a) + "; a carried value keeps its rank (reshape it back)");
@@ -751,7 +750,7 @@ inline std::vector<Aval> loop_out_avals(const char* what, const Jaxpr& body, std
   std::vector<std::optional<Dim>> invar_dims(body.invars.size());
   for (std::size_t p = 0; p < nconsts; ++p) invar_dims[p] = in.at(const_operand + p).dim_value;
   for (std::size_t s = 0; s < nimplicit; ++s) {
-    Dim d = fresh_dim_var(*t);
+    Dim d = t->new_dim_var();
     invar_dims[nconsts + s] = d;
     out.push_back(Aval{DType::i64, {}, false, d});
   }
@@ -1015,7 +1014,7 @@ std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, 
       std::vector<std::optional<Dim>> invar_dims;
       for (std::size_t q = 1; q < in.size(); ++q) invar_dims.push_back(in[q].dim_value);
       std::vector<Aval> out;
-      for (std::size_t s = 0; s < ni; ++s) out.push_back(Aval{DType::i64, {}, false, fresh_dim_var(*t)});
+      for (std::size_t s = 0; s < ni; ++s) out.push_back(Aval{DType::i64, {}, false, t->new_dim_var()});
       for (std::size_t k = ni; k < b0.outvars.size(); ++k) {
         const Type& t0 = b0.type_of(b0.outvars[k]);
         const Type& t1 = b1.type_of(b1.outvars[k]);
@@ -1087,16 +1086,10 @@ std::vector<AnyArray> control_impl(Prim prim, const std::vector<AnyArray>& in, c
 
 std::vector<AnyArray> check_eager_results(const char* what, std::vector<AnyArray> got,
                                           const std::vector<AnyArray>& expected) {
-  if (got.size() != expected.size())
-    fail<TypeError>(std::string(what) + ": the body returned " + std::to_string(got.size()) +
-                    " values but the loop carries " + std::to_string(expected.size()) +
-                    "; return the carried values in order (one bare, several as a std::tuple)");
+  if (got.size() != expected.size()) fail<TypeError>(control::carry_count_error(what, got.size(), expected.size()));
   for (std::size_t k = 0; k < got.size(); ++k)
     if (got[k].dtype() != expected[k].dtype())
-      fail<TypeError>(std::string(what) + ": body output #" + std::to_string(k) + " has type " +
-                      aval_str(aval_of(got[k])) + " but carry input #" + std::to_string(k) + " has type " +
-                      aval_str(aval_of(expected[k])) + "; return the same dtype (e.g. astype<" +
-                      control::cpp_type_name(expected[k].dtype()) + ">)");
+      fail<TypeError>(control::carry_dtype_error(what, k, aval_of(got[k]), aval_of(expected[k])));
   return got;
 }
 

@@ -137,6 +137,9 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   // `v` of this trace.
   Dim fresh_dim(const Value& v);
 
+  // A dimension variable of the scope that nothing names yet ("_d3").
+  Dim new_dim_var();
+
   // An implicit i64[] argument holding the value of dimension `d` (a
   // polymorphic dimension variable or expression of the arguments' shapes).
   Value new_dim_arg(const Dim& d);
@@ -496,9 +499,13 @@ Value TraceState::new_arg(const Aval& a) {
   return t;
 }
 
-Dim TraceState::fresh_dim(const Value& v) {
+Dim TraceState::new_dim_var() {
   SymbolicScope& sc = sym_scope();
-  Dim d = sc.var("_d" + std::to_string(sc.variables().size()));
+  return sc.var("_d" + std::to_string(sc.variables().size()));
+}
+
+Dim TraceState::fresh_dim(const Value& v) {
+  Dim d = new_dim_var();
   v.tracer->dim = d;
   if (v.dtype() == DType::i64) remember_dim(d, v);
   return d;
