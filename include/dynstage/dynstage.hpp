@@ -11,5 +11,6 @@
 #include "jit.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+#include "jit_impl.hpp"
 #include "llvm/backend_impl.hpp"
 #endif

@@ -1,0 +1,566 @@
+// dynstage: dyn::jit's implementation — the kernel cache, signatures and the
+// call path (definitions of what jit.hpp declares in dyn::detail).
+//
+// Compiled in exactly one translation unit per program, the one that defines
+// DYNSTAGE_IMPLEMENTATION (src/dynstage.cpp under Meson); everywhere else
+// this header is empty. None of it depends on the user's function, so one
+// copy serves every jitted function of the program.
+#pragma once
+
+#include "jit.hpp"
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <unordered_map>
+
+#include "print.hpp"
+
+namespace dyn::detail {
+
+// ---------------------------------------------------------------------------
+// Environment switches, read once.
+
+struct JitEnv {
+  bool log_compiles = false;
+  std::string dump_dir;
+  static const JitEnv& get() {
+    static const JitEnv env = [] {
+      JitEnv e;
+      if (const char* v = std::getenv("DYNSTAGE_LOG_COMPILES")) e.log_compiles = *v && std::string(v) != "0";
+      if (const char* v = std::getenv("DYNSTAGE_DUMP")) e.dump_dir = v;
+      return e;
+    }();
+    return env;
+  }
+};
+
+std::string leaf_sig_str(const LeafSig& l) {
+  std::string s = std::string(dtype_name(l.dtype)) + "[";
+  for (std::size_t i = 0; i < l.shape.size(); ++i) s += (i ? "," : "") + std::to_string(l.shape[i]);
+  return s + "]";
+}
+
+std::string signature_str(const Signature& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.leaves.size(); ++i) r += (i ? ", " : "") + leaf_sig_str(s.leaves[i]);
+  return r + ")";
+}
+
+std::string explain_miss(const Signature& now, const Signature* prev) {
+  if (!prev) return "first call";
+  const Signature& old = *prev;
+  if (old.arg_types != now.arg_types && !(old.arg_types && now.arg_types && *old.arg_types == *now.arg_types))
+    return "the types of the arguments (pytree structure or static argument types) changed";
+  if (old.statics.equal && !old.statics.equal(old.statics.values.get(), now.statics.values.get()))
+    return "a static argument's value changed";
+  if (old.vector_sizes != now.vector_sizes || old.arg_leaf_begin != now.arg_leaf_begin ||
+      old.leaves.size() != now.leaves.size())
+    return "the pytree structure of the arguments changed";
+  for (std::size_t i = 0; i < now.leaves.size(); ++i) {
+    if (old.leaves[i] == now.leaves[i]) continue;
+    std::size_t arg = 0;
+    while (arg + 1 < now.arg_leaf_begin.size() && now.arg_leaf_begin[arg + 1] <= i) ++arg;
+    std::string what = old.leaves[i].dtype != now.leaves[i].dtype ? "dtype" : "shape";
+    return "argument leaf #" + std::to_string(i) + " (in non-static argument #" + std::to_string(arg) + ") changed " +
+           what + " from " + leaf_sig_str(old.leaves[i]) + " to " + leaf_sig_str(now.leaves[i]);
+  }
+  return "the signature differs only in its hash (collision)";
+}
+
+inline const std::vector<std::int64_t>& leaf_shape(const LeafRef& l) {
+  static const std::vector<std::int64_t> scalar_shape;
+  return l.shape ? *l.shape : scalar_shape;
+}
+
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+// ---------------------------------------------------------------------------
+// Cache entries.
+
+struct JitEntry {
+  Signature sig;
+  ClosedJaxpr jaxpr;                     // keeps the array constants alive
+  std::shared_ptr<Kernel> kernel;        // freeing the entry frees the code
+  KernelFn fn = nullptr;
+  std::vector<const void*> const_ptrs;   // data pointers of the constants
+  std::vector<LeafSig> outs;             // output types (static shapes; see `dynamic`)
+  std::vector<std::int64_t> out_sizes;   // their element counts, checked once
+  TreeDef out_tree;
+  std::size_t implicit_outs = 0;         // leading outputs not returned to the caller
+
+  // Symbolic and dynamic dimensions: the kernel takes the values of the
+  // implicit dimension arguments, and the outputs' shapes are evaluated from
+  // the dimension variables at each call (solved from the argument shapes,
+  // or read from integer scalar arguments that size arrays).
+  bool dynamic = false;
+  std::shared_ptr<const Polymorphism> poly;
+  std::vector<DimLeaf> dim_leaves;
+  std::vector<std::string> dim_leaf_names;
+  std::vector<Shape> out_shapes;         // every output, implicit ones first
+  // Outputs whose size is computed inside the kernel (a loop that resizes
+  // its state, a cond, a size computed from data): the kernel allocates them
+  // and returns pointer and shape through a cell of `cell_words` int64s
+  // (backend.hpp); cell_offset[k] is output k's cell, or -1.
+  std::vector<bool> kernel_sized;
+  std::vector<std::ptrdiff_t> cell_offset;
+  std::size_t cell_words = 0;
+  std::atomic<std::uint64_t> last_used{0};
+
+  // In-flight state: set once by the compiling thread. `compiled` lets a
+  // hit skip the mutex once the kernel exists.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;
+  std::exception_ptr error;
+  std::atomic<bool> compiled{false};
+
+  void wait() {
+    if (compiled.load(std::memory_order_acquire)) return;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return ready; });
+    if (error) std::rethrow_exception(error);
+  }
+  void finish(std::exception_ptr e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ready = true;
+      if (!e) compiled.store(true, std::memory_order_release);
+      error = std::move(e);
+    }
+    cv.notify_all();
+  }
+};
+
+inline std::uint64_t next_cache_id() {
+  static std::atomic<std::uint64_t> n{0};
+  return n.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+struct JitCache {
+  const std::uint64_t id = next_cache_id();  // never reused, unlike the address
+  // Bumped whenever an entry leaves `entries`: invalidates the threads' MRU slots.
+  std::atomic<std::uint64_t> generation{0};
+  mutable std::mutex mu;
+  std::unordered_multimap<std::uint64_t, std::shared_ptr<JitEntry>> entries;
+  std::size_t capacity = 64;
+  std::atomic<std::uint64_t> tick{0};
+  std::atomic<std::size_t> traces{0}, compiles{0}, hits{0}, evictions{0};
+  double compile_seconds = 0;  // under mu
+  std::size_t dump_counter = 0;
+
+  // The least recently used finished entry; called with mu held.
+  void evict_if_needed() {
+    while (entries.size() > capacity) {
+      auto victim = entries.end();
+      for (auto it = entries.begin(); it != entries.end(); ++it) {
+        {
+          std::lock_guard<std::mutex> lock(it->second->mu);
+          if (!it->second->ready) continue;
+        }
+        if (victim == entries.end() || it->second->last_used < victim->second->last_used) victim = it;
+      }
+      if (victim == entries.end()) return;  // everything is in flight
+      entries.erase(victim);
+      generation.fetch_add(1, std::memory_order_release);
+      ++evictions;
+    }
+  }
+
+  const JitEntry* most_recent() const {
+    const JitEntry* best = nullptr;
+    for (const auto& [h, e] : entries)
+      if (!best || e->last_used > best->last_used) best = e.get();
+    return best;
+  }
+};
+
+std::shared_ptr<JitCache> make_jit_cache(std::size_t capacity) {
+  auto c = std::make_shared<JitCache>();
+  c->capacity = capacity;
+  return c;
+}
+
+JitStats jit_stats(const JitCache& c) {
+  std::lock_guard<std::mutex> lock(c.mu);
+  JitStats s;
+  s.traces = c.traces;
+  s.compiles = c.compiles;
+  s.cache_hits = c.hits;
+  s.cache_size = c.entries.size();
+  s.evictions = c.evictions;
+  s.compile_seconds = c.compile_seconds;
+  return s;
+}
+
+void jit_clear_cache(JitCache& c) {
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.entries.clear();
+  c.generation.fetch_add(1, std::memory_order_release);
+}
+
+CallScratch& call_scratch() {
+  thread_local CallScratch s;
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Signatures of calls.
+
+std::uint64_t hash_call(const CallScratch& sc, const CallKey& key, bool polymorphic) {
+  std::uint64_t h = sc.leaves.size();
+  if (key.hash) h = mix(h, key.hash(key.statics));
+  for (std::size_t n : sc.vector_sizes) h = mix(h, 0xabcdefULL ^ n);
+  for (const LeafRef& l : sc.leaves) {
+    const auto& s = leaf_shape(l);
+    h = mix(h, static_cast<std::uint64_t>(l.dtype) + 1);
+    h = mix(h, s.size());
+    if (!polymorphic)  // else the dimensions are checked by solving
+      for (auto d : s) h = mix(h, static_cast<std::uint64_t>(d));
+  }
+  return h;
+}
+
+Signature make_signature(std::uint64_t hash, const CallScratch& sc, const CallKey& key) {
+  Signature s;
+  s.hash = hash;
+  s.arg_types = key.arg_types;
+  s.arg_leaf_begin = sc.arg_leaf_begin;
+  s.vector_sizes = sc.vector_sizes;
+  for (const LeafRef& l : sc.leaves) s.leaves.push_back(LeafSig{l.dtype, leaf_shape(l)});
+  if (key.copy) s.statics.values = key.copy(key.statics);
+  s.statics.equal = key.equal_stored;
+  return s;
+}
+
+// Does entry `e` serve the call in sc? Compares without allocating. The
+// argument types fix the pytree structure up to the vectors' lengths, which
+// the leaves' count and vector_sizes then pin down.
+inline bool matches(const JitEntry& e, const CallScratch& sc, const CallKey& key, bool polymorphic) {
+  const Signature& s = e.sig;
+  if (s.arg_types != key.arg_types && !(*s.arg_types == *key.arg_types)) return false;
+  if (key.equal_current && !key.equal_current(s.statics.values.get(), key.statics)) return false;
+  const std::size_t n = sc.leaves.size();
+  if (s.leaves.size() != n || s.vector_sizes.size() != sc.vector_sizes.size()) return false;
+  for (std::size_t i = 0; i < s.vector_sizes.size(); ++i)
+    if (s.vector_sizes[i] != sc.vector_sizes[i]) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const LeafSig& ls = s.leaves[i];
+    const LeafRef& l = sc.leaves[i];
+    if (ls.dtype != l.dtype) return false;
+    const std::size_t rank = l.shape ? l.shape->size() : 0;
+    if (ls.shape.size() != rank) return false;
+    if (!polymorphic)  // (an inline loop: shapes are short, a memcmp call costs more)
+      for (std::size_t k = 0; k < rank; ++k)
+        if (ls.shape[k] != (*l.shape)[k]) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Compiling an entry.
+
+// Per outvar of the traced jaxpr (implicit ones first): whether its size
+// depends on values computed inside the function, so that only the kernel
+// can allocate it (backend.hpp, "Results the kernel allocates").
+std::vector<bool> kernel_sized_results(const Traced& t) {
+  const Jaxpr& j = *t.jaxpr.jaxpr;
+  const std::size_t implicit =
+      j.out_explicit.empty() ? 0 : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
+  std::vector<std::string> known = t.poly ? t.poly->solver->variables() : std::vector<std::string>{};
+  for (const auto& dl : t.dim_leaves) known.push_back(dl.var.to_string());
+  std::vector<bool> r(j.outvars.size(), false);
+  for (std::size_t k = implicit; k < j.outvars.size(); ++k)
+    for (const Dim& d : t.out_shapes.at(k - implicit))
+      if (!d.is_static())
+        for (const std::string& v : dim_vars(d))
+          if (std::find(known.begin(), known.end(), v) == known.end()) r[k] = true;
+  return r;
+}
+
+std::string jit_llvm_ir(const Traced& t) {
+  return compile_kernel(*t.jaxpr.jaxpr, true, kernel_sized_results(t)).llvm_ir;
+}
+
+// Fill a cache entry from its trace and compiled kernel: constants, output
+// types (checking that dynamic result sizes are known before the call), then
+// log and dump as the environment asks.
+void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& cr, const std::string& why,
+                  const std::source_location& loc, std::chrono::steady_clock::time_point t0,
+                  std::chrono::steady_clock::time_point t1, std::chrono::steady_clock::time_point t2) {
+  ClosedJaxpr& cj = traced.jaxpr;
+  e.kernel = cr.kernel;
+  e.fn = kernel_entry(*cr.kernel);
+  for (const auto& k : cj.consts) e.const_ptrs.push_back(k.data());
+  const Jaxpr& j = *cj.jaxpr;
+  e.implicit_outs = j.out_explicit.empty()
+                        ? 0
+                        : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
+  e.out_shapes.assign(e.implicit_outs, Shape{});
+  e.out_shapes.insert(e.out_shapes.end(), traced.out_shapes.begin(), traced.out_shapes.end());
+  e.poly = traced.poly;
+  e.dim_leaves = traced.dim_leaves;
+  for (const auto& dl : e.dim_leaves) e.dim_leaf_names.push_back(dl.var.to_string());
+  e.dynamic = e.poly != nullptr;
+  e.kernel_sized = kernel_sized_results(traced);
+  for (std::size_t k = 0; k < j.outvars.size(); ++k) {
+    const Type& t = j.type_of(j.outvars[k]);
+    LeafSig ls{t.dtype, {}};
+    e.cell_offset.push_back(-1);
+    if (e.kernel_sized[k]) {
+      e.cell_offset.back() = static_cast<std::ptrdiff_t>(e.cell_words);
+      e.cell_words += 1 + static_cast<std::size_t>(t.rank());
+    }
+    for (const Dim& d : e.out_shapes[k]) {
+      if (d.is_static()) {
+        ls.shape.push_back(d.value());
+        continue;
+      }
+      e.dynamic = true;  // sizes known before the call are evaluated on the host, the others come from the kernel
+      ls.shape.push_back(0);
+    }
+    e.out_sizes.push_back(e.dynamic ? 0 : checked_numel(ls.shape, "jit result"));
+    e.outs.push_back(std::move(ls));
+  }
+  e.out_tree = std::move(traced.out_tree);
+  e.jaxpr = std::move(cj);
+
+  const JitEnv& env = JitEnv::get();
+  const double trace_s = std::chrono::duration<double>(t1 - t0).count();
+  const double total_s = std::chrono::duration<double>(t2 - t0).count();
+  std::size_t dump_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.compile_seconds += total_s;
+    dump_id = c.dump_counter++;
+  }
+  const std::string where = format_location(loc);
+  if (env.log_compiles)
+    std::fprintf(stderr,
+                 "dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
+                 "cache miss: %s\n",
+                 where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3, (total_s - trace_s) * 1e3,
+                 why.c_str());
+  if (!env.dump_dir.empty()) {
+    std::string base = where;
+    for (char& ch : base)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    base += "_" + std::to_string(dump_id);
+    std::error_code ec;
+    std::filesystem::create_directories(env.dump_dir, ec);
+    std::ofstream(std::filesystem::path(env.dump_dir) / (base + ".jaxpr")) << e.jaxpr << "\n";
+    std::ofstream(std::filesystem::path(env.dump_dir) / (base + ".ll")) << cr.llvm_ir;
+  }
+}
+
+void compile_entry(JitCache& c, JitEntry& e, const std::string& why, const std::source_location& loc,
+                   TraceFn trace, const void* closure) {
+  auto t0 = std::chrono::steady_clock::now();
+  Traced traced = trace(closure);
+  c.traces.fetch_add(1, std::memory_order_relaxed);
+  auto t1 = std::chrono::steady_clock::now();
+  CompileResult cr = compile_kernel(*traced.jaxpr.jaxpr, !JitEnv::get().dump_dir.empty(), kernel_sized_results(traced));
+  auto t2 = std::chrono::steady_clock::now();
+  c.compiles.fetch_add(1, std::memory_order_relaxed);
+  finish_entry(c, e, std::move(traced), cr, why, loc, t0, t1, t2);
+}
+
+// The entry for the call in sc: an existing one, one another thread is
+// compiling (waited for), or a new one traced and compiled here.
+std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, const std::source_location& loc,
+                                            const CallKey& key, CallScratch& sc, TraceFn trace,
+                                            const void* closure) {
+  const std::uint64_t h = hash_call(sc, key, opts.polymorphic());
+  std::shared_ptr<JitEntry> e;
+  bool owner = false;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto [lo, hi] = c.entries.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (matches(*it->second, sc, key, opts.polymorphic())) {
+        e = it->second;
+        break;
+      }
+    if (!e) {
+      e = std::make_shared<JitEntry>();
+      e->sig = make_signature(h, sc, key);
+      if (JitEnv::get().log_compiles) {
+        const JitEntry* prev = c.most_recent();
+        why = explain_miss(e->sig, prev ? &prev->sig : nullptr);
+      }
+      c.entries.emplace(h, e);
+      owner = true;
+    }
+  }
+  e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (!owner) {
+    e->wait();
+    c.hits.fetch_add(1, std::memory_order_relaxed);
+    return e;
+  }
+  // Tracing runs the user's function, which may call jitted functions on
+  // concrete arrays: they reuse this thread's scratch space.
+  std::vector<LeafRef> leaves = sc.leaves;
+  try {
+    compile_entry(c, *e, why, loc, trace, closure);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      auto [lo, hi] = c.entries.equal_range(h);
+      for (auto it = lo; it != hi; ++it)
+        if (it->second == e) {
+          c.entries.erase(it);
+          c.generation.fetch_add(1, std::memory_order_release);
+          break;
+        }
+    }
+    e->finish(std::current_exception());
+    throw;
+  }
+  sc.leaves = std::move(leaves);
+  e->finish(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.evict_if_needed();
+  }
+  return e;
+}
+
+// ---------------------------------------------------------------------------
+// Running an entry.
+
+// After a successful call: the results the kernel allocated (cells) become
+// the outputs' storage, freed with free().
+void adopt_kernel_results(const JitEntry& e, CallScratch& sc) {
+  // Own every buffer first, so that a shape check that throws frees them all.
+  for (std::size_t i = 0; i < e.outs.size(); ++i) {
+    if (e.cell_offset[i] < 0) continue;
+    const std::int64_t* cell = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+    void* p = nullptr;
+    std::memcpy(&p, cell, sizeof p);
+    Storage& s = sc.outputs[i];
+    s.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    s.data = p;
+    s.dtype = e.outs[i].dtype;
+  }
+  for (std::size_t i = 0; i < e.outs.size(); ++i) {
+    if (e.cell_offset[i] < 0) continue;
+    const std::int64_t* cell = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+    Storage& s = sc.outputs[i];
+    s.shape.assign(cell + 1, cell + 1 + e.outs[i].shape.size());
+    s.size = checked_numel(s.shape, "jit result");
+  }
+}
+
+// For a dynamic entry: solve the dimension variables from the leaves' shapes
+// and integer values (ShapeAssertionError if the shapes violate the spec),
+// fill sc.dim_slots with the implicit dimension arguments and sc.out_dims
+// with the output shapes.
+void solve_call_dims(const JitEntry& e, CallScratch& sc) {
+  sc.leaf_shapes.resize(sc.leaves.size());
+  sc.leaf_ints.resize(sc.leaves.size());
+  for (std::size_t i = 0; i < sc.leaves.size(); ++i) {
+    const LeafRef& l = sc.leaves[i];
+    sc.leaf_shapes[i] = leaf_shape(l);
+    std::int64_t v = 0;
+    const void* p = l.data ? l.data : &l.bits;
+    if (!l.data || std::all_of(l.shape->begin(), l.shape->end(), [](std::int64_t d) { return d == 1; })) {
+      if (l.dtype == DType::i64) std::memcpy(&v, p, sizeof v);
+      if (l.dtype == DType::i32) {
+        std::int32_t w = 0;
+        std::memcpy(&w, p, sizeof w);
+        v = w;
+      }
+    }
+    sc.leaf_ints[i] = v;
+  }
+  Bindings env;
+  if (e.poly) env = e.poly->solver->solve_shapes(sc.leaf_shapes);
+  for (std::size_t i = 0; i < e.dim_leaves.size(); ++i) {
+    const std::int64_t v = sc.leaf_ints[e.dim_leaves[i].leaf];
+    if (v < 0)
+      fail<ShapeError>("jit: the integer argument leaf #" + std::to_string(e.dim_leaves[i].leaf) +
+                       " sizes arrays but is negative (" + std::to_string(v) + ")");
+    env[e.dim_leaf_names[i]] = v;
+  }
+  sc.dim_slots.clear();
+  if (e.poly)
+    for (const Dim& d : e.poly->dim_args) sc.dim_slots.push_back(evaluate(d, env));
+  sc.out_dims.resize(e.out_shapes.size());
+  for (std::size_t i = 0; i < e.out_shapes.size(); ++i) {
+    sc.out_dims[i].clear();
+    if (e.kernel_sized[i]) continue;  // the kernel reports it
+    for (const Dim& d : e.out_shapes[i]) sc.out_dims[i].push_back(d.is_static() ? d.value() : evaluate(d, env));
+  }
+}
+
+void run_entry(const JitEntry& e, CallScratch& sc) {
+  if (e.dynamic) solve_call_dims(e, sc);
+  // Kernel arguments: constants, implicit dimensions, then the leaves.
+  const std::size_t nconst = e.const_ptrs.size(), ndims = e.dynamic ? sc.dim_slots.size() : 0;
+  sc.args.resize(nconst + ndims + sc.leaves.size());
+  const void** a = sc.args.data();
+  for (std::size_t i = 0; i < nconst; ++i) *a++ = e.const_ptrs[i];
+  for (std::size_t i = 0; i < ndims; ++i) *a++ = &sc.dim_slots[i];
+  for (const LeafRef& l : sc.leaves) *a++ = l.data ? l.data : &l.bits;
+
+  const std::size_t n = e.outs.size();
+  sc.outputs.resize(n);
+  sc.results.resize(n);
+  if (e.cell_words) sc.cells.resize(e.cell_words);
+  for (std::size_t i = 0; i < n; ++i) {
+    Storage& s = sc.outputs[i];
+    if (!e.dynamic) {
+      s.assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
+    } else if (e.cell_offset[i] >= 0) {  // allocated by the kernel
+      s = Storage{};
+      sc.results[i] = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+      continue;
+    } else {
+      s = Storage::make(e.outs[i].dtype, std::move(sc.out_dims[i]), false);
+    }
+    sc.results[i] = s.data;
+  }
+  kernel_check(e.fn(sc.args.data(), sc.results.data()));
+  if (e.cell_words) adopt_kernel_results(e, sc);
+}
+
+CallResult jit_call(JitCache& c, const Options& opts, const std::source_location& loc, const CallKey& key,
+                    CallScratch& sc, TraceFn trace, const void* closure) {
+  MruSlot& slot = sc.mru[c.id & (sc.mru.size() - 1)];
+  const std::uint64_t gen = c.generation.load(std::memory_order_acquire);
+  JitEntry* e = nullptr;
+  if (slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, sc, key, opts.polymorphic())) {
+    e = slot.entry.get();
+    // LRU: only a change of most recent entry costs an atomic increment.
+    if (e->last_used.load(std::memory_order_relaxed) != c.tick.load(std::memory_order_relaxed))
+      e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    c.hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    std::shared_ptr<JitEntry> found = lookup_or_compile(c, opts, loc, key, sc, trace, closure);
+    e = found.get();
+    slot.cache_id = c.id;
+    slot.generation = gen;
+    slot.entry = std::move(found);
+  }
+  run_entry(*e, sc);
+  return CallResult{&e->out_tree, e->implicit_outs};
+}
+
+}  // namespace dyn::detail
+
+#endif  // DYNSTAGE_IMPLEMENTATION
