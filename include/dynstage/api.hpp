@@ -240,31 +240,34 @@ struct Traced {
   std::vector<DimLeaf> dim_leaves;
 };
 
-// Trace f on arguments: static ones pass through, the others become argument
-// tracers (with polymorphic shapes: symbolic ones, after the implicit
-// dimension arguments).
-template <class... Opts, class F, class... Args>
-Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options& opts, const Args&... args) {
+// What trace_to_jaxpr's out-of-line driver needs of the function and its
+// arguments (the part that depends on their types, as callbacks).
+struct TraceCallbacks {
+  // The traced leaves of the non-static arguments (for polymorphic shapes).
+  std::vector<LeafDesc> (*leaf_descs)(const void* closure);
+  // Replace the non-static arguments' leaves by argument tracers of `scope`
+  // (leaf k with the symbolic shape shapes[k] when given), call the function
+  // and return its flattened results; `out_tree` gets their structure.
+  std::vector<Value> (*call)(const void* closure, TraceScope& scope, const std::vector<ArgSpec>* shapes,
+                             std::vector<DimLeaf>& dim_leaves, TreeDef& out_tree);
+  const void* closure;
+};
+
+// Out of line: the trace around the call (its scope and site, the symbolic
+// shapes of the arguments, the jaxpr and its constants).
+Traced trace_with(const std::source_location& loc, const Options& opts, const TraceCallbacks& cb);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+Traced trace_with(const std::source_location& loc, const Options& opts, const TraceCallbacks& cb) {
   TraceSite site(loc);
   std::shared_ptr<const Polymorphism> poly;
-  if (opts.polymorphic())
-    poly = std::make_shared<const Polymorphism>(make_polymorphism(opts, leaf_descs<Opts...>(args...)));
+  if (opts.polymorphic()) poly = std::make_shared<const Polymorphism>(make_polymorphism(opts, cb.leaf_descs(cb.closure)));
   TraceScope scope(poly ? poly->scope : nullptr);
   if (poly)
     for (const Dim& d : poly->dim_args) scope.state().new_dim_arg(d);
-  std::size_t next_leaf = 0;
   std::vector<DimLeaf> dim_leaves;
-  auto traced_args = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto one = [&]<std::size_t K>(const auto& arg) -> decltype(auto) {
-      if constexpr (is_static_arg<Opts...>(K)) return arg;
-      else return trace_argument(arg, scope, poly ? &poly->leaves : nullptr, next_leaf, dim_leaves);
-    };
-    // Braced initialisation evaluates left to right: invars in argument order.
-    return std::tuple<std::conditional_t<is_static_arg<Opts...>(I), const Args&, traced_t<Args>>...>{
-        one.template operator()<I>(args)...};
-  }(std::index_sequence_for<Args...>{});
-  auto out = std::apply(f, traced_args);
-  std::vector<Value> outs = flatten_results(out);
+  TreeDef out_tree;
+  std::vector<Value> outs = cb.call(cb.closure, scope, poly ? &poly->leaves : nullptr, dim_leaves, out_tree);
   std::shared_ptr<Jaxpr> jaxpr = scope.finish(outs);
   ClosedJaxpr cj{jaxpr, {}};
   for (const Value& src : scope.const_sources()) {
@@ -273,7 +276,44 @@ Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options
                       "make_jaxpr/jit cannot capture outer tracers (pass them as arguments)");
     cj.consts.push_back(src.array);
   }
-  return Traced{std::move(cj), treedef_of(out), scope.out_shapes(), std::move(poly), std::move(dim_leaves)};
+  return Traced{std::move(cj), std::move(out_tree), scope.out_shapes(), std::move(poly), std::move(dim_leaves)};
+}
+#endif
+
+// Trace f on arguments: static ones pass through, the others become argument
+// tracers (with polymorphic shapes: symbolic ones, after the implicit
+// dimension arguments).
+template <class... Opts, class F, class... Args>
+Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options& opts, const Args&... args) {
+  using Closure = std::tuple<const F&, const Args&...>;
+  const Closure closure{f, args...};
+  TraceCallbacks cb;
+  cb.closure = &closure;
+  cb.leaf_descs = [](const void* c) {
+    return std::apply([](const F&, const Args&... a) { return leaf_descs<Opts...>(a...); },
+                      *static_cast<const Closure*>(c));
+  };
+  cb.call = [](const void* c, TraceScope& scope, const std::vector<ArgSpec>* shapes, std::vector<DimLeaf>& dim_leaves,
+               TreeDef& out_tree) {
+    return std::apply(
+        [&](const F& fn, const Args&... a) {
+          std::size_t next_leaf = 0;
+          auto traced_args = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            auto one = [&]<std::size_t K>(const auto& arg) -> decltype(auto) {
+              if constexpr (is_static_arg<Opts...>(K)) return arg;
+              else return trace_argument(arg, scope, shapes, next_leaf, dim_leaves);
+            };
+            // Braced initialisation evaluates left to right: invars in argument order.
+            return std::tuple<std::conditional_t<is_static_arg<Opts...>(I), const Args&, traced_t<Args>>...>{
+                one.template operator()<I>(a)...};
+          }(std::index_sequence_for<Args...>{});
+          auto out = std::apply(fn, traced_args);
+          out_tree = treedef_of(out);
+          return flatten_results(out);
+        },
+        *static_cast<const Closure*>(c));
+  };
+  return trace_with(loc, opts, cb);
 }
 
 }  // namespace detail

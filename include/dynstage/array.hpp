@@ -30,16 +30,25 @@ namespace dyn {
 
 namespace detail {
 
+// The error of checked_numel (out of line: user code only calls it).
+[[noreturn]] void numel_error(const std::vector<std::int64_t>& shape, const char* what, bool negative);
+
 inline std::int64_t checked_numel(const std::vector<std::int64_t>& shape, const char* what) {
   std::int64_t n = 1;
   for (auto d : shape) {
-    if (d < 0) fail<ShapeError>(std::string(what) + ": negative dimension in shape " + shape_str(to_shape(shape)));
-    if (d != 0 && n > (std::int64_t{1} << 48) / d)
-      fail<ShapeError>(std::string(what) + ": shape " + shape_str(to_shape(shape)) + " is too large to allocate");
+    if (d < 0) numel_error(shape, what, true);
+    if (d != 0 && n > (std::int64_t{1} << 48) / d) numel_error(shape, what, false);
     n *= d;
   }
   return n;
 }
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+void numel_error(const std::vector<std::int64_t>& shape, const char* what, bool negative) {
+  if (negative) fail<ShapeError>(std::string(what) + ": negative dimension in shape " + shape_str(to_shape(shape)));
+  fail<ShapeError>(std::string(what) + ": shape " + shape_str(to_shape(shape)) + " is too large to allocate");
+}
+#endif
 
 // Large blocks are recycled: a freed block of >= 1 MiB is kept (up to 8
 // blocks, 512 MiB in all) and handed out again for the same size. Jitted
@@ -138,6 +147,16 @@ struct Storage {
     return s;
   }
 
+  // The same, in place (the call path's reused output slots).
+  void assign_sized(DType dt, const std::vector<std::int64_t>& shp, std::int64_t n) {
+    dtype = dt;
+    size = n;
+    shape = shp;
+    owner = allocate_buffer(static_cast<std::size_t>(n) * dtype_size(dt));
+    data = owner.get();
+    borrowed = false;
+  }
+
   // Copy of the elements into a fresh buffer nobody else holds.
   Storage clone() const {
     Storage s = make(dtype, shape, false);
@@ -153,8 +172,11 @@ struct Storage {
   }
 };
 
-template <class T>
-void print_elements(std::ostream& os, const T* p, const std::vector<std::int64_t>& shape);
+[[noreturn]] void storage_dtype_error(DType want, DType got);
+
+// numpy-style printing of `shape` elements of dtype `dt` at `data` (out of
+// line: one copy per program).
+void print_array(std::ostream& os, DType dt, const void* data, const std::vector<std::int64_t>& shape);
 
 }  // namespace detail
 
@@ -232,9 +254,7 @@ public:
   // Internal: the untyped storage.
   const detail::Storage& storage() const { return s_; }
   explicit Array(detail::Storage s) : s_(std::move(s)) {
-    if (s_.dtype != dtype_v<T>)
-      detail::fail<TypeError>(std::string("dyn::Array<") + std::string(dtype_name(dtype_v<T>)) +
-                              ">: storage has dtype " + std::string(dtype_name(s_.dtype)));
+    if (s_.dtype != dtype_v<T>) detail::storage_dtype_error(dtype_v<T>, s_.dtype);
   }
 
 private:
@@ -298,7 +318,13 @@ Array<T> array(const std::vector<T>& values) {
 // ---------------------------------------------------------------------------
 // Printing, numpy style: [1. 2. 3.], [[1 2]\n [3 4]], True/False.
 
+#ifdef DYNSTAGE_IMPLEMENTATION
 namespace detail {
+
+void storage_dtype_error(DType want, DType got) {
+  fail<TypeError>(std::string("dyn::Array<") + std::string(dtype_name(want)) + ">: storage has dtype " +
+                  std::string(dtype_name(got)));
+}
 
 template <class T>
 std::string format_element(T v) {
@@ -376,19 +402,24 @@ void print_elements(std::ostream& os, const T* p, const std::vector<std::int64_t
   rec(rec, 0, 0);
 }
 
+void print_array(std::ostream& os, DType dt, const void* data, const std::vector<std::int64_t>& shape) {
+  visit_dtype(dt, [&](auto t) {
+    using T = decltype(t);
+    print_elements(os, static_cast<const T*>(data), shape);
+  });
+}
+
 }  // namespace detail
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 template <class T>
 std::ostream& operator<<(std::ostream& os, const Array<T>& a) {
-  detail::print_elements(os, a.data(), a.shape());
+  detail::print_array(os, dtype_v<T>, a.data(), a.shape());
   return os;
 }
 
 inline std::ostream& operator<<(std::ostream& os, const AnyArray& a) {
-  visit_dtype(a.dtype(), [&](auto t) {
-    using T = decltype(t);
-    detail::print_elements(os, static_cast<const T*>(a.data()), a.shape());
-  });
+  detail::print_array(os, a.dtype(), a.data(), a.shape());
   return os;
 }
 

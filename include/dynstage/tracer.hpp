@@ -197,34 +197,46 @@ Value to_value(const X& x) {
   }
 }
 
+// The tracer of a Value whose static type is Tracer of `want` (a concrete
+// value, folded from a traced computation, is lifted back into the trace),
+// and the array of one whose static type is Array of `want`. Out of line:
+// every operation's result goes through them.
+TracerRef value_to_tracer(const Value& v, DType want);
+const AnyArray& value_to_array(const Value& v, DType want);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+TracerRef value_to_tracer(const Value& v, DType want) {
+  if (!v.is_tracer()) {
+    // A traced computation can fold to a concrete value (e.g. reshape to the
+    // same shape of a lifted constant); lift it back into the trace.
+    TraceState* t = current_trace();
+    if (!t) fail<TypeError>("an operation on a dyn::Dim gives a dyn::Tracer and can only be used while tracing");
+    Value lifted = t->lift(v);
+    if (!lifted.is_tracer())  // a scalar stays a literal: stage it
+      lifted = bind1(Prim::convert_element_type, {v}, ConvertParams{v.dtype(), false}, true);
+    return value_to_tracer(lifted, want);
+  }
+  if (v.dtype() != want)
+    internal_error("static result type " + std::string(dtype_name(want)) + " differs from the traced " +
+                   std::string(dtype_name(v.dtype())));
+  return v.tracer;
+}
+
+const AnyArray& value_to_array(const Value& v, DType want) {
+  if (v.is_tracer()) internal_error("from_value: a tracer where a concrete array was expected");
+  if (v.array.dtype() != want)
+    internal_error("static result type " + std::string(dtype_name(want)) + " differs from the computed " +
+                   std::string(dtype_name(v.array.dtype())));
+  return v.array;
+}
+#endif
+
 // Wrap a Value as the statically expected result type R (Tracer<T> or Array<T>).
 template <class R>
 R from_value(const Value& v) {
-  if constexpr (is_tracer_v<R>) {
-    using T = typename R::value_type;
-    if (!v.is_tracer()) {
-      // A traced computation can fold to a concrete value (e.g. reshape to the
-      // same shape of a lifted constant); lift it back into the trace.
-      TraceState* t = current_trace();
-      if (!t)
-        fail<TypeError>("an operation on a dyn::Dim gives a dyn::Tracer and can only be used while tracing");
-      Value lifted = t->lift(v);
-      if (!lifted.is_tracer())  // a scalar stays a literal: stage it
-        lifted = bind1(Prim::convert_element_type, {v}, ConvertParams{v.dtype(), false}, true);
-      return from_value<R>(lifted);
-    }
-    if (v.dtype() != dtype_v<T>)
-      internal_error("static result type " + std::string(dtype_name(dtype_v<T>)) + " differs from the traced " +
-                     std::string(dtype_name(v.dtype())));
-    return R(v.tracer);
-  } else {
-    using T = typename R::value_type;
-    if (v.is_tracer()) internal_error("from_value: a tracer where a concrete array was expected");
-    if (v.array.dtype() != dtype_v<T>)
-      internal_error("static result type " + std::string(dtype_name(dtype_v<T>)) + " differs from the computed " +
-                     std::string(dtype_name(v.array.dtype())));
-    return v.array.template get<T>();
-  }
+  using T = typename R::value_type;
+  if constexpr (is_tracer_v<R>) return R(value_to_tracer(v, dtype_v<T>));
+  else return value_to_array(v, dtype_v<T>).template get<T>();
 }
 
 }  // namespace detail
