@@ -115,11 +115,33 @@ for _ in 1 2 3; do
   fi
 done
 
+# The same file with <dynstage/dynstage.hpp> precompiled once (a g++ PCH,
+# what Meson's `cpp_pch` does; README "Compile time of your files").
+pchdir=$build/pch
+mkdir -p "$pchdir"
+printf '#include <dynstage/dynstage.hpp>\n' >"$pchdir/dynstage_pch.hpp"
+"$cxx" -std=c++20 -O2 -Iinclude -x c++-header "$pchdir/dynstage_pch.hpp" -o "$pchdir/dynstage_pch.hpp.gch"
+user_pch=$build/user_compile_pch.txt
+: >"$user_pch"
+for _ in 1 2 3; do
+  pch_cmd=("$cxx" -std=c++20 -O2 -Iinclude -I"$pchdir" -include dynstage_pch.hpp -Werror=invalid-pch
+           -c benchmarks/user_file.cpp -o "$build/user_file_pch.o")
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -o "$build/time.txt" -f "%e %U %S" "${pch_cmd[@]}"
+    awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$build/time.txt" >>"$user_pch"
+  else
+    start=$(date +%s.%N)
+    "${pch_cmd[@]}"
+    end=$(date +%s.%N)
+    echo "$start $end" | awk '{printf "%.3f\n", $2 - $1}' >>"$user_pch"
+  fi
+done
+
 # ---------------------------------------------------------------------------
 # 5. Report.
 extra=()
 if [ -f "$fresh" ]; then extra+=(--softmax-fresh "$fresh"); fi
-python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" "${extra[@]}" \
+python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" --user-compile-pch "$user_pch" "${extra[@]}" \
   --command "$command_line" --cxx "$("$cxx" --version | head -1)" >"$md.tmp"
 mv "$md.tmp" "$md"
 echo "bench.sh: wrote ${md#"$root"/}"

@@ -148,6 +148,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True)
     ap.add_argument("--first-kernel")
+    ap.add_argument("--user-compile-pch", help="user-file compile times with dynstage.hpp precompiled")
     ap.add_argument("--user-compile")
     ap.add_argument("--softmax-fresh", help="the softmax benchmarks re-run in a fresh process")
     ap.add_argument("--command", default="scripts/bench.sh")
@@ -424,36 +425,52 @@ def main():
               f"{', '.join(f'{x:.1f}' for x in seconds)} |")
             w("")
 
-    user_cpu = None
-    if args.user_compile:
+    def read_times(path):
         walls, cpus = [], []
-        with open(args.user_compile) as f:
-            for line in f:
-                parts = line.split()
-                if parts:
-                    walls.append(float(parts[0]))
-                    if len(parts) > 1:
-                        cpus.append(float(parts[1]))
-        if walls:
-            w("## Compile time of a user file")
-            w("")
-            w("`g++ -std=c++20 -O2 -c benchmarks/user_file.cpp`: a file that includes "
-              "`<dynstage/dynstage.hpp>` and calls `dyn::jit` once (no LLVM headers; the backend TU is "
-              f"compiled elsewhere), {len(walls)} compiles on the shared machine.")
-            w("")
-            w("| | median | all runs |")
-            w("| --- | ---: | --- |")
-            w(f"| wall time | {statistics.median(walls):.2f} s | {', '.join(f'{x:.2f}' for x in walls)} |")
-            if cpus:
-                w(f"| CPU time (user + sys) | {statistics.median(cpus):.2f} s | "
-                  f"{', '.join(f'{x:.2f}' for x in cpus)} |")
-            w("")
-            if cpus:
-                user_cpu = statistics.median(cpus)
-                targets.time_at_most("user file compile, g++ -O2 (CPU time)", statistics.median(cpus) * 1e9,
-                                     3e9, 1e9, "s")
-            targets.time_at_most("user file compile, g++ -O2 (wall time, shared machine)",
-                                 statistics.median(walls) * 1e9, 3e9, 1e9, "s")
+        if path:
+            with open(path) as f:
+                for line in f:
+                    parts = line.split()
+                    if parts:
+                        walls.append(float(parts[0]))
+                        if len(parts) > 1:
+                            cpus.append(float(parts[1]))
+        return walls, cpus
+
+    user_cpu = None
+    walls, cpus = read_times(args.user_compile)
+    pch_walls, pch_cpus = read_times(args.user_compile_pch)
+    if walls:
+        w("## Compile time of a user file")
+        w("")
+        w("`g++ -std=c++20 -O2 -c benchmarks/user_file.cpp`: a file that includes "
+          "`<dynstage/dynstage.hpp>` and calls `dyn::jit` once (no LLVM headers; the backend TU is "
+          f"compiled elsewhere), {len(walls)} compiles on the shared machine; then the same with "
+          "`<dynstage/dynstage.hpp>` precompiled once (`-include dynstage_pch.hpp`, a g++ PCH, what "
+          "Meson's `cpp_pch` does).")
+        w("")
+        w("| | median | all runs |")
+        w("| --- | ---: | --- |")
+        w(f"| wall time | {statistics.median(walls):.2f} s | {', '.join(f'{x:.2f}' for x in walls)} |")
+        if cpus:
+            w(f"| CPU time (user + sys) | {statistics.median(cpus):.2f} s | "
+              f"{', '.join(f'{x:.2f}' for x in cpus)} |")
+        if pch_walls:
+            w(f"| wall time, with the PCH | {statistics.median(pch_walls):.2f} s | "
+              f"{', '.join(f'{x:.2f}' for x in pch_walls)} |")
+        if pch_cpus:
+            w(f"| CPU time (user + sys), with the PCH | {statistics.median(pch_cpus):.2f} s | "
+              f"{', '.join(f'{x:.2f}' for x in pch_cpus)} |")
+        w("")
+        if cpus:
+            user_cpu = statistics.median(cpus)
+            targets.time_at_most("user file compile, g++ -O2 (CPU time)", statistics.median(cpus) * 1e9,
+                                 3e9, 1e9, "s")
+        targets.time_at_most("user file compile, g++ -O2 (wall time, shared machine)",
+                             statistics.median(walls) * 1e9, 3e9, 1e9, "s")
+        if pch_cpus:
+            targets.time_at_most("user file compile, g++ -O2, dynstage.hpp precompiled (CPU time)",
+                                 statistics.median(pch_cpus) * 1e9, 3e9, 1e9, "s")
 
     # --- shape polymorphism: 100 sizes --------------------------------------------
     pp, ps = runs.get(("poly100", "polymorphic", 100)), runs.get(("poly100", "static", 100))
