@@ -6,6 +6,7 @@
 // tracing name that place.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -58,6 +59,7 @@ namespace detail {
 template <class X> struct is_static_argnums : std::false_type {};
 template <std::size_t... I> struct is_static_argnums<static_argnums<I...>> : std::true_type {
   static constexpr bool contains(std::size_t k) { return ((k == I) || ...); }
+  static constexpr std::size_t end = std::max({std::size_t{0}, (I + 1)...});
 };
 
 // Whether argument k is static under options Opts.
@@ -69,6 +71,16 @@ constexpr bool is_static_arg([[maybe_unused]] std::size_t k) {
       else return false;
     }()),
    ...);
+  return r;
+}
+
+// One past the largest static argument index under options Opts (0: none).
+template <class... Opts>
+constexpr std::size_t static_argnums_end() {
+  std::size_t r = 0;
+  ([&] {
+    if constexpr (is_static_argnums<Opts>::value) r = std::max(r, is_static_argnums<Opts>::end);
+  }(), ...);
   return r;
 }
 
@@ -247,6 +259,19 @@ template <class... Opts, class F, class... Args>
 Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options& opts, const Args&... args) {
   TraceSite site(loc);
   std::shared_ptr<const Polymorphism> poly;
+  // JAX: "jitted function has static_argnums=(5,), but only accepts 2
+  // positional arguments". Silently ignoring the index would trace (and
+  // hash) the argument the user meant to be static.
+  if constexpr (static_argnums_end<Opts...>() > sizeof...(Args))
+    fail<TypeError>("dyn::static_argnums: argument index " + std::to_string(static_argnums_end<Opts...>() - 1) +
+                    " is static, but the function is called with " + std::to_string(sizeof...(Args)) +
+                    " arguments");
+  // Missing specs mean "...", but one too many is a mistake (a spec meant for
+  // an argument that does not exist would otherwise be ignored silently).
+  if (opts.specs.size() > sizeof...(Args))
+    fail<TypeError>("dyn::polymorphic_shapes: " + std::to_string(opts.specs.size()) +
+                    " shape specifications for a function called with " + std::to_string(sizeof...(Args)) +
+                    " arguments; give at most one per argument (\"...\" for one left as it comes)");
   if (opts.polymorphic())
     poly = std::make_shared<const Polymorphism>(make_polymorphism(opts, leaf_descs<Opts...>(args...)));
   TraceScope scope(poly ? poly->scope : nullptr);

@@ -819,7 +819,9 @@ private:
           sc.results.push_back(&sc.cells[static_cast<std::size_t>(e.cell_offset[i])]);
           continue;
         }
-        sc.outputs.push_back(detail::Storage::make(e.outs[i].dtype, std::move(sc.out_dims[i]), false));
+        // (Checked here so that a bad size is reported as the jit result's.)
+        const std::int64_t n = detail::checked_numel(sc.out_dims[i], "jit result");
+        sc.outputs.push_back(detail::Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), n));
         sc.results.push_back(sc.outputs.back().data);
       }
     }
