@@ -6,6 +6,7 @@
 // tracing name that place.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -58,6 +59,7 @@ namespace detail {
 template <class X> struct is_static_argnums : std::false_type {};
 template <std::size_t... I> struct is_static_argnums<static_argnums<I...>> : std::true_type {
   static constexpr bool contains(std::size_t k) { return ((k == I) || ...); }
+  static constexpr std::size_t end = std::max({std::size_t{0}, (I + 1)...});
 };
 
 // Whether argument k is static under options Opts.
@@ -69,6 +71,16 @@ constexpr bool is_static_arg([[maybe_unused]] std::size_t k) {
       else return false;
     }()),
    ...);
+  return r;
+}
+
+// One past the largest static argument index under options Opts (0: none).
+template <class... Opts>
+constexpr std::size_t static_argnums_end() {
+  std::size_t r = 0;
+  ([&] {
+    if constexpr (is_static_argnums<Opts>::value) r = std::max(r, is_static_argnums<Opts>::end);
+  }(), ...);
   return r;
 }
 
@@ -251,6 +263,8 @@ struct TraceCallbacks {
   std::vector<Value> (*call)(const void* closure, TraceScope& scope, const std::vector<ArgSpec>* shapes,
                              std::vector<DimLeaf>& dim_leaves, TreeDef& out_tree);
   const void* closure;
+  std::size_t nargs;               // the call's arguments, static ones included
+  std::size_t static_argnums_end;  // one past the largest static_argnums index (0: none)
 };
 
 // Out of line: the trace around the call (its scope and site, the symbolic
@@ -261,6 +275,18 @@ Traced trace_with(const std::source_location& loc, const Options& opts, const Tr
 Traced trace_with(const std::source_location& loc, const Options& opts, const TraceCallbacks& cb) {
   TraceSite site(loc);
   std::shared_ptr<const Polymorphism> poly;
+  // JAX: "jitted function has static_argnums=(5,), but only accepts 2
+  // positional arguments". Silently ignoring the index would trace (and
+  // hash) the argument the user meant to be static.
+  if (cb.static_argnums_end > cb.nargs)
+    fail<TypeError>("dyn::static_argnums: argument index " + std::to_string(cb.static_argnums_end - 1) +
+                    " is static, but the function is called with " + std::to_string(cb.nargs) + " arguments");
+  // Missing specs mean "...", but one too many is a mistake (a spec meant for
+  // an argument that does not exist would otherwise be ignored silently).
+  if (opts.specs.size() > cb.nargs)
+    fail<TypeError>("dyn::polymorphic_shapes: " + std::to_string(opts.specs.size()) +
+                    " shape specifications for a function called with " + std::to_string(cb.nargs) +
+                    " arguments; give at most one per argument (\"...\" for one left as it comes)");
   if (opts.polymorphic()) poly = std::make_shared<const Polymorphism>(make_polymorphism(opts, cb.leaf_descs(cb.closure)));
   TraceScope scope(poly ? poly->scope : nullptr);
   if (poly)
@@ -289,6 +315,8 @@ Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options
   const Closure closure{f, args...};
   TraceCallbacks cb;
   cb.closure = &closure;
+  cb.nargs = sizeof...(Args);
+  cb.static_argnums_end = static_argnums_end<Opts...>();
   cb.leaf_descs = [](const void* c) {
     return std::apply([](const F&, const Args&... a) { return leaf_descs<Opts...>(a...); },
                       *static_cast<const Closure*>(c));

@@ -217,6 +217,11 @@ public:
     detail::Storage s;
     s.dtype = dtype_v<T>;
     s.size = detail::checked_numel(shape, "dyn::Array::view");
+    // A null pointer would only fault later, far from the mistake.
+    if (!ptr && s.size > 0)
+      detail::fail<TypeError>("dyn::Array::view: a null pointer for shape " +
+                              detail::shape_str(detail::to_shape(shape)) + " of " + std::to_string(s.size) +
+                              " elements");
     s.shape = std::move(shape);
     s.owner = std::shared_ptr<void>(static_cast<void*>(ptr), [](void*) {});
     s.data = ptr;

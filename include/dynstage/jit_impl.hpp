@@ -531,7 +531,9 @@ void run_entry(const JitEntry& e, CallScratch& sc) {
       sc.results[i] = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
       continue;
     } else {
-      s = Storage::make(e.outs[i].dtype, std::move(sc.out_dims[i]), false);
+      // (Checked here so that a bad size is reported as the jit result's.)
+      const std::int64_t count = checked_numel(sc.out_dims[i], "jit result");
+      s = Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), count);
     }
     sc.results[i] = s.data;
   }

@@ -462,6 +462,18 @@ std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Params& p
     avals.push_back(v.aval());
   }
   std::vector<Aval> out_avals = abstract_eval(prim, avals, params);
+  // A value whose static element count overflows int64 cannot exist (eager
+  // fails to allocate it); staged, a fused kernel would loop a wrapped-around
+  // number of times. Symbolic dimensions are checked when they are known.
+  for (const Aval& a : out_avals) {
+    std::int64_t n = 1;
+    for (const Dim& d : a.shape)
+      if (d.is_static() && d.value() == 0) n = 0;
+    for (const Dim& d : a.shape)
+      if (n != 0 && d.is_static() && __builtin_mul_overflow(n, d.value(), &n))
+        fail<ShapeError>(std::string(prim_name(prim)) + ": the result shape " + shape_str(a.shape) +
+                         " has more elements than an int64 can count");
+  }
   propagate_dim(prim, avals, out_avals);
   Eqn e{prim, std::move(atoms), {}, params};
   std::vector<Value> outs;

@@ -197,6 +197,9 @@ void throw_kernel_error(std::int32_t code) {
   if (code & kKernelRemByZero) fail<ArithmeticError>("rem: integer division by zero");
   if (code & kKernelPowZeroNegative) fail<ArithmeticError>("pow: integer zero raised to a negative power");
   if (code & kKernelOutOfMemory) fail<Error>("jit: out of memory allocating a kernel temporary");
+  if (code & kKernelNegativeSize)
+    fail<ShapeError>("jit: a size computed inside the function is negative (an array dimension from data, or "
+                     "integer arithmetic on sizes that overflowed)");
   internal_error("kernel returned unknown code " + std::to_string(code));
 }
 

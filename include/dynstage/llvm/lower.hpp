@@ -62,6 +62,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -157,8 +158,26 @@ private:
     for (std::size_t i = from; i < dims.size(); ++i) n = E.mul(n, dims[i]);
     return n;
   }
+  // The byte size of a buffer of these dimensions. With run-time dimensions
+  // (sizes computed from data, a huge integer argument) the product can
+  // overflow int64: it is computed with overflow checks, and an overflow
+  // gives a byte count no allocation can satisfy, so the kernel takes its
+  // out-of-memory exit instead of allocating a wrapped-around, too small
+  // buffer and writing past it. (Negative dimensions never get here:
+  // read_dim stops the kernel; the clamp keeps the product meaningful.)
   llvm::Value* bytes_of(const Dims& dims, DType d, std::size_t from = 0) {
-    return E.mul(numel(dims, from), E.c64(static_cast<std::int64_t>(dtype_size(d))));
+    const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
+    bool all_static = true;
+    for (std::size_t i = from; i < dims.size(); ++i) all_static = all_static && Emitter::konst(dims[i]);
+    if (all_static) return E.mul(numel(dims, from), E.c64(es));
+    llvm::Value* n = E.c64(es);
+    llvm::Value* overflow = b.getFalse();
+    for (std::size_t i = from; i < dims.size(); ++i) {
+      llvm::Value* r = b.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, n, E.smax(dims[i], E.c64(0)));
+      n = b.CreateExtractValue(r, 0);
+      overflow = b.CreateOr(overflow, b.CreateExtractValue(r, 1));
+    }
+    return b.CreateSelect(overflow, E.c64(std::numeric_limits<std::int64_t>::max() & ~std::int64_t{63}), n);
   }
   // The value of a dimension operand (a kDynamicDim entry of a shape
   // parameter), as i64.
@@ -175,6 +194,15 @@ private:
     const DType d = type(v).dtype;
     llvm::Value* x = E.load(buf_[vs], d, E.c64(0));
     dimval_[vs] = d == DType::i64 ? x : convert(d, DType::i64, x);
+    // A size computed inside the kernel (from data, or by integer arithmetic
+    // on sizes that wrapped around) may be negative: stop before anything is
+    // allocated or looped over with it, as eager stops with a ShapeError.
+    llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "dim.negative", b.GetInsertBlock()->getParent());
+    llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "dim.ok", b.GetInsertBlock()->getParent());
+    b.CreateCondBr(b.CreateICmpSLT(dimval_[vs], E.c64(0)), bad, ok, E.weights(1, 1000));
+    b.SetInsertPoint(bad);
+    E.exit_with(b.getInt32(kKernelNegativeSize));
+    b.SetInsertPoint(ok);
   }
 
   // --- indices -----------------------------------------------------------
