@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""run_tests.py BUILD_DIR [--build-failed]: run `meson test` and summarise.
+"""run_tests.py BUILD_DIR [--build-failed] [-- MESON_TEST_ARGS...]: run `meson test` and summarise.
 
 Used by scripts/test.sh. Prints `N passed, M failed` as its last line and
 exits non-zero if anything failed.
@@ -23,10 +23,14 @@ def run(cmd, **kw):
 
 def main():
     args = sys.argv[1:]
+    extra = []  # after "--": passed on to `meson test` (scripts/sanitize.sh: --timeout-multiplier)
+    if "--" in args:
+        extra = args[args.index("--") + 1:]
+        args = args[:args.index("--")]
     build_failed = "--build-failed" in args
     args = [a for a in args if a != "--build-failed"]
     if len(args) != 1:
-        print("usage: run_tests.py BUILD_DIR [--build-failed]", file=sys.stderr)
+        print("usage: run_tests.py BUILD_DIR [--build-failed] [-- MESON_TEST_ARGS...]", file=sys.stderr)
         return 2
     build = os.path.realpath(args[0])
 
@@ -51,7 +55,7 @@ def main():
         os.remove(log)
     status = 0
     if names is None or names:
-        cmd = ["meson", "test", "-C", build, "--no-rebuild", "--print-errorlogs"] + (names or [])
+        cmd = ["meson", "test", "-C", build, "--no-rebuild", "--print-errorlogs"] + extra + (names or [])
         print("== " + " ".join(cmd), flush=True)
         t0 = time.monotonic()
         status = run(cmd).returncode

@@ -1,12 +1,10 @@
-// dyn::jit: the kernel cache, the call path, concurrency, and errors.
+// dyn::jit: the kernel cache, the call path and errors (concurrency: test_concurrency.cpp).
 #include <dynstage/dynstage.hpp>
 
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cmath>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -174,31 +172,7 @@ TEST_CASE("jit: a failed trace leaves the function usable and its cache intact")
   CHECK(jf.stats().cache_hits == 1);
 }
 
-TEST_CASE("jit: 8 threads with mixed signatures compile each signature exactly once") {
-  auto jf = dyn::jit([](auto x) { return dyn::exp(x) * 0.5 + x; });
-  constexpr int kThreads = 8, kCalls = 200, kSizes = 4;
-  std::vector<dyn::Array<double>> inputs;
-  std::vector<dyn::Array<double>> expected;
-  for (int s = 0; s < kSizes; ++s) {
-    inputs.push_back(iota_array<double>({s + 1}, 0.25 * s, 0.125));
-    expected.push_back(dyn::exp(inputs.back()) * 0.5 + inputs.back());
-  }
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int c = 0; c < kCalls; ++c) {
-        int s = (t + c) % kSizes;
-        if (!dyn::allclose(jf(inputs[s]), expected[s], 1e-15, 1e-15)) ++wrong;
-      }
-    });
-  for (auto& th : threads) th.join();
-  CHECK(wrong.load() == 0);
-  auto s = jf.stats();
-  CHECK(s.compiles == kSizes);
-  CHECK(s.traces == kSizes);
-  CHECK(s.cache_hits == static_cast<std::size_t>(kThreads * kCalls - kSizes));
-}
+// Concurrency (8 threads, mixed signatures, clear_cache races) and the soak: tests/test_concurrency.cpp.
 
 TEST_CASE("jit: explain_miss says which argument changed how") {
   using dyn::detail::LeafSig;

@@ -100,4 +100,8 @@ inline void kernel_check(std::int32_t code) {
 // of any persistent cache key.
 const std::string& host_target_id();
 
+// Kernels whose code is currently loaded in the JIT (compiled and not yet
+// freed): what tests use to check that cache eviction returns JIT memory.
+std::size_t live_kernels();
+
 }  // namespace dyn::detail

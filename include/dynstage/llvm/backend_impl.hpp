@@ -38,6 +38,11 @@
 
 namespace dyn::detail {
 
+namespace llvmjit {
+// Kernels with a ResourceTracker whose code has not been removed (live_kernels()).
+inline std::atomic<std::size_t> live_kernel_count{0};
+}  // namespace llvmjit
+
 // The compiled code of one kernel. Destroying it frees the code (the
 // kernel's ResourceTracker); LLVM errors there cannot be reported, only
 // dropped, because destructors must not throw.
@@ -48,7 +53,9 @@ struct Kernel {
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
   ~Kernel() {
-    if (rt) llvm::consumeError(rt->remove());
+    if (!rt) return;
+    llvm::consumeError(rt->remove());
+    llvmjit::live_kernel_count.fetch_sub(1, std::memory_order_relaxed);
   }
 };
 
@@ -168,6 +175,7 @@ CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector
   }
   auto kernel = std::make_shared<Kernel>();
   kernel->rt = session.jit().getMainJITDylib().createResourceTracker();
+  live_kernel_count.fetch_add(1, std::memory_order_relaxed);
   check(session.jit().addIRModule(kernel->rt, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))),
         "adding the kernel module");
   // The lookup compiles the module (on this thread, with its TargetMachine).
@@ -210,6 +218,8 @@ void run_kernel(const Kernel& k, const void* const* args, void* const* results) 
 KernelFn kernel_entry(const Kernel& k) { return k.fn; }
 
 const std::string& host_target_id() { return llvmjit::host().id; }
+
+std::size_t live_kernels() { return llvmjit::live_kernel_count.load(std::memory_order_relaxed); }
 
 }  // namespace dyn::detail
 
