@@ -347,3 +347,25 @@ TEST_CASE("jit control: infer_dimensions: one carried array grows, the other sta
   }
   CHECK(jf.stats().compiles == 1);
 }
+
+// Found by dynstage_fuzz (tests/fuzz/): the double buffers of a loop swap
+// roles between iterations, and the noalias attributes of the inlined body
+// let LLVM read the first iteration's input in every iteration.
+TEST_CASE("jit control: a loop updating its carry in place keeps every iteration's update (fuzzer regression)") {
+  auto g = [](auto x, auto u) {
+    return dyn::for_loop(1, 3, 1)([&](auto i, auto p) { return dyn::dynamic_update_slice(p, u, {i}); })(x);
+  };
+  auto w = [](auto x, auto u) {
+    auto r = dyn::while_loop([](auto k, auto) { return k < 3; })(
+        [&](auto k, auto p) { return std::make_tuple(k + 1, dyn::dynamic_update_slice(p, u, {k})); })(i64{0}, x);
+    return std::get<1>(r);
+  };
+  const Array<std::int32_t> x({8}, {1, 1, 1, 1, 1, 1, 1, 1});
+  const Array<std::int32_t> u({2}, {0, 2});
+  const Array<std::int32_t> rg = dyn::jit(g)(x, u);
+  CHECK(dyn::array_equal(rg, Array<std::int32_t>({8}, {1, 0, 0, 2, 1, 1, 1, 1})));
+  CHECK(dyn::array_equal(rg, Array<std::int32_t>(dyn::eager(g)(x, u))));
+  const Array<std::int32_t> rw = dyn::jit(w)(x, u);
+  CHECK(dyn::array_equal(rw, Array<std::int32_t>({8}, {0, 0, 0, 2, 1, 1, 1, 1})));
+  CHECK(dyn::array_equal(rw, Array<std::int32_t>(dyn::eager(w)(x, u))));
+}

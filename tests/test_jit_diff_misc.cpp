@@ -161,4 +161,49 @@ TEST_CASE("jit diff: integer faults and wrapping, the same in all three ways") {
   }
 }
 
+// Found by dynstage_fuzz (tests/fuzz/, docs/reliability.md).
+TEST_CASE("jit diff: integer scalar arguments and values that are not sizes (fuzzer regressions)") {
+  // An i64[] argument gets a dimension variable in case it sizes an array;
+  // a negative one that sizes nothing is an ordinary value (jit threw
+  // "the integer argument leaf #1 sizes arrays but is negative").
+  const auto f = [](int op, const auto& x, const auto& k) {
+    switch (op) {
+      case 0: return x + k;
+      default: return x * 0 + std::numeric_limits<i64>::max() + k;  // wraps, as integer arithmetic does
+    }
+  };
+  const auto x = dyn::Array<i64>({3}, {1, 2, 3});
+  const auto neg = dyn::Array<i64>::scalar(-3);
+  const Three r0 = run3(f, 0, x, neg);
+  REQUIRE(agree(r0, "x + negative i64 scalar"));
+  CHECK(dyn::array_equal(r0.jit.out.at(0).get<i64>(), dyn::Array<i64>({3}, {-2, -1, 0})));
+  // Arithmetic on integer scalars whose values are static dimensions (x * 0
+  // is the dimension 0) overflowed the dimension arithmetic while tracing
+  // ("integer overflow in dimension arithmetic"); the values wrap instead.
+  const auto y = dyn::Array<i64>::scalar(5);
+  const Three r1 = run3(f, 1, y, dyn::Array<i64>::scalar(1));
+  REQUIRE(agree(r1, "INT64_MAX + 1 on a traced scalar"));
+  CHECK(r1.jit.out.at(0).get<i64>().data()[0] == std::numeric_limits<i64>::min());
+  // A reduction over a static axis of size 0 when another axis is a runtime
+  // dimension: the kernel left the output uninitialised (sum gave garbage,
+  // mean inf instead of NaN).
+  const auto h = [](int op, const auto& v) {
+    const auto e = dyn::broadcast_to(v, dyn::Shape{dyn::Dim(0), dyn::Dim(v.shape(0))});
+    return op == 0 ? dyn::sum(e, {0}) : op == 1 ? dyn::mean(e, {0}) : dyn::prod(e, {0});
+  };
+  const auto v3 = dyn::Array<double>({3}, {1.5, -2.0, 4.0});
+  for (int op : {0, 1, 2}) {
+    const auto jh = dyn::jit(h, dyn::static_argnums<0>{}, dyn::polymorphic_shapes{"...", "(n,)"});
+    const dyn::Array<double> got = jh(op, v3);
+    const dyn::Array<double> want = dyn::eager(h, dyn::static_argnums<0>{})(op, v3);
+    INFO("reduction " << op << ": jit " << got << ", eager " << want);
+    CHECK(mismatch(got, want, Tol{}).empty());
+  }
+  // A negative scalar that does size an array is still rejected, in all three.
+  const auto g = [](int, const auto& n) { return dyn::arange<double>(n); };
+  const Three r2 = run3(g, 0, dyn::Array<i64>::scalar(-2));
+  CHECK(r2.jit.error == "ShapeError");
+  CHECK(r2.jit.message.find("sizes arrays but is negative (-2)") != std::string::npos);
+}
+
 }  // namespace

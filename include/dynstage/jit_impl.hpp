@@ -110,6 +110,10 @@ struct JitEntry {
   std::shared_ptr<const Polymorphism> poly;
   std::vector<DimLeaf> dim_leaves;
   std::vector<std::string> dim_leaf_names;
+  // Whether dim_leaves[i] really sizes an array (every i64[] scalar argument
+  // gets a dimension variable while tracing, in case it is used as a size;
+  // only those used must be non-negative at call time).
+  std::vector<bool> dim_leaf_sizes;
   std::vector<Shape> out_shapes;         // every output, implicit ones first
   // Outputs whose size is computed inside the kernel (a loop that resizes
   // its state, a cond, a size computed from data): the kernel allocates them
@@ -314,6 +318,14 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
   e.poly = traced.poly;
   e.dim_leaves = traced.dim_leaves;
   for (const auto& dl : e.dim_leaves) e.dim_leaf_names.push_back(dl.var.to_string());
+  {
+    std::vector<int> explicit_invars;  // the argument leaves, in order
+    for (std::size_t k = 0; k < j.invars.size(); ++k)
+      if (j.in_explicit.empty() || j.in_explicit[k]) explicit_invars.push_back(j.invars[k]);
+    for (const auto& dl : e.dim_leaves)
+      e.dim_leaf_sizes.push_back(dl.leaf >= explicit_invars.size() ||  // (not expected: stay strict)
+                                 var_sizes_arrays(j, explicit_invars[dl.leaf]));
+  }
   e.dynamic = e.poly != nullptr;
   e.kernel_sized = kernel_sized_results(traced);
   for (std::size_t k = 0; k < j.outvars.size(); ++k) {
@@ -466,6 +478,42 @@ void adopt_kernel_results(const JitEntry& e, CallScratch& sc) {
   }
 }
 
+// Whether variable `var` of `j` sizes an array: it appears as a dimension in
+// a type of `j`, or is passed to a nested jaxpr whose parameter sizes one.
+// (dynstage_fuzz found that `jit(f)(x, std::int64_t(-3))` threw "sizes arrays
+// but is negative" for an i64 scalar argument used only as a value.)
+bool var_sizes_arrays(const Jaxpr& j, int var) {
+  for (const Type& t : j.types)
+    for (const JDim& d : t.shape)
+      if (d.var == var) return true;
+  auto passes = [&](const Jaxpr& body, std::size_t invar) {
+    return invar < body.invars.size() && var_sizes_arrays(body, body.invars[invar]);
+  };
+  for (const Eqn& q : j.eqns)
+    for (std::size_t p = 0; p < q.inputs.size(); ++p) {
+      if (q.inputs[p].var != var) continue;
+      bool used = false;
+      if (const auto* f = std::get_if<ForLoopParams>(&q.params)) {
+        // operands: consts, implicit, lower, upper, step, index0, carried;
+        // body: consts, implicit, index, carried. (A bound is not the index.)
+        const std::size_t lead = static_cast<std::size_t>(f->body_nconsts + f->nimplicit);
+        if (p < lead) used = passes(*f->body_jaxpr, p);
+        else if (p >= lead + 4) used = passes(*f->body_jaxpr, p - 3);
+      } else if (const auto* w = std::get_if<WhileLoopParams>(&q.params)) {
+        // operands: cond consts, body consts, implicit, carried.
+        const std::size_t cn = static_cast<std::size_t>(w->cond_nconsts), bn = static_cast<std::size_t>(w->body_nconsts);
+        if (p < cn) used = passes(*w->cond_jaxpr, p);
+        else if (p < cn + bn) used = passes(*w->body_jaxpr, p - cn);
+        else used = passes(*w->cond_jaxpr, p - bn) || passes(*w->body_jaxpr, p - cn);
+      } else if (const auto* c = std::get_if<CondParams>(&q.params)) {
+        // operands: pred, then every branch's inputs.
+        for (const auto& b : c->branches) used = used || (p > 0 && passes(*b, p - 1));
+      }
+      if (used) return true;
+    }
+  return false;
+}
+
 // For a dynamic entry: solve the dimension variables from the leaves' shapes
 // and integer values (ShapeAssertionError if the shapes violate the spec),
 // fill sc.dim_slots with the implicit dimension arguments and sc.out_dims
@@ -492,7 +540,7 @@ void solve_call_dims(const JitEntry& e, CallScratch& sc) {
   if (e.poly) env = e.poly->solver->solve_shapes(sc.leaf_shapes);
   for (std::size_t i = 0; i < e.dim_leaves.size(); ++i) {
     const std::int64_t v = sc.leaf_ints[e.dim_leaves[i].leaf];
-    if (v < 0)
+    if (v < 0 && e.dim_leaf_sizes[i])
       fail<ShapeError>("jit: the integer argument leaf #" + std::to_string(e.dim_leaves[i].leaf) +
                        " sizes arrays but is negative (" + std::to_string(v) + ")");
     env[e.dim_leaf_names[i]] = v;

@@ -411,16 +411,28 @@ void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& ou
   for (const Aval& a : in)
     if (!a.dim_value) return;
   auto d = [&](std::size_t i) { return *in[i].dim_value; };
-  switch (prim) {
-    case Prim::add: out[0].dim_value = d(0) + d(1); break;
-    case Prim::sub: out[0].dim_value = d(0) - d(1); break;
-    case Prim::mul: out[0].dim_value = d(0) * d(1); break;
-    case Prim::neg: out[0].dim_value = -d(0); break;
-    case Prim::max: out[0].dim_value = max_dim(d(0), d(1)); break;
-    case Prim::min: out[0].dim_value = min_dim(d(0), d(1)); break;
-    case Prim::convert_element_type: out[0].dim_value = d(0); break;
-    default: break;
+  // The value wraps where dimension arithmetic would overflow (integer
+  // arithmetic wraps, eager.hpp): such a value is no dimension, so it gets
+  // none, instead of failing the trace with "integer overflow in dimension
+  // arithmetic" (found by dynstage_fuzz: INT64_MAX - (-97) on i64 scalars).
+  // Likewise a static value that does not fit the (i32) result.
+  try {
+    switch (prim) {
+      case Prim::add: out[0].dim_value = d(0) + d(1); break;
+      case Prim::sub: out[0].dim_value = d(0) - d(1); break;
+      case Prim::mul: out[0].dim_value = d(0) * d(1); break;
+      case Prim::neg: out[0].dim_value = -d(0); break;
+      case Prim::max: out[0].dim_value = max_dim(d(0), d(1)); break;
+      case Prim::min: out[0].dim_value = min_dim(d(0), d(1)); break;
+      case Prim::convert_element_type: out[0].dim_value = d(0); break;
+      default: break;
+    }
+  } catch (const ArithmeticError&) {
+    out[0].dim_value.reset();
   }
+  if (out[0].dim_value && out[0].dim_value->is_static() && out[0].dtype == DType::i32 &&
+      (out[0].dim_value->value() < INT32_MIN || out[0].dim_value->value() > INT32_MAX))
+    out[0].dim_value.reset();
 }
 #endif
 

@@ -7,6 +7,8 @@
 // number is a compile-time error naming JAX's error.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <type_traits>
@@ -182,6 +184,16 @@ Value to_value(const X& x) {
   else {
     using E = scalar_element_t<U>;
     TypeInfo w = weak_type_of<U>();
+    // A weak integer literal is held as i32 when it fits, else as i64 (found
+    // by dynstage_fuzz: `x_i64 + 3000000000LL` was truncated to 32 bits). The
+    // weak dtype never decides a result type against an array (promote_types),
+    // so only the held value changes.
+    if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool>) {
+      constexpr std::int64_t lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+      const bool fits = std::is_signed_v<U> ? static_cast<std::int64_t>(x) >= lo && static_cast<std::int64_t>(x) <= hi
+                                            : static_cast<std::uint64_t>(x) <= static_cast<std::uint64_t>(hi);
+      if (!fits) w.dtype = DType::i64;
+    }
     // The literal keeps its exact value; its dtype is the weak kind's.
     Value v = scalar_value(Scalar::of<E>(static_cast<E>(x)), true);
     if (v.dtype() != w.dtype) {

@@ -868,11 +868,15 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   std::size_t t = r;
   while (t > 0 && (reduced(t - 1) || unit(xd[t - 1]))) --t;
   // (A runtime dimension counts as > 1: the output is then initialised to
-  // the identity and combined into, which is right for any size.)
+  // the identity and combined into, which is right for any size. So does a
+  // reduced axis of size 0: its loop never runs, and only that initialisation
+  // writes the output. The empty-operand case above misses it when another
+  // axis is a runtime dimension: dynstage_fuzz found sum(f64[0,n], {0}) giving
+  // uninitialised memory.)
   bool outer_reduced = false;
   for (std::size_t a = 0; a < t; ++a) {
     const auto k = Emitter::konst(xd[a]);
-    outer_reduced = outer_reduced || (reduced(a) && (!k || *k > 1));
+    outer_reduced = outer_reduced || (reduced(a) && (!k || *k != 1));
   }
   llvm::Value* inner_n = numel(xd, t);
   // Output strides of the outer axes (0 where reduced).

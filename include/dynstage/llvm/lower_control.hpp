@@ -47,6 +47,13 @@ inline llvm::Function* Lowering::emit_nested(const Jaxpr& body, const std::vecto
   Lowering low(j, plan, sub, cells);
   llvm::Function* f = low.emit_body(name_ + ".cf" + std::to_string(nested_++));
   f->addFnAttr(llvm::Attribute::AlwaysInline);
+  // No `noalias` on a body's buffers. Each call's inputs and results are
+  // distinct, but the double buffers swap roles between iterations, and once
+  // the body is inlined into the loop the scoped-noalias metadata let LLVM
+  // forward the first iteration's input to later ones (dynstage_fuzz: a
+  // for_loop of dynamic_update_slice(carry, u, {i}) kept only the last
+  // update).
+  for (unsigned k = 0; k < f->arg_size(); ++k) f->removeParamAttr(k, llvm::Attribute::NoAlias);
   return f;
 }
 

@@ -1,0 +1,160 @@
+// dynstage_fuzz: the differential fuzzer's program representation (issue 6,
+// docs/reliability.md "Differential fuzzing").
+//
+// A program is DATA: an SSA list of nodes over numbered slots. Slots of a
+// (sub)program are, in order: the slots visible from the enclosing program
+// (a loop or cond body sees every slot defined before its node: captured
+// values), the program's parameters, then each node's outputs (one slot per
+// output; only loops and cond have several). Types are tracked, so the
+// generator (fuzz_gen.cpp) builds well-typed programs by construction, and
+// one interpreter (fuzz_run.cpp) runs them eagerly, through make_jaxpr +
+// eval_jaxpr and through dyn::jit.
+#pragma once
+
+#include <dynstage/core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fuzz {
+
+using i64 = std::int64_t;
+using dyn::DType;
+
+enum class Op {
+  constant,      // a closed-over dyn::Array (data)
+  full,          // dyn::full<T>(static shape p, lit)
+  iota,          // dyn::arange<T>(p[0])
+  iota_dyn,      // dyn::arange<T>(in[0]): a Catalyst dynamic size (an i64 scalar input)
+  unary,         // k: Unary
+  binary,        // k: Binary, same dtype, numpy broadcasting
+  add_mixed,     // x + y of different dtypes (JAX promotion)
+  scalar,        // k: Binary, x op literal (p[0] = 1: literal on the left); weak literal
+  compare,       // k: Cmp
+  where,         // where(in0, in1, in2)
+  astype,        // astype to out dtype
+  reduce,        // k: Red; p: axes; lit = 1: no axes argument (all)
+  reshape,       // p: static target shape
+  transpose,     // p: permutation
+  slice,         // slice_in_dim(x, p0=axis, p1=start, p2=limit (-1: the whole dim), p3=stride)
+  concat,        // concatenate(in, p[0])
+  expand_dims,   // p[0]
+  squeeze,       // p: axes
+  broadcast_to,  // p: target dims, >= 0 static, -1-j: x.shape(j)
+  dot,
+  matmul,
+  dynamic_slice,         // in = x, index scalars; p: sizes
+  dynamic_update_slice,  // in = x, update, index scalars
+  for_loop,              // p = lo, hi, step, preserve; in = carries; body[0](i, carries...) -> carries
+  while_loop,            // p = trips, preserve; in = carries; body[0](carries) -> carries; body[1]: extra bool cond or none
+  cond,                  // in = pred, operands; body[0], body[1](operands...) -> outs
+};
+
+enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos,
+             u_tan, u_tanh, u_logistic, u_not, kUnaryCount };
+enum Binary { b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_and, b_or, kBinaryCount };
+enum Cmp { c_eq, c_ne, c_lt, c_le, c_gt, c_ge, kCmpCount };
+enum Red { r_sum, r_prod, r_max, r_min, r_mean, kRedCount };
+
+// A dimension: its concrete size and, if dynamic, an identity (sym >= 0).
+// Two dynamic dimensions are only known equal if they have the same sym
+// (the generator is conservative: dynstage may know more).
+struct D {
+  i64 n = 0;
+  int sym = -1;
+  bool operator==(const D& o) const { return sym == o.sym && (sym >= 0 || n == o.n); }
+  bool is_static() const { return sym < 0; }
+};
+
+struct Ty {
+  DType dt = DType::f64;
+  std::vector<D> shape;
+  // Computed by an operation that jit may round differently from eager
+  // (docs/backend.md "Accuracy"): compared with a tolerance, and never fed
+  // into anything discontinuous (comparisons, rounding, conversions to
+  // integers, predicates, indices).
+  bool inexact = false;
+  // Inexact, and rounded to f32 somewhere on the way (an f32 cos promoted to
+  // f64): compared with the f32 tolerance whatever its dtype.
+  bool lowp = false;
+  bool is_static() const {
+    for (const D& d : shape)
+      if (!d.is_static()) return false;
+    return true;
+  }
+  i64 size() const {
+    i64 s = 1;
+    for (const D& d : shape) s *= d.n;
+    return s;
+  }
+};
+
+struct Program;
+
+struct Node {
+  Op op = Op::constant;
+  int k = 0;
+  std::vector<int> in;
+  std::vector<i64> p;
+  double lit = 0;
+  std::vector<Ty> out;
+  std::vector<Program> body;
+  dyn::AnyArray data;  // Op::constant
+};
+
+struct Program {
+  std::vector<Ty> params;
+  std::vector<Node> nodes;
+  std::vector<int> outs;
+};
+
+// A whole test case: the top-level program, whose parameters are the inputs.
+struct Case {
+  Program prog;
+  std::vector<dyn::AnyArray> inputs;
+  // Input k's leading dimension is the symbolic "n" (dyn::polymorphic_shapes
+  // "(n, ...)" on the first argument, which holds these inputs); the others
+  // go in the second argument ("...").
+  std::vector<bool> poly;
+  bool symbolic = false;
+};
+
+// The slots a node's outputs occupy, given the index of the program's first
+// own slot (base) — computed by walking the nodes.
+inline int slot_count(const Program& p) {
+  int n = static_cast<int>(p.params.size());
+  for (const Node& nd : p.nodes) n += static_cast<int>(nd.out.size());
+  return n;
+}
+
+// Result of running a case three ways.
+struct Outcome {
+  enum Kind { ok, dyn_error, other_error } kind = ok;
+  std::string error;  // error class
+  std::string message;
+  std::vector<dyn::AnyArray> out;
+};
+
+struct Verdict {
+  // elided: eager and eval_jaxpr raise ArithmeticError (an integer fault)
+  // but jit returns results: a fused kernel computes only the elements it
+  // needs, so a fault in an element no result depends on (a scalar
+  // broadcast into an empty array) is not raised. Documented, counted,
+  // a failure only with --strict.
+  enum Kind { pass, consistent_error, mismatch, crash, elided } kind = pass;
+  std::string what;  // category ("jit vs eager output #2", "error only in jit") for the shrinker
+  std::string detail;
+};
+
+// fuzz_run.cpp
+Verdict run_case(const Case& c, Outcome* eager = nullptr, Outcome* interp = nullptr, Outcome* jit = nullptr);
+// The values of the top-level slots in eager mode (for the shrinker); empty on error.
+std::vector<dyn::AnyArray> eager_slots(const Case& c);
+
+// fuzz_gen.cpp
+Case generate(std::uint64_t seed, int max_nodes);
+std::string to_cpp(const Case& c, std::uint64_t seed);
+std::string dtype_cpp(DType d);
+
+}  // namespace fuzz

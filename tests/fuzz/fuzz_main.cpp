@@ -1,0 +1,261 @@
+// dynstage_fuzz: the shrinker and the command-line driver.
+//
+//   dynstage_fuzz --seed S --count N [--max-nodes K] [--verbose] [--no-shrink] [--print] [--strict]
+//
+// Runs the programs of seeds S .. S+N-1 eagerly, through make_jaxpr +
+// eval_jaxpr and through dyn::jit, prints `programs run, mismatches, errors
+// (consistent), crashes`, and for each failure the seed and a shrunk C++
+// reproduction; exits 1 on any mismatch or crash.
+#include "fuzz.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <string>
+
+namespace fuzz {
+namespace {
+
+// ---- program surgery on the global slot numbering (fuzz.hpp)
+
+// Applies f to every reference in nodes [from, end) of p, their bodies
+// included (a body's own slots come after its node's base, which is past
+// every slot these edits touch), and to p's outputs.
+void remap(Program& p, std::size_t from, const std::function<int(int)>& f) {
+  std::function<void(Program&)> all = [&](Program& q) {
+    for (Node& n : q.nodes) {
+      for (int& s : n.in) s = f(s);
+      for (Program& b : n.body) all(b);
+    }
+    for (int& s : q.outs) s = f(s);
+  };
+  for (std::size_t k = from; k < p.nodes.size(); ++k) {
+    for (int& s : p.nodes[k].in) s = f(s);
+    for (Program& b : p.nodes[k].body) all(b);
+  }
+  for (int& s : p.outs) s = f(s);
+}
+
+// Base slot of node k of p (whose first own slot is `base`).
+int node_base(const Program& p, int base, std::size_t k) {
+  int s = base + static_cast<int>(p.params.size());
+  for (std::size_t j = 0; j < k; ++j) s += static_cast<int>(p.nodes[j].out.size());
+  return s;
+}
+
+// Whether slot s of p is used by nodes after `from` or by p's outputs.
+bool used(const Program& p, int base, std::size_t from, int s) {
+  std::function<bool(const Program&, int)> in_body = [&](const Program& q, int limit) {
+    for (std::size_t k = 0; k < q.nodes.size(); ++k)
+      for (int x : q.nodes[k].in)
+        if (x == s && x < limit) return true;
+    for (const Node& n : q.nodes)
+      for (const Program& b : n.body)
+        if (in_body(b, limit)) return true;
+    for (int x : q.outs)
+      if (x == s && x < limit) return true;
+    return false;
+  };
+  for (int x : p.outs)
+    if (x == s) return true;
+  for (std::size_t k = from; k < p.nodes.size(); ++k) {
+    for (int x : p.nodes[k].in)
+      if (x == s) return true;
+    const int b = node_base(p, base, k);
+    for (const Program& q : p.nodes[k].body)
+      if (in_body(q, b)) return true;
+  }
+  return false;
+}
+
+// Deletes the nodes of p (recursively in bodies) whose outputs are unused.
+bool dce(Program& p, int base) {
+  bool changed = false;
+  for (std::size_t k = p.nodes.size(); k-- > 0;) {
+    const int b = node_base(p, base, k);
+    const int c = static_cast<int>(p.nodes[k].out.size());
+    bool any = false;
+    for (int s = b; s < b + c; ++s) any = any || used(p, base, k + 1, s);
+    if (!any) {
+      p.nodes.erase(p.nodes.begin() + static_cast<std::ptrdiff_t>(k));
+      remap(p, k, [&](int s) { return s >= b + c ? s - c : s; });
+      changed = true;
+    } else {
+      for (Program& q : p.nodes[k].body) changed = dce(q, b) || changed;
+    }
+  }
+  return changed;
+}
+
+// Every (sub)program of c with its base slot.
+void programs(Program& p, int base, std::vector<std::pair<Program*, int>>& out) {
+  out.push_back({&p, base});
+  for (std::size_t k = 0; k < p.nodes.size(); ++k)
+    for (Program& b : p.nodes[k].body) programs(b, node_base(p, base, k), out);
+}
+
+std::string key(const Verdict& v) {
+  return std::to_string(static_cast<int>(v.kind)) + ":" + v.what.substr(0, v.what.find(", output"));
+}
+
+// Greedy shrinking: every candidate edit that keeps the same kind of failure
+// is kept, until none applies.
+Case shrink(Case c, const Verdict& v0, bool verbose) {
+  const std::string want = key(v0);
+  int accepted = 0;
+  auto still = [&](Case& cand) {
+    dce(cand.prog, 0);
+    const bool ok = key(run_case(cand)) == want;
+    if (ok) ++accepted;
+    return ok;
+  };
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    // 1. One output.
+    if (c.prog.outs.size() > 1)
+      for (std::size_t k = 0; k < c.prog.outs.size(); ++k) {
+        Case t = c;
+        t.prog.outs = {c.prog.outs[k]};
+        if (still(t)) { c = std::move(t); progress = true; break; }
+      }
+    // 2. A top-level node replaced by its eager value(s): constants.
+    const std::vector<dyn::AnyArray> vals = eager_slots(c);
+    for (std::size_t k = c.prog.nodes.size(); !vals.empty() && k-- > 0;) {
+      if (c.prog.nodes[k].op == Op::constant) continue;
+      Case t = c;
+      const int b = node_base(c.prog, 0, k);
+      std::vector<Node> repl;
+      for (std::size_t j = 0; j < c.prog.nodes[k].out.size(); ++j) {
+        Node n;
+        n.op = Op::constant, n.data = vals.at(static_cast<std::size_t>(b) + j), n.out = {c.prog.nodes[k].out[j]};
+        repl.push_back(std::move(n));
+      }
+      t.prog.nodes.erase(t.prog.nodes.begin() + static_cast<std::ptrdiff_t>(k));
+      t.prog.nodes.insert(t.prog.nodes.begin() + static_cast<std::ptrdiff_t>(k), repl.begin(), repl.end());
+      if (still(t)) { c = std::move(t); progress = true; }
+    }
+    // 3. A node replaced by one of its inputs of the same type; 4. fewer
+    //    loop iterations; in every (sub)program.
+    std::vector<std::pair<Program*, int>> ps;
+    programs(c.prog, 0, ps);
+    for (std::size_t pi = 0; pi < ps.size() && !progress; ++pi) {
+      const Program& p = *ps[pi].first;
+      for (std::size_t k = p.nodes.size(); k-- > 0 && !progress;) {
+        const Node& n = p.nodes[k];
+        auto type_of = [&](int s) -> const Ty* {
+          // Slots of p itself (params and nodes); outer slots are not checked.
+          int q = s - ps[pi].second;
+          if (q < 0) return nullptr;
+          if (q < static_cast<int>(p.params.size())) return &p.params[static_cast<std::size_t>(q)];
+          q -= static_cast<int>(p.params.size());
+          for (const Node& m : p.nodes) {
+            if (q < static_cast<int>(m.out.size())) return &m.out[static_cast<std::size_t>(q)];
+            q -= static_cast<int>(m.out.size());
+          }
+          return nullptr;
+        };
+        if (n.out.size() == 1)
+          for (int s : n.in) {
+            const Ty* t = type_of(s);
+            if (!t || t->dt != n.out[0].dt || !(t->shape == n.out[0].shape)) continue;
+            Case cand = c;
+            std::vector<std::pair<Program*, int>> cps;
+            programs(cand.prog, 0, cps);
+            const int self = node_base(p, ps[pi].second, k);
+            remap(*cps[pi].first, k + 1, [&](int x) { return x == self ? s : x; });
+            if (still(cand)) { c = std::move(cand); progress = true; break; }
+          }
+        if (progress) break;
+        if (n.op == Op::for_loop || n.op == Op::while_loop) {
+          Case cand = c;
+          std::vector<std::pair<Program*, int>> cps;
+          programs(cand.prog, 0, cps);
+          Node& m = cps[pi].first->nodes[k];
+          bool can = false;
+          if (n.op == Op::for_loop && m.p[1] != m.p[0]) m.p[1] -= m.p[2], can = true;
+          if (n.op == Op::while_loop && m.p[0] > 0) --m.p[0], can = true;
+          if (can && still(cand)) { c = std::move(cand); progress = true; }
+        }
+      }
+    }
+  }
+  if (verbose) std::cerr << "shrinker: " << accepted << " edits kept\n";
+  return c;
+}
+
+int count_nodes(const Program& p) {
+  int n = 0;
+  for (const Node& m : p.nodes) {
+    ++n;
+    for (const Program& b : m.body) n += count_nodes(b);
+  }
+  return n;
+}
+
+}  // namespace
+}  // namespace fuzz
+
+int main(int argc, char** argv) {
+  using namespace fuzz;
+  std::uint64_t seed = 1;
+  long count = 100;
+  int max_nodes = 12;
+  bool verbose = false, do_shrink = true, print = false, strict = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) { std::cerr << a << " needs a value\n"; std::exit(2); }
+      return argv[++i];
+    };
+    if (a == "--seed") seed = std::strtoull(next(), nullptr, 10);
+    else if (a == "--count") count = std::strtol(next(), nullptr, 10);
+    else if (a == "--max-nodes") max_nodes = static_cast<int>(std::strtol(next(), nullptr, 10));
+    else if (a == "--verbose") verbose = true;
+    else if (a == "--no-shrink") do_shrink = false;
+    else if (a == "--print") print = true;
+    else if (a == "--strict") strict = true;
+    else {
+      std::cerr << "usage: dynstage_fuzz --seed S --count N [--max-nodes K] [--verbose] [--no-shrink] [--print] [--strict]\n";
+      return 2;
+    }
+  }
+  long run = 0, mismatches = 0, errors = 0, crashes = 0, elided = 0, nodes = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long k = 0; k < count; ++k) {
+    const std::uint64_t s = seed + static_cast<std::uint64_t>(k);
+    Case c = generate(s, max_nodes);
+    // No dead code: tracing drops unused equations (as JAX does), so an
+    // error in dead code (an integer division by zero) is raised eagerly
+    // only. That is by design, not a mismatch.
+    dce(c.prog, 0);
+    nodes += count_nodes(c.prog);
+    if (print) std::cout << to_cpp(c, s);
+    const Verdict v = run_case(c);
+    ++run;
+    if (verbose)
+      std::cout << "seed " << s << ": " << count_nodes(c.prog) << " nodes, "
+                << (v.kind == Verdict::pass               ? "pass"
+                    : v.kind == Verdict::consistent_error ? "error " + v.what
+                    : v.kind == Verdict::elided           ? "fault elided by jit"
+                                                          : v.what)
+                << (v.kind == Verdict::consistent_error ? v.detail : "") << "\n";
+    if (v.kind == Verdict::consistent_error) ++errors;
+    if (v.kind == Verdict::elided) ++elided;
+    if (v.kind == Verdict::mismatch || v.kind == Verdict::crash || (strict && v.kind == Verdict::elided)) {
+      (v.kind == Verdict::crash ? crashes : mismatches)++;
+      std::cout << "FAIL seed " << s << ": " << v.what << ": " << v.detail << "\n";
+      const Case m = do_shrink ? shrink(c, v, verbose) : c;
+      const Verdict vm = run_case(m);
+      std::cout << "shrunk to " << count_nodes(m.prog) << " nodes (" << vm.what << ": " << vm.detail << ")\n"
+                << to_cpp(m, s) << std::endl;
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "programs run " << run << ", mismatches " << mismatches << ", errors (consistent) " << errors
+            << ", crashes " << crashes << ", faults elided by jit " << elided << " (seeds " << seed << ".." << seed + static_cast<std::uint64_t>(count) - 1
+            << ", " << nodes << " nodes, " << secs << " s)\n";
+  return mismatches + crashes > 0 ? 1 : 0;
+}

@@ -1,0 +1,570 @@
+// dynstage_fuzz: ONE interpreter of fuzz programs over the public dyn:: API,
+// templated on the array kind (dyn::Array or dyn::Tracer), so the same code
+// runs eagerly, under make_jaxpr (then eval_jaxpr) and under dyn::jit; and
+// the comparison of the three (docs/reliability.md, "Differential fuzzing").
+#include "fuzz.hpp"
+
+#include <dynstage/dynstage.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <tuple>
+#include <variant>
+
+namespace fuzz {
+namespace {
+
+using dyn::Array;
+using dyn::Tracer;
+
+template <template <class> class A>
+struct Kind {
+  using V = std::variant<A<bool>, A<std::int32_t>, A<i64>, A<float>, A<double>>;
+  // Values of a pytree boundary (arguments, carries, results): one vector per dtype.
+  using Bundle = std::tuple<std::vector<A<bool>>, std::vector<A<std::int32_t>>, std::vector<A<i64>>,
+                            std::vector<A<float>>, std::vector<A<double>>>;
+  static constexpr bool traced = std::is_same_v<A<float>, Tracer<float>>;
+};
+
+int dt_index(DType d) {
+  switch (d) {
+    case DType::bool_: return 0;
+    case DType::i32: return 1;
+    case DType::i64: return 2;
+    case DType::f32: return 3;
+    case DType::f64: return 4;
+  }
+  return 0;
+}
+
+template <class T>
+using elem = typename std::remove_cvref_t<T>::value_type;
+
+// A concrete array as a value of kind K: lifted into the current trace
+// (a constvar) when tracing, so every value of a traced program is a tracer.
+template <class K, class T>
+typename K::V lift(const Array<T>& a) {
+  if constexpr (K::traced) return dyn::detail::from_value<Tracer<T>>(dyn::detail::to_value(a));
+  else return a;
+}
+template <class K, class X>
+typename K::V as_v(const X& x) {
+  if constexpr (dyn::is_tracer_v<X>) {
+    if constexpr (K::traced) return x;
+    else throw std::logic_error("fuzz: a tracer in eager mode");
+  } else {
+    return lift<K>(x);
+  }
+}
+
+template <class K>
+typename K::V from_any(const dyn::AnyArray& a) {
+  return dyn::visit_dtype(a.dtype(), [&](auto t) -> typename K::V { return lift<K>(a.get<decltype(t)>()); });
+}
+
+template <class K>
+void pack(typename K::Bundle& b, const typename K::V& v) {
+  std::visit([&](const auto& x) { std::get<std::vector<std::remove_cvref_t<decltype(x)>>>(b).push_back(x); }, v);
+}
+template <class K>
+typename K::Bundle pack_all(const std::vector<typename K::V>& vs) {
+  typename K::Bundle b;
+  for (const auto& v : vs) pack<K>(b, v);
+  return b;
+}
+// Unpack values of the given types, in order (each dtype's vector in order).
+template <class K>
+std::vector<typename K::V> unpack(const typename K::Bundle& b, const std::vector<Ty>& tys, int skip_i64 = 0) {
+  std::vector<typename K::V> r;
+  int pos[5] = {0, 0, skip_i64, 0, 0};
+  for (const Ty& t : tys) {
+    const int d = dt_index(t.dt);
+    const int k = pos[d]++;
+    switch (d) {
+      case 0: r.push_back(std::get<0>(b).at(k)); break;
+      case 1: r.push_back(std::get<1>(b).at(k)); break;
+      case 2: r.push_back(std::get<2>(b).at(k)); break;
+      case 3: r.push_back(std::get<3>(b).at(k)); break;
+      case 4: r.push_back(std::get<4>(b).at(k)); break;
+    }
+  }
+  return r;
+}
+
+template <class X>
+dyn::Dim dim_of(const X& x, i64 j) {
+  return dyn::Dim(x.shape(static_cast<std::size_t>(j)));
+}
+
+template <class K>
+struct Interp {
+  using V = typename K::V;
+
+  static V unary(int k, const V& v) {
+    return std::visit([&](const auto& x) -> V {
+      switch (static_cast<Unary>(k)) {
+        case u_neg: return as_v<K>(-x);
+        case u_abs: return as_v<K>(dyn::abs(x));
+        case u_sign: return as_v<K>(dyn::sign(x));
+        case u_floor: return as_v<K>(dyn::floor(x));
+        case u_ceil: return as_v<K>(dyn::ceil(x));
+        case u_round: return as_v<K>(dyn::round(x));
+        case u_exp: return as_v<K>(dyn::exp(x));
+        case u_log: return as_v<K>(dyn::log(x));
+        case u_log1p: return as_v<K>(dyn::log1p(x));
+        case u_sqrt: return as_v<K>(dyn::sqrt(x));
+        case u_rsqrt: return as_v<K>(dyn::rsqrt(x));
+        case u_sin: return as_v<K>(dyn::sin(x));
+        case u_cos: return as_v<K>(dyn::cos(x));
+        case u_tan: return as_v<K>(dyn::tan(x));
+        case u_tanh: return as_v<K>(dyn::tanh(x));
+        case u_logistic: return as_v<K>(dyn::logistic(x));
+        case u_not: return as_v<K>(!x);
+        case kUnaryCount: break;
+      }
+      throw std::logic_error("fuzz: bad unary");
+    }, v);
+  }
+
+  template <class X, class Y>
+  static V bin(int k, const X& x, const Y& y) {
+    switch (static_cast<Binary>(k)) {
+      case b_add: return as_v<K>(x + y);
+      case b_sub: return as_v<K>(x - y);
+      case b_mul: return as_v<K>(x * y);
+      case b_div: return as_v<K>(x / y);
+      case b_rem: return as_v<K>(x % y);
+      case b_pow: return as_v<K>(dyn::pow(x, y));
+      case b_max: return as_v<K>(dyn::maximum(x, y));
+      case b_min: return as_v<K>(dyn::minimum(x, y));
+      case b_atan2: return as_v<K>(dyn::atan2(x, y));
+      case b_and: return as_v<K>(x & y);
+      case b_or: return as_v<K>(x | y);
+      case kBinaryCount: break;
+    }
+    throw std::logic_error("fuzz: bad binary");
+  }
+
+  template <class X, class Y>
+  static V cmp(int k, const X& x, const Y& y) {
+    switch (static_cast<Cmp>(k)) {
+      case c_eq: return as_v<K>(x == y);
+      case c_ne: return as_v<K>(x != y);
+      case c_lt: return as_v<K>(x < y);
+      case c_le: return as_v<K>(x <= y);
+      case c_gt: return as_v<K>(x > y);
+      case c_ge: return as_v<K>(x >= y);
+      case kCmpCount: break;
+    }
+    throw std::logic_error("fuzz: bad compare");
+  }
+
+  // The value of a slot as the alternative of the same type as x.
+  template <class X>
+  static const X& same(const X&, const V& v) {
+    return std::get<X>(v);
+  }
+
+  template <class X>
+  static V reduce(const Node& n, const X& x) {
+    const bool all = n.lit != 0;
+    const std::vector<i64>& ax = n.p;
+    auto fix_zero = [](auto r) -> V {
+      // reduce_max/min of ±0 may give +0 where eager gives -0 (docs/backend.md,
+      // llvm.maximum): `+ 0.0` maps -0 to +0 and changes nothing else.
+      if constexpr (std::is_floating_point_v<elem<decltype(r)>>) return as_v<K>(r + 0.0);
+      else return as_v<K>(r);
+    };
+    switch (static_cast<Red>(n.k)) {
+      case r_sum: return as_v<K>(all ? dyn::sum(x) : dyn::sum(x, ax));
+      case r_prod: return as_v<K>(all ? dyn::prod(x) : dyn::prod(x, ax));
+      case r_max: return fix_zero(all ? dyn::max(x) : dyn::max(x, ax));
+      case r_min: return fix_zero(all ? dyn::min(x) : dyn::min(x, ax));
+      case r_mean: return as_v<K>(all ? dyn::mean(x) : dyn::mean(x, ax));
+      case kRedCount: break;
+    }
+    throw std::logic_error("fuzz: bad reduction");
+  }
+
+  template <class T>
+  static V full_of(const std::vector<i64>& shape, double lit) {
+    return lift<K>(dyn::full<T>(shape, static_cast<T>(lit)));
+  }
+
+  static std::vector<dyn::Index> indices(const std::vector<V>& env, const Node& n, std::size_t from) {
+    std::vector<dyn::Index> r;
+    for (std::size_t j = from; j < n.in.size(); ++j)
+      std::visit([&](const auto& x) {
+        if constexpr (std::is_integral_v<elem<decltype(x)>> && !std::is_same_v<elem<decltype(x)>, bool>)
+          r.emplace_back(x);
+        else
+          throw std::logic_error("fuzz: a non-integer index");
+      }, env.at(n.in[j]));
+    return r;
+  }
+
+  // Runs p with env holding the visible outer slots; returns p's outputs.
+  static std::vector<V> run(const Program& p, std::vector<V> env, const std::vector<V>& params) {
+    for (const V& v : params) env.push_back(v);
+    for (const Node& n : p.nodes) {
+      std::vector<V> o = eval(n, env);
+      for (V& v : o) env.push_back(std::move(v));
+    }
+    std::vector<V> r;
+    for (int s : p.outs) r.push_back(env.at(s));
+    return r;
+  }
+
+  static std::vector<V> eval(const Node& n, const std::vector<V>& env) {
+    auto in = [&](std::size_t j) -> const V& { return env.at(n.in.at(j)); };
+    const DType odt = n.out.empty() ? DType::f64 : n.out[0].dt;
+    switch (n.op) {
+      case Op::constant: return {from_any<K>(n.data)};
+      case Op::full:
+        return {dyn::visit_dtype(odt, [&](auto t) { return full_of<decltype(t)>(n.p, n.lit); })};
+      case Op::iota:
+        return {dyn::visit_dtype(odt, [&](auto t) -> V {
+          using T = decltype(t);
+          if constexpr (std::is_same_v<T, bool>) throw std::logic_error("fuzz: bool iota");
+          else return lift<K>(dyn::arange<T>(n.p.at(0)));
+        })};
+      case Op::iota_dyn: {
+        const auto& sz = std::get<2>(in(0));
+        return {dyn::visit_dtype(odt, [&](auto t) -> V {
+          using T = decltype(t);
+          if constexpr (std::is_same_v<T, bool>) throw std::logic_error("fuzz: bool iota");
+          else return as_v<K>(dyn::arange<T>(sz));
+        })};
+      }
+      case Op::unary: return {unary(n.k, in(0))};
+      case Op::binary:
+        return {std::visit([&](const auto& x) { return bin(n.k, x, same(x, in(1))); }, in(0))};
+      case Op::add_mixed:
+        return {std::visit([&](const auto& x, const auto& y) { return as_v<K>(x + y); }, in(0), in(1))};
+      case Op::scalar:
+        return {std::visit([&](const auto& x) -> V {
+          using T = elem<decltype(x)>;
+          if constexpr (std::is_same_v<T, bool>) throw std::logic_error("fuzz: bool literal");
+          else if constexpr (std::is_integral_v<T>) {
+            const int l = static_cast<int>(n.lit);
+            return n.p.at(0) ? bin(n.k, l, x) : bin(n.k, x, l);
+          } else {
+            return n.p.at(0) ? bin(n.k, n.lit, x) : bin(n.k, x, n.lit);
+          }
+        }, in(0))};
+      case Op::compare:
+        return {std::visit([&](const auto& x) { return cmp(n.k, x, same(x, in(1))); }, in(0))};
+      case Op::where: {
+        const auto& pred = std::get<0>(in(0));
+        return {std::visit([&](const auto& x) { return as_v<K>(dyn::where(pred, x, same(x, in(2)))); }, in(1))};
+      }
+      case Op::astype:
+        return {std::visit([&](const auto& x) {
+          return dyn::visit_dtype(odt, [&](auto t) -> V { return as_v<K>(dyn::astype<decltype(t)>(x)); });
+        }, in(0))};
+      case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
+      case Op::reshape:
+        return {std::visit([&](const auto& x) {
+          return as_v<K>(dyn::reshape(x, dyn::Shape(n.p.begin(), n.p.end())));
+        }, in(0))};
+      case Op::transpose:
+        return {std::visit([&](const auto& x) { return as_v<K>(dyn::transpose(x, n.p)); }, in(0))};
+      case Op::slice:
+        return {std::visit([&](const auto& x) {
+          const dyn::Dim lim = n.p[2] < 0 ? dim_of(x, n.p[0]) : dyn::Dim(n.p[2]);
+          return as_v<K>(dyn::slice_in_dim(x, n.p[1], lim, n.p[3], n.p[0]));
+        }, in(0))};
+      case Op::concat:
+        return {std::visit([&](const auto& x) {
+          std::vector<std::remove_cvref_t<decltype(x)>> xs;
+          for (std::size_t j = 0; j < n.in.size(); ++j) xs.push_back(same(x, in(j)));
+          return as_v<K>(dyn::concatenate(xs, n.p.at(0)));
+        }, in(0))};
+      case Op::expand_dims:
+        return {std::visit([&](const auto& x) { return as_v<K>(dyn::expand_dims(x, n.p.at(0))); }, in(0))};
+      case Op::squeeze:
+        return {std::visit([&](const auto& x) { return as_v<K>(dyn::squeeze(x, n.p)); }, in(0))};
+      case Op::broadcast_to:
+        return {std::visit([&](const auto& x) {
+          dyn::Shape s;
+          for (i64 d : n.p) s.push_back(d >= 0 ? dyn::Dim(d) : dim_of(x, -1 - d));
+          return as_v<K>(dyn::broadcast_to(x, s));
+        }, in(0))};
+      case Op::dot:
+        return {std::visit([&](const auto& x) { return as_v<K>(dyn::dot(x, same(x, in(1)))); }, in(0))};
+      case Op::matmul:
+        return {std::visit([&](const auto& x) { return as_v<K>(dyn::matmul(x, same(x, in(1)))); }, in(0))};
+      case Op::dynamic_slice:
+        return {std::visit([&](const auto& x) {
+          return as_v<K>(dyn::dynamic_slice(x, indices(env, n, 1), n.p));
+        }, in(0))};
+      case Op::dynamic_update_slice:
+        return {std::visit([&](const auto& x) {
+          return as_v<K>(dyn::dynamic_update_slice(x, same(x, in(1)), indices(env, n, 2)));
+        }, in(0))};
+      case Op::for_loop: {
+        std::vector<V> init;
+        for (int s : n.in) init.push_back(env.at(s));
+        const Program& body = n.body.at(0);
+        std::vector<Ty> carry(body.params.begin() + 1, body.params.end());
+        auto fn = [&](auto i, auto c) {
+          std::vector<V> ps{V(i)};
+          for (V& v : unpack<K>(c, carry)) ps.push_back(std::move(v));
+          return pack_all<K>(run(body, env, ps));
+        };
+        auto r = dyn::for_loop(n.p[0], n.p[1], n.p[2], {.preserve_dimensions = n.p[3] != 0})(fn)(pack_all<K>(init));
+        return unpack<K>(r, n.out);
+      }
+      case Op::while_loop: {
+        // A counter bounds the trip count: it is the first i64 carry.
+        std::vector<V> init{lift<K>(Array<i64>::scalar(0))};
+        for (int s : n.in) init.push_back(env.at(s));
+        const Program& body = n.body.at(0);
+        const std::vector<Ty>& carry = body.params;
+        const i64 trips = n.p[0];
+        auto cond_fn = [&](auto c) {
+          auto r = std::get<2>(c).at(0) < trips;
+          if (n.body.size() > 1) r = r & std::get<decltype(r)>(run(n.body[1], env, unpack<K>(c, carry, 1)).at(0));
+          return r;
+        };
+        auto body_fn = [&](auto c) {
+          std::vector<V> ps = unpack<K>(c, carry, 1);
+          typename K::Bundle b;
+          pack<K>(b, as_v<K>(std::get<2>(c).at(0) + 1));
+          for (const V& v : run(body, env, ps)) pack<K>(b, v);
+          return b;
+        };
+        auto r = dyn::while_loop(cond_fn, {.preserve_dimensions = n.p[1] != 0})(body_fn)(pack_all<K>(init));
+        return unpack<K>(r, n.out, 1);
+      }
+      case Op::cond: {
+        std::vector<V> ops;
+        for (std::size_t j = 1; j < n.in.size(); ++j) ops.push_back(in(j));
+        auto branch = [&](const Program& b) {
+          return [&](auto c) { return pack_all<K>(run(b, env, unpack<K>(c, b.params))); };
+        };
+        auto r = dyn::cond(std::get<0>(in(0)), branch(n.body.at(0)), branch(n.body.at(1)))(pack_all<K>(ops));
+        return unpack<K>(r, n.out);
+      }
+    }
+    throw std::logic_error("fuzz: bad op");
+  }
+};
+
+// The function the three ways run: (poly inputs, static inputs) -> results.
+struct Fn {
+  const Case* c;
+  template <class B>
+  auto operator()(B poly, B stat) const {
+    using K = std::conditional_t<std::is_same_v<std::tuple_element_t<0, B>, std::vector<Array<bool>>>, Kind<Array>,
+                                 Kind<Tracer>>;
+    std::vector<Ty> pt, st;
+    for (std::size_t j = 0; j < c->inputs.size(); ++j) (c->poly[j] ? pt : st).push_back(c->prog.params[j]);
+    std::vector<typename K::V> pv = unpack<K>(poly, pt), sv = unpack<K>(stat, st), params;
+    std::size_t a = 0, b = 0;
+    for (std::size_t j = 0; j < c->inputs.size(); ++j) params.push_back(c->poly[j] ? pv.at(a++) : sv.at(b++));
+    return pack_all<K>(Interp<K>::run(c->prog, {}, params));
+  }
+};
+
+using Bundle = Kind<Array>::Bundle;
+
+template <class G>
+Outcome attempt(G&& g) {
+  Outcome o;
+  try {
+    o.out = g();
+  } catch (const dyn::Error& e) {
+    o.kind = Outcome::dyn_error;
+    if (dynamic_cast<const dyn::ArithmeticError*>(&e)) o.error = "ArithmeticError";
+    else if (dynamic_cast<const dyn::InconclusiveDimensionOperation*>(&e)) o.error = "InconclusiveDimensionOperation";
+    else if (dynamic_cast<const dyn::ShapeAssertionError*>(&e)) o.error = "ShapeAssertionError";
+    else if (dynamic_cast<const dyn::ShapeError*>(&e)) o.error = "ShapeError";
+    else if (dynamic_cast<const dyn::TypeError*>(&e)) o.error = "TypeError";
+    else if (dynamic_cast<const dyn::IndexError*>(&e)) o.error = "IndexError";
+    else if (dynamic_cast<const dyn::InternalError*>(&e)) o.error = "InternalError";
+    else o.error = "Error";
+    o.message = e.what();
+  } catch (const std::exception& e) {
+    o.kind = Outcome::other_error, o.error = "std::exception", o.message = e.what();
+  } catch (...) {
+    o.kind = Outcome::other_error, o.error = "unknown exception";
+  }
+  return o;
+}
+
+std::vector<dyn::AnyArray> leaves(const Bundle& b) {
+  std::vector<dyn::AnyArray> r;
+  dyn::detail::for_each_leaf(b, [&](const auto& l) { r.push_back(dyn::detail::leaf_array(l)); });
+  return r;
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+template <class T>
+double ulps(T a, T b) {
+  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
+  I ia, ib;
+  std::memcpy(&ia, &a, sizeof a);
+  std::memcpy(&ib, &b, sizeof b);
+  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
+  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
+  const __int128 d = static_cast<__int128>(ia) - static_cast<__int128>(ib);
+  return static_cast<double>(d < 0 ? -d : d);
+}
+
+}  // namespace
+
+// Tolerance of an inexact float leaf (jit vs eager): within kUlps, or within
+// kRel[dtype] * max(1, max |finite reference element|) absolutely (the
+// reassociated sums of docs/backend.md err relative to the sum of the
+// magnitudes, not to the result). Everything else must be identical.
+constexpr double kUlps = 16;
+constexpr double kRel32 = 1e-4, kRel64 = 1e-11;
+
+// "" if `got` matches `ref`.
+std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp = false) {
+  if (got.dtype() != ref.dtype() || got.shape() != ref.shape())
+    return "type " + dyn::detail::array_type_str(got) + " vs " + dyn::detail::array_type_str(ref);
+  return dyn::visit_dtype(got.dtype(), [&](auto t) -> std::string {
+    using T = decltype(t);
+    const T* x = static_cast<const T*>(got.data());
+    const T* y = static_cast<const T*>(ref.data());
+    double scale = 1;
+    if constexpr (std::is_floating_point_v<T>)
+      for (i64 i = 0; i < ref.size(); ++i)
+        if (std::isfinite(y[i])) scale = std::max(scale, std::fabs(static_cast<double>(y[i])));
+    for (i64 i = 0; i < got.size(); ++i) {
+      bool ok;
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(x[i]) || std::isnan(y[i])) ok = std::isnan(x[i]) && std::isnan(y[i]);
+        else if (std::memcmp(&x[i], &y[i], sizeof(T)) == 0) ok = true;
+        else if (!inexact) ok = false;
+        else if (x[i] == y[i] || ulps(x[i], y[i]) <= kUlps) ok = true;
+        else
+          ok = std::isfinite(x[i]) && std::isfinite(y[i]) &&
+               std::fabs(static_cast<double>(x[i]) - static_cast<double>(y[i])) <=
+                   (sizeof(T) == 4 || lowp ? kRel32 : kRel64) * scale;
+        if (!ok)
+          return "element " + std::to_string(i) + ": " + fmt(static_cast<double>(x[i])) + " vs " +
+                 fmt(static_cast<double>(y[i]));
+      } else {
+        ok = x[i] == y[i];
+        if (!ok)
+          return "element " + std::to_string(i) + ": " + std::to_string(x[i]) + " vs " + std::to_string(y[i]);
+      }
+    }
+    return "";
+  });
+}
+
+Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
+  Bundle poly, stat;
+  for (std::size_t j = 0; j < c.inputs.size(); ++j)
+    pack<Kind<Array>>(c.poly[j] ? poly : stat, from_any<Kind<Array>>(c.inputs[j]));
+  const Fn f{&c};
+  std::vector<std::string> specs;
+  if (c.symbolic) specs = {"(n, ...)", "..."};
+  Outcome eager = attempt([&] { return leaves(dyn::eager(f)(poly, stat)); });
+  Outcome interp = attempt([&] {
+    dyn::ClosedJaxpr cj = c.symbolic ? dyn::make_jaxpr(f, dyn::polymorphic_shapes(specs))(poly, stat)
+                                     : dyn::make_jaxpr(f)(poly, stat);
+    std::vector<dyn::AnyArray> flat = leaves(poly), s = leaves(stat);
+    flat.insert(flat.end(), s.begin(), s.end());
+    std::vector<dyn::AnyArray> all = dyn::eval_jaxpr(cj, flat);
+    const std::size_t n = c.prog.outs.size();
+    if (all.size() < n) throw std::logic_error("fuzz: eval_jaxpr returned too few outputs");
+    return std::vector<dyn::AnyArray>(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
+  });
+  Outcome jit = attempt([&] {
+    if (c.symbolic) return leaves(dyn::jit(f, dyn::polymorphic_shapes(specs))(poly, stat));
+    return leaves(dyn::jit(f)(poly, stat));
+  });
+  Verdict v;
+  const Outcome* all[3] = {&eager, &interp, &jit};
+  const char* names[3] = {"eager", "eval_jaxpr", "jit"};
+  std::string errs;
+  for (int k = 0; k < 3; ++k)
+    if (all[k]->kind != Outcome::ok)
+      errs += std::string("\n  ") + names[k] + ": [" + all[k]->error + "] " + all[k]->message;
+  for (int k = 0; k < 3; ++k)
+    if (all[k]->kind == Outcome::other_error) {
+      v.kind = Verdict::crash, v.what = std::string("crash in ") + names[k], v.detail = errs;
+    }
+  if (v.kind == Verdict::pass) {
+    if (eager.kind == Outcome::dyn_error && interp.kind == Outcome::dyn_error && jit.kind == Outcome::dyn_error) {
+      if (eager.error == interp.error && interp.error == jit.error)
+        v.kind = Verdict::consistent_error, v.what = eager.error, v.detail = errs;
+      else
+        v.kind = Verdict::mismatch, v.what = "different error classes", v.detail = errs;
+    } else if (!errs.empty()) {
+      std::string who;
+      for (int k = 0; k < 3; ++k)
+        if (all[k]->kind != Outcome::ok) who += std::string(who.empty() ? "" : "+") + names[k];
+      v.kind = Verdict::mismatch, v.what = "error only in " + who, v.detail = errs;
+      if (eager.error == "ArithmeticError" && interp.error == "ArithmeticError" && jit.kind == Outcome::ok)
+        v.kind = Verdict::elided;
+    } else {
+      // Result leaves are grouped by dtype (the output bundle); so are the flags.
+      std::vector<bool> inexact, lowp;
+      {
+        // Types of the top-level slots.
+        std::vector<const Ty*> slot;
+        for (const Ty& t : c.prog.params) slot.push_back(&t);
+        for (const Node& n : c.prog.nodes)
+          for (const Ty& t : n.out) slot.push_back(&t);
+        for (int d = 0; d < 5; ++d)
+          for (int s : c.prog.outs)
+            if (dt_index(slot.at(s)->dt) == d) {
+              inexact.push_back(slot.at(s)->inexact);
+              lowp.push_back(slot.at(s)->lowp);
+            }
+      }
+      if (eager.out.size() != inexact.size() || interp.out.size() != inexact.size() ||
+          jit.out.size() != inexact.size()) {
+        v.kind = Verdict::mismatch, v.what = "output count";
+        v.detail = std::to_string(eager.out.size()) + ", " + std::to_string(interp.out.size()) + ", " +
+                   std::to_string(jit.out.size());
+      }
+      for (std::size_t k = 0; v.kind == Verdict::pass && k < inexact.size(); ++k) {
+        std::string m = compare(interp.out[k], eager.out[k], false);
+        if (!m.empty()) {
+          v.kind = Verdict::mismatch, v.what = "eval_jaxpr vs eager, output " + std::to_string(k), v.detail = m;
+          break;
+        }
+        m = compare(jit.out[k], eager.out[k], inexact[k], lowp[k]);
+        if (!m.empty())
+          v.kind = Verdict::mismatch, v.what = "jit vs eager, output " + std::to_string(k),
+          v.detail = m + (inexact[k] ? lowp[k] ? " (inexact, f32 tolerance)" : " (inexact)" : " (exact)");
+      }
+    }
+  }
+  if (pe) *pe = eager;
+  if (pi) *pi = interp;
+  if (pj) *pj = jit;
+  return v;
+}
+
+std::vector<dyn::AnyArray> eager_slots(const Case& c) {
+  using K = Kind<Array>;
+  try {
+    std::vector<K::V> env;
+    for (const auto& a : c.inputs) env.push_back(from_any<K>(a));
+    for (const Node& n : c.prog.nodes)
+      for (K::V& v : Interp<K>::eval(n, env)) env.push_back(std::move(v));
+    std::vector<dyn::AnyArray> r;
+    for (const K::V& v : env) r.push_back(std::visit([](const auto& x) { return dyn::AnyArray(x); }, v));
+    return r;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+}  // namespace fuzz
