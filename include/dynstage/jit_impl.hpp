@@ -277,6 +277,42 @@ inline bool matches(const JitEntry& e, const CallScratch& sc, const CallKey& key
 // ---------------------------------------------------------------------------
 // Compiling an entry.
 
+// Whether variable `var` of `j` sizes an array: it appears as a dimension in
+// a type of `j`, or is passed to a nested jaxpr whose parameter sizes one.
+// (dynstage_fuzz found that `jit(f)(x, std::int64_t(-3))` threw "sizes arrays
+// but is negative" for an i64 scalar argument used only as a value.)
+bool var_sizes_arrays(const Jaxpr& j, int var) {
+  for (const Type& t : j.types)
+    for (const JDim& d : t.shape)
+      if (d.var == var) return true;
+  auto passes = [&](const Jaxpr& body, std::size_t invar) {
+    return invar < body.invars.size() && var_sizes_arrays(body, body.invars[invar]);
+  };
+  for (const Eqn& q : j.eqns)
+    for (std::size_t p = 0; p < q.inputs.size(); ++p) {
+      if (q.inputs[p].var != var) continue;
+      bool used = false;
+      if (const auto* f = std::get_if<ForLoopParams>(&q.params)) {
+        // operands: consts, implicit, lower, upper, step, index0, carried;
+        // body: consts, implicit, index, carried. (A bound is not the index.)
+        const std::size_t lead = static_cast<std::size_t>(f->body_nconsts + f->nimplicit);
+        if (p < lead) used = passes(*f->body_jaxpr, p);
+        else if (p >= lead + 4) used = passes(*f->body_jaxpr, p - 3);
+      } else if (const auto* w = std::get_if<WhileLoopParams>(&q.params)) {
+        // operands: cond consts, body consts, implicit, carried.
+        const std::size_t cn = static_cast<std::size_t>(w->cond_nconsts), bn = static_cast<std::size_t>(w->body_nconsts);
+        if (p < cn) used = passes(*w->cond_jaxpr, p);
+        else if (p < cn + bn) used = passes(*w->body_jaxpr, p - cn);
+        else used = passes(*w->cond_jaxpr, p - bn) || passes(*w->body_jaxpr, p - cn);
+      } else if (const auto* c = std::get_if<CondParams>(&q.params)) {
+        // operands: pred, then every branch's inputs.
+        for (const auto& b : c->branches) used = used || (p > 0 && passes(*b, p - 1));
+      }
+      if (used) return true;
+    }
+  return false;
+}
+
 // Per outvar of the traced jaxpr (implicit ones first): whether its size
 // depends on values computed inside the function, so that only the kernel
 // can allocate it (backend.hpp, "Results the kernel allocates").
@@ -476,42 +512,6 @@ void adopt_kernel_results(const JitEntry& e, CallScratch& sc) {
     s.shape.assign(cell + 1, cell + 1 + e.outs[i].shape.size());
     s.size = checked_numel(s.shape, "jit result");
   }
-}
-
-// Whether variable `var` of `j` sizes an array: it appears as a dimension in
-// a type of `j`, or is passed to a nested jaxpr whose parameter sizes one.
-// (dynstage_fuzz found that `jit(f)(x, std::int64_t(-3))` threw "sizes arrays
-// but is negative" for an i64 scalar argument used only as a value.)
-bool var_sizes_arrays(const Jaxpr& j, int var) {
-  for (const Type& t : j.types)
-    for (const JDim& d : t.shape)
-      if (d.var == var) return true;
-  auto passes = [&](const Jaxpr& body, std::size_t invar) {
-    return invar < body.invars.size() && var_sizes_arrays(body, body.invars[invar]);
-  };
-  for (const Eqn& q : j.eqns)
-    for (std::size_t p = 0; p < q.inputs.size(); ++p) {
-      if (q.inputs[p].var != var) continue;
-      bool used = false;
-      if (const auto* f = std::get_if<ForLoopParams>(&q.params)) {
-        // operands: consts, implicit, lower, upper, step, index0, carried;
-        // body: consts, implicit, index, carried. (A bound is not the index.)
-        const std::size_t lead = static_cast<std::size_t>(f->body_nconsts + f->nimplicit);
-        if (p < lead) used = passes(*f->body_jaxpr, p);
-        else if (p >= lead + 4) used = passes(*f->body_jaxpr, p - 3);
-      } else if (const auto* w = std::get_if<WhileLoopParams>(&q.params)) {
-        // operands: cond consts, body consts, implicit, carried.
-        const std::size_t cn = static_cast<std::size_t>(w->cond_nconsts), bn = static_cast<std::size_t>(w->body_nconsts);
-        if (p < cn) used = passes(*w->cond_jaxpr, p);
-        else if (p < cn + bn) used = passes(*w->body_jaxpr, p - cn);
-        else used = passes(*w->cond_jaxpr, p - bn) || passes(*w->body_jaxpr, p - cn);
-      } else if (const auto* c = std::get_if<CondParams>(&q.params)) {
-        // operands: pred, then every branch's inputs.
-        for (const auto& b : c->branches) used = used || (p > 0 && passes(*b, p - 1));
-      }
-      if (used) return true;
-    }
-  return false;
 }
 
 // For a dynamic entry: solve the dimension variables from the leaves' shapes
