@@ -207,3 +207,24 @@ TEST_CASE("jit diff: integer scalar arguments and values that are not sizes (fuz
 }
 
 }  // namespace
+
+namespace {
+
+// Found by dynstage_fuzz: with `reassoc` on a float product's accumulator,
+// LLVM folds pow(a, y) * pow(b, y) into pow(a * b, y), which is finite for
+// negative a and b where each factor (and eager's product) is NaN.
+TEST_CASE("jit diff: a float product of pow of negative bases is NaN, as in eager (fuzzer regression)") {
+  const auto f = [](int, const auto& x) { return dyn::prod(dyn::pow(x, -1.5), {1, 2}); };
+  const auto x = dyn::broadcast_to(dyn::Array<double>({2, 1, 1}, {-2.0, 3.0}), {2, 3, 4});
+  const Three r = run3(f, 0, x);
+  REQUIRE(r.ok());
+  // (Not agree(): twelve factors of libmvec's pow, each within its ulp
+  // bound, multiply to a product some ulp further from eager's.)
+  for (const Outcome* o : {&r.jit, &r.ref, &r.eager}) {
+    const dyn::Array<double> got = o->out.at(0).get<double>();
+    CHECK(std::isnan(got.data()[0]));
+    CHECK(got.data()[1] == doctest::Approx(std::pow(3.0, -18.0)).epsilon(1e-13));
+  }
+}
+
+}  // namespace

@@ -309,13 +309,6 @@ struct Gen {
             if (r.coin(0.4)) n.p.push_back(a);
           for (i64 j = static_cast<i64>(n.p.size()) - 1; j >= 0; --j) t.shape.erase(t.shape.begin() + n.p[j]);
         }
-        // OPEN BUG (seed 100137, not fixed): a float reduce_prod fused with
-        // pow of negative bases gives a finite product where eager gives NaN
-        // (prod(pow(x, -1.5)) for x < 0; the reassoc multiply presumably
-        // lets LLVM fold pow(a, y) * pow(b, y) into pow(a * b, y)). Float
-        // products are generated over exact values only (pow makes a value
-        // inexact), until the backend is fixed.
-        if (n.k == r_prod && isf(tx.dt) && tx.inexact) return false;
         // max/min of nothing is an error (consistent, but wasted): avoided.
         if ((n.k == r_max || n.k == r_min) && tx.size() == 0) return false;
         if (tx.dt == DType::bool_) t.dt = DType::i64;

@@ -37,7 +37,7 @@
 // NaN-propagating max/min, saturating float -> int, C fmod for float rem),
 // and there is no global fast-math: NaN, infinities and signed zeros behave
 // as in eager. The deliberate differences:
-//   - float sums/products in reductions carry the `reassoc` flag on the
+//   - float sums in reductions carry the `reassoc` flag on the
 //     accumulating instruction only, so they vectorise into partial sums
 //     (4 or, for runs >= kLongReduction, 8 interleaved vectors): the result
 //     differs from eager's left-to-right sum by rounding (at most
@@ -842,11 +842,12 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         if (may_reassoc) return accumulate_sum(acc, v);
         return b.CreateFAdd(acc, v);
       }
-      case Prim::reduce_prod: {
-        if (!fl) return b.CreateMul(acc, v);
-        llvm::Value* r = b.CreateFMul(acc, v);
-        return may_reassoc ? Emitter::reassoc(r) : r;
-      }
+      case Prim::reduce_prod:
+        // Never reassociable: `reassoc` on the accumulator lets LLVM fold
+        // pow(a, y) * pow(b, y) into pow(a * b, y), finite for negative a, b
+        // where eager's product is NaN (found by dynstage_fuzz). Float
+        // products are multiplied in loop order, and do not vectorise.
+        return fl ? b.CreateFMul(acc, v) : b.CreateMul(acc, v);
       case Prim::reduce_max:
         return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, acc, v);
       case Prim::reduce_min:
