@@ -28,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.hpp"
+
 namespace jit_diff {
 
 using i32 = std::int32_t;
@@ -124,23 +126,7 @@ dyn::Array<T> gen(const Shp& shape, std::uint64_t seed, Gen g = Gen::general) {
 // ---------------------------------------------------------------------------
 // Comparing results.
 
-// Distance in units in the last place: 0 for equal values (+0 and -0
-// included) and for two NaNs; huge for a NaN against a number.
-template <class T>
-double ulp_distance(T a, T b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : 1e300;
-  if (a == b) return 0;
-  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
-  I ia, ib;
-  std::memcpy(&ia, &a, sizeof a);
-  std::memcpy(&ib, &b, sizeof b);
-  // Map the sign-magnitude bit patterns onto a line where adjacent floats are
-  // adjacent integers (-0 and +0 both map to 0).
-  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
-  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-  const __int128 d = static_cast<__int128>(ia) - static_cast<__int128>(ib);
-  return static_cast<double>(d < 0 ? -d : d);
-}
+using test_util::ulp_distance;
 
 // How the kernel's result may differ from the interpreter's for one leaf.
 struct Tol {

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.hpp"
+
 namespace {
 
 using namespace dyn;
@@ -97,21 +99,7 @@ std::vector<AnyArray> compile_and_run(const Jaxpr& j, const std::vector<AnyArray
   return run(*r.kernel, j, consts, args);
 }
 
-// Distance in units in the last place (0 for equal values and for two NaNs).
-template <class T>
-double ulp_distance(T a, T b) {
-  if (std::isnan(a) && std::isnan(b)) return 0;
-  if (a == b) return 0;
-  if (std::isnan(a) || std::isnan(b) || std::isinf(a) || std::isinf(b)) return 1e300;
-  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
-  I ia, ib;
-  std::memcpy(&ia, &a, sizeof a);
-  std::memcpy(&ib, &b, sizeof b);
-  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
-  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-  __int128 d = static_cast<__int128>(ia) - static_cast<__int128>(ib);
-  return static_cast<double>(d < 0 ? -d : d);
-}
+using test_util::ulp_distance;
 
 // Exact: equal bits, except that any NaN equals any NaN.
 bool same(const AnyArray& a, const AnyArray& b) {

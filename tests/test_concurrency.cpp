@@ -27,6 +27,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "test_util.hpp"
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 // ASan's quarantine and TSan's shadow memory grow the resident set by
 // design: the memory assertions only hold in a plain build (leaks are what
@@ -46,13 +48,7 @@ namespace {
 using dyn::Array;
 using i64 = std::int64_t;
 
-template <class T>
-Array<T> iota_array(std::vector<i64> shape, T start = T(0), T step = T(1)) {
-  Array<T> a(shape);
-  T* p = a.mutable_data();
-  for (i64 i = 0; i < a.size(); ++i) p[i] = static_cast<T>(start + step * static_cast<T>(i));
-  return a;
-}
+using test_util::iota_array;
 
 template <class T>
 bool same(const Array<T>& got, const Array<T>& want, double tol) {

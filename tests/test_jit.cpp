@@ -7,15 +7,11 @@
 #include <sstream>
 #include <vector>
 
+#include "test_util.hpp"
+
 namespace {
 
-template <class T>
-dyn::Array<T> iota_array(std::vector<std::int64_t> shape, T start = T(0), T step = T(1)) {
-  dyn::Array<T> a(shape);
-  T* p = a.mutable_data();
-  for (std::int64_t i = 0; i < a.size(); ++i) p[i] = static_cast<T>(start + step * static_cast<T>(i));
-  return a;
-}
+using test_util::iota_array;
 
 }  // namespace
 

@@ -11,18 +11,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "test_util.hpp"
+
 namespace {
 
 using dyn::Array;
 using i64 = std::int64_t;
 
-template <class T>
-Array<T> iota_array(std::vector<i64> shape, T start = T(0), T step = T(1)) {
-  Array<T> a(shape);
-  T* p = a.mutable_data();
-  for (i64 i = 0; i < a.size(); ++i) p[i] = static_cast<T>(start + step * static_cast<T>(i));
-  return a;
-}
+using test_util::iota_array;
 
 // A loop index as f64: a tracer under jit and make_jaxpr, an integer in eager.
 template <class I>

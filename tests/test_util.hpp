@@ -1,10 +1,19 @@
-// Helpers shared by the test files: printing to a string, and the message of
-// an expected exception without the place it names.
+// Helpers shared by the test files: printing to a string, the message of an
+// expected exception without the place it names, counting arrays, and the
+// distance of two floats in ulps.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <vector>
+
+#include <dynstage/array.hpp>
 
 namespace test_util {
 
@@ -30,6 +39,33 @@ std::string message_of(const std::function<void()>& f) {
     return m;
   }
   return "";
+}
+
+// start, start + step, ... in row-major order.
+template <class T>
+dyn::Array<T> iota_array(std::vector<std::int64_t> shape, T start = T(0), T step = T(1)) {
+  dyn::Array<T> a(shape);
+  T* p = a.mutable_data();
+  for (std::int64_t i = 0; i < a.size(); ++i) p[i] = static_cast<T>(start + step * static_cast<T>(i));
+  return a;
+}
+
+// Distance in units in the last place: 0 for equal values (+0 and -0
+// included) and for two NaNs; huge for a NaN against a number.
+template <class T>
+double ulp_distance(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : 1e300;
+  if (a == b) return 0;
+  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
+  I ia, ib;
+  std::memcpy(&ia, &a, sizeof a);
+  std::memcpy(&ib, &b, sizeof b);
+  // Map the sign-magnitude bit patterns onto a line where adjacent floats are
+  // adjacent integers (-0 and +0 both map to 0).
+  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
+  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
+  const __int128 d = static_cast<__int128>(ia) - static_cast<__int128>(ib);
+  return static_cast<double>(d < 0 ? -d : d);
 }
 
 }  // namespace test_util

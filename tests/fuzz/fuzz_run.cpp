@@ -13,6 +13,8 @@
 #include <tuple>
 #include <variant>
 
+#include "../test_util.hpp"
+
 namespace fuzz {
 namespace {
 
@@ -408,17 +410,6 @@ std::string fmt(double v) {
   return os.str();
 }
 
-template <class T>
-double ulps(T a, T b) {
-  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
-  I ia, ib;
-  std::memcpy(&ia, &a, sizeof a);
-  std::memcpy(&ib, &b, sizeof b);
-  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
-  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-  const __int128 d = static_cast<__int128>(ia) - static_cast<__int128>(ib);
-  return static_cast<double>(d < 0 ? -d : d);
-}
 
 }  // namespace
 
@@ -447,7 +438,7 @@ std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool ine
         if (std::isnan(x[i]) || std::isnan(y[i])) ok = std::isnan(x[i]) && std::isnan(y[i]);
         else if (std::memcmp(&x[i], &y[i], sizeof(T)) == 0) ok = true;
         else if (!inexact) ok = false;
-        else if (x[i] == y[i] || ulps(x[i], y[i]) <= kUlps) ok = true;
+        else if (x[i] == y[i] || test_util::ulp_distance(x[i], y[i]) <= kUlps) ok = true;
         else
           ok = std::isfinite(x[i]) && std::isfinite(y[i]) &&
                std::fabs(static_cast<double>(x[i]) - static_cast<double>(y[i])) <=
