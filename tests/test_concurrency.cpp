@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -224,6 +225,78 @@ TEST_CASE("concurrency: clear_cache() and LRU eviction race with 6 calling threa
   const auto before = jf.stats().compiles;
   CHECK(same(Array<double>(jf(inputs[0])), wants[0], 0));
   CHECK(jf.stats().compiles == before);
+}
+
+// Small outputs and their shape vectors come from per-thread free lists
+// (array.hpp, "Recycled memory"); an array freed on another thread joins that
+// thread's lists. Results are produced on one thread, checked and dropped on
+// another, while the producer keeps a window of its own results alive and
+// checks them again later: a block handed out twice would show as a changed
+// value (and to ASan, which runs this test too, as a double free or a leak).
+TEST_CASE("concurrency: results dropped on another thread than their caller's stay intact") {
+  auto f = [](auto x, auto y) { return x * y + 1.0; };
+  auto jf = dyn::jit(f);
+  constexpr int kCalls = 3000, kWindow = 16;
+  std::vector<Array<double>> xs, wants;
+  for (int n = 1; n <= 5; ++n) {
+    xs.push_back(iota_array<double>({n}, 0.25 * n));
+    wants.push_back(f(xs.back(), xs.back()));
+  }
+  std::mutex mu;
+  std::vector<std::pair<int, Array<double>>> queue;
+  std::atomic<bool> done{false};
+  std::atomic<int> wrong{0}, errors{0};
+  std::thread consumer([&] {
+    for (;;) {
+      std::vector<std::pair<int, Array<double>>> batch;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        batch.swap(queue);
+      }
+      for (const auto& [k, a] : batch)
+        if (!same(a, wants[static_cast<std::size_t>(k)], 0)) ++wrong;
+      batch.clear();  // freed here, on the consumer's thread
+      if (done.load()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (queue.empty()) return;
+      }
+      std::this_thread::yield();
+    }
+  });
+  std::thread producer([&] {
+    std::vector<std::pair<int, Array<double>>> window;
+    for (int c = 0; c < kCalls; ++c) {
+      const int k = (c / 7) % 5;  // runs of 7 calls: hits through the thread's MRU slot and through the cache
+      try {
+        Array<double> r = jf(xs[static_cast<std::size_t>(k)], xs[static_cast<std::size_t>(k)]);
+        if (c % 3 == 0) {
+          window.emplace_back(k, r);
+        } else {
+          std::lock_guard<std::mutex> lock(mu);
+          queue.emplace_back(k, std::move(r));
+        }
+      } catch (...) {
+        ++errors;
+      }
+      if (window.size() == kWindow) {
+        for (const auto& [w, a] : window)
+          if (!same(a, wants[static_cast<std::size_t>(w)], 0)) ++wrong;
+        window.clear();  // freed on the producer's thread
+      }
+    }
+    done = true;
+  });
+  producer.join();
+  consumer.join();
+  CHECK(wrong.load() == 0);
+  CHECK(errors.load() == 0);
+  // Hits counted on the exited producer thread are still in stats().
+  const auto s = jf.stats();
+  CHECK(s.compiles == 5);
+  CHECK(s.cache_hits == static_cast<std::size_t>(kCalls - 5));
+  // The calling thread's own lists (this thread has not called jf yet).
+  for (std::size_t k = 0; k < 5; ++k) CHECK(same(Array<double>(jf(xs[k], xs[k])), wants[k], 0));
+  CHECK(jf.stats().cache_hits == static_cast<std::size_t>(kCalls));
 }
 
 TEST_CASE("soak: 1e5 calls with dynamically sized results keep resident memory flat") {

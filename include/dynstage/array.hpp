@@ -50,75 +50,26 @@ void numel_error(const std::vector<std::int64_t>& shape, const char* what, bool 
 }
 #endif
 
-// Large blocks are recycled: a freed block of >= 1 MiB is kept (up to 8
-// blocks, 512 MiB in all) and handed out again for the same size. Jitted
-// functions allocate their outputs on every call; without this, each call
-// with a large output maps fresh pages from the OS and pays a page fault per
-// 4 KiB (measured: 80 MB outputs took longer to fault in than to compute).
-class LargeBlockPool {
-public:
-  static constexpr std::size_t kMinBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kMaxBlocks = 8;
-  static constexpr std::size_t kMaxHeldBytes = std::size_t{512} << 20;
+// Recycled memory. A jitted function allocates its outputs on every call,
+// so allocation is on the call path of a cached call.
+//  - Large blocks (>= 1 MiB) are kept process-wide and handed out again for
+//    the same size: without this, each call with a large output maps fresh
+//    pages from the OS and pays a page fault per 4 KiB (measured: 80 MB
+//    outputs took longer to fault in than to compute).
+//  - Small blocks (<= 1 KiB with the reference count) and shape vectors are
+//    kept per thread, a few of each size: handing one out is a pointer pop,
+//    where malloc/free pairs were a third of a cached call at n = 1.
+// Both live in the implementation part below (one copy per program).
 
-  static LargeBlockPool& get() {
-    static LargeBlockPool* pool = new LargeBlockPool();  // never destroyed: outlives every array
-    return *pool;
-  }
-  void* take(std::size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (std::size_t i = 0; i < blocks_.size(); ++i)
-        if (blocks_[i].second == bytes) {
-          void* p = blocks_[i].first;
-          held_ -= bytes;
-          blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
-          return p;
-        }
-    }
-    // 64-byte aligned (a cache line, a full AVX-512 vector): kernels stream
-    // through large outputs.
-    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  }
-  void give(void* p, std::size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (blocks_.size() < kMaxBlocks && held_ + bytes <= kMaxHeldBytes) {
-        blocks_.emplace_back(p, bytes);
-        held_ += bytes;
-        return;
-      }
-    }
-    std::free(p);
-  }
+// An uninitialised buffer of `bytes` bytes, in one allocation together with
+// its reference count (16-byte aligned as malloc's; 64 for blocks of 1 MiB
+// or more). Throws dyn::Error (not std::bad_alloc) when the allocation fails.
+std::shared_ptr<void> allocate_buffer(std::size_t bytes);
 
-private:
-  std::mutex mu_;
-  std::vector<std::pair<void*, std::size_t>> blocks_;
-  std::size_t held_ = 0;
-};
-
-// An uninitialised buffer of `bytes` bytes (16-byte aligned as malloc's; 64
-// for blocks of 1 MiB or more),
-// in one allocation together with its reference count. Throws dyn::Error
-// (not std::bad_alloc) when the allocation fails.
-inline std::shared_ptr<void> allocate_buffer(std::size_t bytes) {
-  if (bytes >= LargeBlockPool::kMinBytes) {
-    void* p = LargeBlockPool::get().take(bytes);
-    if (!p) fail<Error>("allocation of " + std::to_string(bytes) + " bytes failed");
-    try {
-      return std::shared_ptr<void>(p, [bytes](void* q) { LargeBlockPool::get().give(q, bytes); });
-    } catch (const std::bad_alloc&) {
-      std::free(p);
-      fail<Error>("allocation of " + std::to_string(bytes) + " bytes failed");
-    }
-  }
-  try {
-    return std::make_shared_for_overwrite<std::byte[]>(bytes == 0 ? 1 : bytes);
-  } catch (const std::bad_alloc&) {
-    fail<Error>("allocation of " + std::to_string(bytes) + " bytes failed");
-  }
-}
+// `dst` = `src`, reusing a recycled vector when `dst` has no room.
+void assign_shape(std::vector<std::int64_t>& dst, const std::vector<std::int64_t>& src);
+// Keeps `v`'s heap block for assign_shape (Storage's destructor).
+void recycle_shape(std::vector<std::int64_t>& v) noexcept;
 
 struct Storage {
   std::shared_ptr<void> owner;     // keeps the buffer alive (no-op deleter for views)
@@ -127,6 +78,15 @@ struct Storage {
   std::vector<std::int64_t> shape;
   std::int64_t size = 0;           // number of elements
   bool borrowed = false;           // a view over user memory
+
+  Storage() = default;
+  Storage(const Storage&) = default;
+  Storage(Storage&&) noexcept = default;
+  Storage& operator=(const Storage&) = default;
+  Storage& operator=(Storage&&) noexcept = default;
+  ~Storage() {
+    if (shape.capacity() != 0) recycle_shape(shape);
+  }
 
   static Storage make(DType dt, std::vector<std::int64_t> shape, bool zero = true) {
     const std::int64_t size = checked_numel(shape, "array");
@@ -151,7 +111,7 @@ struct Storage {
   void assign_sized(DType dt, const std::vector<std::int64_t>& shp, std::int64_t n) {
     dtype = dt;
     size = n;
-    shape = shp;
+    assign_shape(shape, shp);
     owner = allocate_buffer(static_cast<std::size_t>(n) * dtype_size(dt));
     data = owner.get();
     borrowed = false;
@@ -258,7 +218,10 @@ public:
 
   // Internal: the untyped storage.
   const detail::Storage& storage() const { return s_; }
-  explicit Array(detail::Storage s) : s_(std::move(s)) {
+  explicit Array(const detail::Storage& s) : s_(s) {
+    if (s_.dtype != dtype_v<T>) detail::storage_dtype_error(dtype_v<T>, s_.dtype);
+  }
+  explicit Array(detail::Storage&& s) : s_(std::move(s)) {
     if (s_.dtype != dtype_v<T>) detail::storage_dtype_error(dtype_v<T>, s_.dtype);
   }
 
@@ -325,6 +288,188 @@ Array<T> array(const std::vector<T>& values) {
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 namespace detail {
+
+// Large blocks: a freed block of >= 1 MiB is kept (up to 8 blocks, 512 MiB
+// in all) for the next request of the same size, by any thread.
+class LargeBlockPool {
+public:
+  static constexpr std::size_t kMinBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kMaxBlocks = 8;
+  static constexpr std::size_t kMaxHeldBytes = std::size_t{512} << 20;
+
+  static LargeBlockPool& get() {
+    static LargeBlockPool* pool = new LargeBlockPool();  // never destroyed: outlives every array
+    return *pool;
+  }
+  void* take(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (std::size_t i = 0; i < blocks_.size(); ++i)
+        if (blocks_[i].second == bytes) {
+          void* p = blocks_[i].first;
+          held_ -= bytes;
+          blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+          return p;
+        }
+    }
+    // 64-byte aligned (a cache line, a full AVX-512 vector): kernels stream
+    // through large outputs.
+    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  }
+  void give(void* p, std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (blocks_.size() < kMaxBlocks && held_ + bytes <= kMaxHeldBytes) {
+        blocks_.emplace_back(p, bytes);
+        held_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, std::size_t>> blocks_;
+  std::size_t held_ = 0;
+};
+
+// Small blocks and shape vectors: this thread's free lists. A block freed on
+// another thread than the one that allocated it joins that other thread's
+// lists (blocks are plain operator new memory, interchangeable).
+// ThreadCache is trivially destructible and zero-initialised, so the call
+// path reaches it without a TLS guard; a ThreadCacheReaper, armed when the
+// first block or vector is kept, empties it at thread exit and sets `gone`,
+// so whatever is freed later on this thread (other thread_local destructors,
+// static arrays at program exit) goes straight back to the heap.
+struct ThreadCache {
+  static constexpr std::size_t kGranule = 64;     // size classes: 64, 128, ..., 1024 bytes
+  static constexpr std::size_t kClasses = 16;
+  static constexpr std::uint32_t kPerClass = 16;  // so at most ~140 KiB held per thread
+  static constexpr std::size_t kShapes = 16;
+  using ShapeVec = std::vector<std::int64_t>;
+
+  void* blocks[kClasses];  // singly linked through each block's first word
+  std::uint32_t nblocks[kClasses];
+  alignas(ShapeVec) unsigned char shapes[kShapes][sizeof(ShapeVec)];  // [0, nshapes) hold a vector
+  std::size_t nshapes;
+  bool armed, gone;
+
+  ShapeVec& shape(std::size_t i) { return *std::launder(reinterpret_cast<ShapeVec*>(shapes[i])); }
+  void arm();
+};
+thread_local ThreadCache thread_cache;
+
+struct ThreadCacheReaper {
+  bool armed = false;
+  ~ThreadCacheReaper() {
+    ThreadCache& tc = thread_cache;
+    tc.gone = true;
+    for (void*& head : tc.blocks)
+      while (head) {
+        void* next = *static_cast<void**>(head);
+        ::operator delete(head);
+        head = next;
+      }
+    while (tc.nshapes) std::destroy_at(&tc.shape(--tc.nshapes));
+  }
+};
+thread_local ThreadCacheReaper thread_cache_reaper;
+
+void ThreadCache::arm() {
+  armed = true;
+  thread_cache_reaper.armed = true;  // (constructs it, which registers its destructor)
+}
+
+// The allocator of allocate_buffer's small blocks: the reference count and
+// the elements in one block of a size class.
+template <class T>
+struct SmallBlockAllocator {
+  using value_type = T;
+  SmallBlockAllocator() = default;
+  template <class U>
+  SmallBlockAllocator(const SmallBlockAllocator<U>&) noexcept {}  // NOLINT: rebinding
+  static std::size_t size_class(std::size_t bytes) { return (bytes - 1) / ThreadCache::kGranule; }
+
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T), k = size_class(bytes);
+    if (k >= ThreadCache::kClasses) return static_cast<T*>(::operator new(bytes));
+    ThreadCache& tc = thread_cache;
+    if (!tc.gone) {
+      if (void* p = tc.blocks[k]) {
+        tc.blocks[k] = *static_cast<void**>(p);
+        --tc.nblocks[k];
+        return static_cast<T*>(p);
+      }
+    }
+    return static_cast<T*>(::operator new((k + 1) * ThreadCache::kGranule));
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t k = size_class(n * sizeof(T));
+    ThreadCache& tc = thread_cache;
+    if (k < ThreadCache::kClasses && !tc.gone) {
+      if (!tc.armed) tc.arm();
+      if (tc.nblocks[k] < ThreadCache::kPerClass) {
+        *reinterpret_cast<void**>(p) = tc.blocks[k];
+        tc.blocks[k] = p;
+        ++tc.nblocks[k];
+        return;
+      }
+    }
+    ::operator delete(static_cast<void*>(p));
+  }
+  template <class U>
+  bool operator==(const SmallBlockAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+std::shared_ptr<void> allocate_buffer(std::size_t bytes) {
+  auto failed = [&]() { fail<Error>("allocation of " + std::to_string(bytes) + " bytes failed"); };
+  if (bytes >= LargeBlockPool::kMinBytes) {
+    void* p = LargeBlockPool::get().take(bytes);
+    if (!p) failed();
+    try {
+      return std::shared_ptr<void>(p, [bytes](void* q) { LargeBlockPool::get().give(q, bytes); });
+    } catch (const std::bad_alloc&) {
+      std::free(p);
+      failed();
+    }
+  }
+  // Elements of 16 bytes keep malloc's alignment of the data.
+  struct alignas(16) Chunk {
+    std::byte b[16];
+  };
+  const std::size_t chunks = bytes == 0 ? 1 : (bytes + 15) / 16;
+  try {
+    if (chunks * 16 < ThreadCache::kClasses * ThreadCache::kGranule)  // (the rest bypass the lists)
+      return std::allocate_shared_for_overwrite<Chunk[]>(SmallBlockAllocator<Chunk>{}, chunks);
+    return std::make_shared_for_overwrite<Chunk[]>(chunks);
+  } catch (const std::bad_alloc&) {
+    failed();
+  }
+  return nullptr;  // (unreachable: failed() throws)
+}
+
+void assign_shape(std::vector<std::int64_t>& dst, const std::vector<std::int64_t>& src) {
+  const std::size_t n = src.size();
+  ThreadCache& tc = thread_cache;
+  if (dst.capacity() < n && tc.nshapes && tc.shape(tc.nshapes - 1).capacity() >= n) {
+    ThreadCache::ShapeVec& v = tc.shape(--tc.nshapes);
+    dst.swap(v);
+    std::destroy_at(&v);
+  }
+  dst.clear();
+  for (std::int64_t d : src) dst.push_back(d);  // (for a few dimensions, cheaper than assign's memmove)
+}
+
+void recycle_shape(std::vector<std::int64_t>& v) noexcept {
+  ThreadCache& tc = thread_cache;
+  if (tc.gone || tc.nshapes == ThreadCache::kShapes) return;
+  if (!tc.armed) tc.arm();
+  v.clear();
+  new (tc.shapes[tc.nshapes++]) ThreadCache::ShapeVec(std::move(v));
+}
 
 void storage_dtype_error(DType want, DType got) {
   fail<TypeError>(std::string("dyn::Array<") + std::string(dtype_name(want)) + ">: storage has dtype " +

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -76,6 +77,11 @@ struct Signature {
   std::vector<std::size_t> vector_sizes;
   StaticKey statics;
   std::uint64_t hash = 0;
+  // What a call must match, flat for a quick check: per leaf its dtype and
+  // rank in one word, then (unless `polymorphic`: solving checks them) its
+  // dimensions (jit_impl.hpp, matches).
+  std::vector<std::int64_t> words;
+  bool polymorphic = false;
 };
 
 // Why signature `now` missed the cache, compared with `prev`, the most
@@ -117,6 +123,7 @@ struct MruSlot {
   std::uint64_t cache_id = 0;
   std::uint64_t generation = 0;
   std::shared_ptr<JitEntry> entry;
+  std::atomic<std::uint64_t>* hits = nullptr;  // this thread's hit count for the cache (jit_impl.hpp)
 };
 
 // Per-thread scratch space of the call path, reused across calls (no

@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -165,6 +166,19 @@ struct JitCache {
   std::atomic<std::size_t> traces{0}, compiles{0}, hits{0}, evictions{0};
   double compile_seconds = 0;  // under mu
   std::size_t dump_counter = 0;
+  // Hits served from a thread's MRU slot are counted in a cell of that
+  // thread's own (an atomic add on a line every caller writes cost a third
+  // of a cached call): cells by thread, under mu, summed by stats(). Only
+  // the owning thread writes its cell; a cell outlives its thread, and a
+  // later thread with the same scratch address continues it.
+  std::deque<std::pair<const CallScratch*, std::atomic<std::uint64_t>>> hit_cells;
+
+  std::atomic<std::uint64_t>* hit_cell(const CallScratch* thread) {
+    for (auto& [t, n] : hit_cells)
+      if (t == thread) return &n;
+    auto& cell = hit_cells.emplace_back(std::piecewise_construct, std::forward_as_tuple(thread), std::forward_as_tuple(0));
+    return &cell.second;
+  }
 
   // The least recently used finished entry; called with mu held.
   void evict_if_needed() {
@@ -204,6 +218,7 @@ JitStats jit_stats(const JitCache& c) {
   s.traces = c.traces;
   s.compiles = c.compiles;
   s.cache_hits = c.hits;
+  for (const auto& cell : c.hit_cells) s.cache_hits += cell.second.load(std::memory_order_relaxed);
   s.cache_size = c.entries.size();
   s.evictions = c.evictions;
   s.compile_seconds = c.compile_seconds;
@@ -238,13 +253,23 @@ std::uint64_t hash_call(const CallScratch& sc, const CallKey& key, bool polymorp
   return h;
 }
 
-Signature make_signature(std::uint64_t hash, const CallScratch& sc, const CallKey& key) {
+inline std::int64_t leaf_word(DType dtype, std::size_t rank) {
+  return static_cast<std::int64_t>(dtype) | static_cast<std::int64_t>(rank) << 8;
+}
+
+Signature make_signature(std::uint64_t hash, const CallScratch& sc, const CallKey& key, bool polymorphic) {
   Signature s;
   s.hash = hash;
   s.arg_types = key.arg_types;
   s.arg_leaf_begin = sc.arg_leaf_begin;
   s.vector_sizes = sc.vector_sizes;
-  for (const LeafRef& l : sc.leaves) s.leaves.push_back(LeafSig{l.dtype, leaf_shape(l)});
+  s.polymorphic = polymorphic;
+  for (const LeafRef& l : sc.leaves) {
+    const auto& shape = leaf_shape(l);
+    s.leaves.push_back(LeafSig{l.dtype, shape});
+    s.words.push_back(leaf_word(l.dtype, shape.size()));
+    if (!polymorphic) s.words.insert(s.words.end(), shape.begin(), shape.end());
+  }
   if (key.copy) s.statics.values = key.copy(key.statics);
   s.statics.equal = key.equal_stored;
   return s;
@@ -252,24 +277,22 @@ Signature make_signature(std::uint64_t hash, const CallScratch& sc, const CallKe
 
 // Does entry `e` serve the call in sc? Compares without allocating. The
 // argument types fix the pytree structure up to the vectors' lengths, which
-// the leaves' count and vector_sizes then pin down.
-inline bool matches(const JitEntry& e, const CallScratch& sc, const CallKey& key, bool polymorphic) {
+// the leaves' count and vector_sizes then pin down. (On every cached call:
+// one pass over Signature::words, which a mismatch of a leaf's rank stops
+// before it could read past the leaf's dimensions.)
+inline bool matches(const JitEntry& e, const CallScratch& sc, const CallKey& key) {
   const Signature& s = e.sig;
   if (s.arg_types != key.arg_types && !(*s.arg_types == *key.arg_types)) return false;
   if (key.equal_current && !key.equal_current(s.statics.values.get(), key.statics)) return false;
-  const std::size_t n = sc.leaves.size();
-  if (s.leaves.size() != n || s.vector_sizes.size() != sc.vector_sizes.size()) return false;
-  for (std::size_t i = 0; i < s.vector_sizes.size(); ++i)
-    if (s.vector_sizes[i] != sc.vector_sizes[i]) return false;
-  for (std::size_t i = 0; i < n; ++i) {
-    const LeafSig& ls = s.leaves[i];
-    const LeafRef& l = sc.leaves[i];
-    if (ls.dtype != l.dtype) return false;
+  if (s.leaves.size() != sc.leaves.size() || s.vector_sizes != sc.vector_sizes) return false;
+  const std::int64_t* w = s.words.data();
+  for (const LeafRef& l : sc.leaves) {
+    const std::int64_t* d = l.shape ? l.shape->data() : nullptr;
     const std::size_t rank = l.shape ? l.shape->size() : 0;
-    if (ls.shape.size() != rank) return false;
-    if (!polymorphic)  // (an inline loop: shapes are short, a memcmp call costs more)
-      for (std::size_t k = 0; k < rank; ++k)
-        if (ls.shape[k] != (*l.shape)[k]) return false;
+    if (*w++ != leaf_word(l.dtype, rank)) return false;
+    if (s.polymorphic) continue;
+    for (std::size_t k = 0; k < rank; ++k)
+      if (*w++ != d[k]) return false;
   }
   return true;
 }
@@ -439,13 +462,13 @@ std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, co
     std::lock_guard<std::mutex> lock(c.mu);
     auto [lo, hi] = c.entries.equal_range(h);
     for (auto it = lo; it != hi; ++it)
-      if (matches(*it->second, sc, key, opts.polymorphic())) {
+      if (matches(*it->second, sc, key)) {
         e = it->second;
         break;
       }
     if (!e) {
       e = std::make_shared<JitEntry>();
-      e->sig = make_signature(h, sc, key);
+      e->sig = make_signature(h, sc, key, opts.polymorphic());
       if (JitEnv::get().log_compiles) {
         const JitEntry* prev = c.most_recent();
         why = explain_miss(e->sig, prev ? &prev->sig : nullptr);
@@ -558,17 +581,21 @@ void solve_call_dims(const JitEntry& e, CallScratch& sc) {
 
 void run_entry(const JitEntry& e, CallScratch& sc) {
   if (e.dynamic) solve_call_dims(e, sc);
-  // Kernel arguments: constants, implicit dimensions, then the leaves.
+  // Kernel arguments: constants, implicit dimensions, then the leaves. (The
+  // scratch vectors only grow: a cached call writes into them in place.)
   const std::size_t nconst = e.const_ptrs.size(), ndims = e.dynamic ? sc.dim_slots.size() : 0;
-  sc.args.resize(nconst + ndims + sc.leaves.size());
+  const std::size_t nargs = nconst + ndims + sc.leaves.size();
+  if (sc.args.size() < nargs) sc.args.resize(nargs);
   const void** a = sc.args.data();
   for (std::size_t i = 0; i < nconst; ++i) *a++ = e.const_ptrs[i];
   for (std::size_t i = 0; i < ndims; ++i) *a++ = &sc.dim_slots[i];
   for (const LeafRef& l : sc.leaves) *a++ = l.data ? l.data : &l.bits;
 
   const std::size_t n = e.outs.size();
-  sc.outputs.resize(n);
-  sc.results.resize(n);
+  if (sc.outputs.size() != n) {
+    sc.outputs.resize(n);
+    sc.results.resize(n);
+  }
   if (e.cell_words) sc.cells.resize(e.cell_words);
   for (std::size_t i = 0; i < n; ++i) {
     Storage& s = sc.outputs[i];
@@ -594,15 +621,19 @@ CallResult jit_call(JitCache& c, const Options& opts, const std::source_location
   MruSlot& slot = sc.mru[c.id & (sc.mru.size() - 1)];
   const std::uint64_t gen = c.generation.load(std::memory_order_acquire);
   JitEntry* e = nullptr;
-  if (slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, sc, key, opts.polymorphic())) {
+  if (slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, sc, key)) {
     e = slot.entry.get();
     // LRU: only a change of most recent entry costs an atomic increment.
     if (e->last_used.load(std::memory_order_relaxed) != c.tick.load(std::memory_order_relaxed))
       e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    c.hits.fetch_add(1, std::memory_order_relaxed);
+    slot.hits->store(slot.hits->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } else {
     std::shared_ptr<JitEntry> found = lookup_or_compile(c, opts, loc, key, sc, trace, closure);
     e = found.get();
+    if (slot.cache_id != c.id) {
+      std::lock_guard<std::mutex> lock(c.mu);
+      slot.hits = c.hit_cell(&sc);
+    }
     slot.cache_id = c.id;
     slot.generation = gen;
     slot.entry = std::move(found);
