@@ -344,9 +344,11 @@ TEST_CASE("jit control: infer_dimensions: one carried array grows, the other sta
   CHECK(jf.stats().compiles == 1);
 }
 
-// Found by dynstage_fuzz (tests/fuzz/): the double buffers of a loop swap
-// roles between iterations, and the noalias attributes of the inlined body
-// let LLVM read the first iteration's input in every iteration.
+// Found by dynstage_fuzz (tests/fuzz/): with noalias on the carried buffers
+// of the inlined body (scoped metadata valid for one iteration), LLVM's GVN
+// forwarded an iteration's copy of the carry to the next iteration past the
+// store of the update into the same buffer (llvm/lower_control.hpp,
+// "Aliasing").
 TEST_CASE("jit control: a loop updating its carry in place keeps every iteration's update (fuzzer regression)") {
   auto g = [](auto x, auto u) {
     return dyn::for_loop(1, 3, 1)([&](auto i, auto p) { return dyn::dynamic_update_slice(p, u, {i}); })(x);
@@ -364,4 +366,67 @@ TEST_CASE("jit control: a loop updating its carry in place keeps every iteration
   const Array<std::int32_t> rw = dyn::jit(w)(x, u);
   CHECK(dyn::array_equal(rw, Array<std::int32_t>({8}, {0, 0, 0, 2, 1, 1, 1, 1})));
   CHECK(dyn::array_equal(rw, Array<std::int32_t>(dyn::eager(w)(x, u))));
+}
+
+// The aliasing rule of llvm/lower_control.hpp ("Aliasing"): a loop body's
+// carried buffers are not noalias; its constants and its index are, and so
+// are the buffers of while conditions and cond branches. The cases: carries that the body
+// copies first (at most kSnapshotMaxElems elements) and larger ones; a loop
+// constant that is the same buffer as the initial carry; a cond branch that
+// receives the carry and returns it updated; a loop nested in a loop body.
+TEST_CASE("jit control: carried buffers updated in place, small and large, through constants, branches and nested loops") {
+  auto g = [](auto x, auto u) {  // x is both the initial carry and a constant of the body
+    return dyn::for_loop(1, 5, 1)([&](auto i, auto p) { return dyn::dynamic_update_slice(p + x, u, {i}); })(x);
+  };
+  auto br = [](auto x, auto u) {  // the carry goes through a branch, which updates it
+    return dyn::for_loop(0, 6, 1)([&](auto i, auto p) {
+      return dyn::cond(i < 3, [&](auto q) { return dyn::dynamic_update_slice(q, u, {i}); },
+                       [&](auto q) { return dyn::dynamic_update_slice(q, u + dyn::slice(q, {0}, {2}), {i * 2}); })(p);
+    })(x);
+  };
+  auto nest = [](auto x, auto u) {  // an inner loop over the outer loop's carry
+    return dyn::for_loop(0, 3, 1)([&](auto i, auto p) {
+      return dyn::for_loop(0, 2, 1)([&](auto j, auto q) {
+        return dyn::dynamic_update_slice(q, u + dyn::dynamic_slice(q, {i}, {2}), {i * 3 + j});
+      })(p);
+    })(x);
+  };
+  auto w = [](auto x, auto u) {  // the condition reads the carry the body updates
+    auto r = dyn::while_loop([](auto, auto p) { return dyn::sum(p) < i64{20000}; })(
+        [&](auto k, auto p) { return std::make_tuple(k + 1, dyn::dynamic_update_slice(p * 2, u, {k})); })(i64{0}, x);
+    return std::get<1>(r);
+  };
+  auto jg = dyn::jit(g);
+  auto jbr = dyn::jit(br);
+  auto jnest = dyn::jit(nest);
+  auto jw = dyn::jit(w);
+  for (i64 n : {8, 32, 33, 100}) {  // 8 and 32 elements are copied by the body, 33 and 100 are not
+    CAPTURE(n);
+    std::vector<i64> xv(static_cast<std::size_t>(n));
+    for (i64 k = 0; k < n; ++k) xv[static_cast<std::size_t>(k)] = k + 1;
+    const Array<i64> x({n}, xv);
+    const Array<i64> u({2}, {7, 9});
+    CHECK(dyn::array_equal(Array<i64>(jg(x, u)), Array<i64>(dyn::eager(g)(x, u))));
+    CHECK(dyn::array_equal(Array<i64>(jbr(x, u)), Array<i64>(dyn::eager(br)(x, u))));
+    CHECK(dyn::array_equal(Array<i64>(jnest(x, u)), Array<i64>(dyn::eager(nest)(x, u))));
+    CHECK(dyn::array_equal(Array<i64>(jw(x, u)), Array<i64>(dyn::eager(w)(x, u))));
+  }
+  // One case by hand: x = 1..8, then p + x and the update at i = 1..4.
+  const Array<i64> x8({8}, {1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(dyn::array_equal(Array<i64>(jg(x8, Array<i64>({2}, {0, 0}))), Array<i64>({8}, {5, 6, 6, 4, 0, 0, 35, 40})));
+}
+
+// The 16-double loop of benchmarks/bench_main.cpp ("loop/jit") keeps its
+// state in vector registers across iterations (docs/backend.md, "Cost"):
+// the loop's phis carry vectors, the body has no scalar code left.
+TEST_CASE("jit control: a small carried array stays in vector registers across iterations") {
+  auto f = [](auto a) { return dyn::for_loop(0, 10000, 1)([](auto, auto x) { return x * 0.5 + 1.0; })(a); };
+  const auto x = iota_array<double>({16}, 1.0);
+  auto jf = dyn::jit(f);
+  const std::string ir = jf.llvm_ir(x);
+  CHECK(ir.find("= phi <") != std::string::npos);
+  CHECK(ir.find(" x double> [") != std::string::npos);
+  CHECK(ir.find("fmul double") == std::string::npos);
+  check_same(Array<double>(jf(x)), explicit_results(dyn::eval_jaxpr(dyn::make_jaxpr(f)(x), {x}), 1)[0],
+             Array<double>(f(x)));
 }

@@ -105,9 +105,16 @@ public:
   // (its size is computed inside): the result pointer then points at a cell
   // {void* data; int64_t shape[rank]} that the function fills on success
   // (backend.hpp, "Results the kernel allocates"). Empty: none.
-  Lowering(const Jaxpr& j, const FusionPlan& plan, Emitter& e, std::vector<bool> cells = {})
-      : j_(j), plan_(plan), E(e), b(e.b), cells_(std::move(cells)) {
+  // `carried`: for a loop body, per invar, whether it is loop state (the
+  // buffer a previous iteration's result was written to); empty for the
+  // kernel, a while condition or a branch. A loop body's carried inputs and
+  // its caller-sized results get no `noalias` (emit_body, "Buffers").
+  Lowering(const Jaxpr& j, const FusionPlan& plan, Emitter& e, std::vector<bool> cells = {},
+           std::vector<bool> carried = {})
+      : j_(j), plan_(plan), E(e), b(e.b), cells_(std::move(cells)), carried_(std::move(carried)) {
     cells_.resize(j.outvars.size(), false);
+    loop_body_ = std::find(carried_.begin(), carried_.end(), true) != carried_.end();
+    carried_.resize(j.invars.size(), false);
   }
 
   // Emit the body function: i32 name(ptr args..., ptr results...).
@@ -119,6 +126,8 @@ private:
   Emitter& E;
   llvm::IRBuilder<>& b;
   std::vector<bool> cells_;             // outvar -> allocated here, returned through a cell
+  std::vector<bool> carried_;           // invar -> loop state (loop bodies only)
+  bool loop_body_ = false;              // some invar is carried: every caller-sized result is loop state
   std::vector<llvm::Value*> cell_buf_;  // outvar -> its heap buffer (cells only), once allocated
   std::string name_;                    // of the function being emitted (nested bodies derive theirs)
   int nested_ = 0;                      // nested body functions emitted so far
@@ -411,7 +420,8 @@ private:
   void emit_control(std::size_t ei, FreeAfter& free_after);
   void emit_loop(std::size_t ei, FreeAfter& free_after);
   void emit_cond(std::size_t ei, FreeAfter& free_after);
-  llvm::Function* emit_nested(const Jaxpr& body, const std::vector<bool>& cells);
+  bool is_carried(std::size_t k, std::size_t nin) const;
+  llvm::Function* emit_nested(const Jaxpr& body, const std::vector<bool>& cells, const std::vector<bool>& carried = {});
   llvm::Value* operand_ptr(const Atom& a);
   llvm::Value* scalar_i64(const Atom& a);
   llvm::Value* call_nested(llvm::Function* f, const std::vector<llvm::Value*>& args);
@@ -1048,6 +1058,21 @@ inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
 // ---------------------------------------------------------------------------
 // The body function.
 
+// A loop body copies a carried input of at most this many elements (static
+// size) into a buffer of its own (emit_body): up to about this size LLVM
+// unrolls the body's loops over it fully and SROA removes the copy; beyond,
+// the copy would be paid per iteration, and the body's loops are vectorised
+// with a run-time overlap check instead (one per call, amortised).
+inline constexpr std::int64_t kSnapshotMaxElems = 32;
+
+// Parameter k of the function (inputs first, then results) is loop state: a
+// carried input of a loop body, or one of its caller-sized results.
+inline bool Lowering::is_carried(std::size_t k, std::size_t nin) const {
+  if (k >= nin) return loop_body_ && !cells_[k - nin];
+  const std::size_t nconst = j_.constvars.size();
+  return k >= nconst && carried_[k - nconst];
+}
+
 inline llvm::Function* Lowering::emit_body(const std::string& name) {
   name_ = name;
   const std::size_t nv = j_.types.size();
@@ -1064,9 +1089,11 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   llvm::Function* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, name, E.mod);
   E.fn = f;
   // Buffers: noalias (results never overlap anything; arguments are only
-  // read), dereferenceable for their size when it is static.
+  // read), dereferenceable for their size when it is static. Not noalias: a
+  // loop body's carried inputs and caller-sized results (lower_control.hpp,
+  // "Aliasing"), whose every pair aliases across iterations.
   for (std::size_t k = 0; k < nin + nout; ++k) {
-    f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoAlias);
+    if (!is_carried(k, nin)) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoAlias);
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoCapture);
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoUndef);
     const Type& t = k < nin ? type(ins[k]) : j_.type_of(j_.outvars[k - nin]);
@@ -1089,6 +1116,22 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   b.SetInsertPoint(start);
 
   for (std::size_t k = 0; k < nin; ++k) buf_[static_cast<std::size_t>(ins[k])] = f->getArg(static_cast<unsigned>(k));
+  // A loop body's small carried inputs are first copied into buffers of its
+  // own (lower_control.hpp, "Aliasing"): the body then reads memory that
+  // provably overlaps none of its results, with no noalias needed, so it
+  // vectorises without run-time checks and, once inlined, SROA turns the
+  // copy into loads at the body's start that GVN forwards from the previous
+  // iteration's stores (the state stays in registers).
+  for (std::size_t k = 0; k < nin; ++k) {
+    if (!is_carried(k, nin)) continue;
+    const Type& t = type(ins[k]);
+    const SymNumel n = sym_numel(t);
+    if (!n.is_static() || n.k <= 0 || n.k > kSnapshotMaxElems) continue;
+    const std::int64_t bytes = n.k * static_cast<std::int64_t>(dtype_size(t.dtype));
+    llvm::Value* own = E.entry_alloca(E.i8, bytes, 64);
+    b.CreateMemCpy(own, llvm::MaybeAlign(64), f->getArg(static_cast<unsigned>(k)), llvm::MaybeAlign(), bytes);
+    buf_[static_cast<std::size_t>(ins[k])] = own;
+  }
   // Runtime dimensions that are arguments: read once, here.
   for (int v : ins) read_dim(v);
 

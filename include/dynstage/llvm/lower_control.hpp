@@ -29,6 +29,45 @@
 // the loop (the output must not alias an operand that may be freed first).
 // A body that returns a nonzero code (a fault, out of memory) stops the
 // kernel: everything owned at that point is freed and the code returned.
+//
+// Aliasing. A body's parameters are `noalias` (emit_body) except a loop
+// body's carried inputs and caller-sized results. Within one call every
+// pair of buffers is distinct (the double buffers and the operand are three
+// different buffers; a cell is a fresh allocation); but iteration k's result
+// buffer is iteration k+1's input. When the body is inlined, its noalias
+// parameters become scoped-alias metadata whose scopes are declared (by
+// llvm.experimental.noalias.scope.decl) inside the loop, valid for one
+// iteration only, and LLVM 19's GVN (MemoryDependenceAnalysis; MemorySSA's
+// users likewise, upstream issue llvm/llvm-project#223170) still applies it
+// between a load of iteration k+1 and a store of iteration k when it
+// translates a load's address across the back edge. For
+// dynamic_update_slice(carry, u, {i}), GVN forwarded iteration k's copy of
+// the carry to iteration k+1 past the store of the update (to the same
+// buffer, "noalias" per the metadata): only the last update survived.
+// So a noalias parameter must not overlap the memory the body accesses
+// through anything else in ANY iteration, not only in its own call, where
+// one of the two accesses writes:
+//   - a loop constant or a for_loop's index: never written while the loop
+//     runs (the parent's store of the index carries no scope of the body);
+//     keep noalias;
+//   - a cell result: a slot of the parent's frame that the body only
+//     writes; keep noalias;
+//   - carried inputs and caller-sized results: the same buffers across
+//     iterations; no noalias;
+//   - a while condition and a cond branch: they read operands and write
+//     only a flag or buffers of the enclosing function that none of their
+//     own inputs ever is; keep noalias. (Buffers freed and allocated again
+//     at the same address are always written first by their new owner, code
+//     that carries none of the function's scopes, so GVN stops there.)
+// What noalias gave a loop body, its loads of the state being independent of
+// its stores of the new state, comes instead from a copy: a small carried
+// input (kSnapshotMaxElems, lower.hpp) is first copied into a buffer of the
+// body's own frame, which provably overlaps nothing else (basic alias
+// analysis, no metadata). Inlined, SROA turns the copy into loads at the
+// body's start, the body vectorises without run-time checks, and GVN
+// forwards each iteration's stores to the next iteration's loads (a must-
+// alias through the swapped pointers, which needs no noalias): the state
+// stays in registers.
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -39,21 +78,16 @@
 
 namespace dyn::detail::llvmjit {
 
-// A body as an internal function of the module (alwaysinline).
-inline llvm::Function* Lowering::emit_nested(const Jaxpr& body, const std::vector<bool>& cells) {
+// A body as an internal function of the module (alwaysinline). `carried`:
+// for a loop body, which invars are loop state ("Aliasing" above).
+inline llvm::Function* Lowering::emit_nested(const Jaxpr& body, const std::vector<bool>& cells,
+                                             const std::vector<bool>& carried) {
   const Jaxpr j = canonicalize_dots(body);
   const FusionPlan plan = plan_fusion(j);
   Emitter sub(E.mod);
-  Lowering low(j, plan, sub, cells);
+  Lowering low(j, plan, sub, cells, carried);
   llvm::Function* f = low.emit_body(name_ + ".cf" + std::to_string(nested_++));
   f->addFnAttr(llvm::Attribute::AlwaysInline);
-  // No `noalias` on a body's buffers. Each call's inputs and results are
-  // distinct, but the double buffers swap roles between iterations, and once
-  // the body is inlined into the loop the scoped-noalias metadata let LLVM
-  // forward the first iteration's input to later ones (dynstage_fuzz: a
-  // for_loop of dynamic_update_slice(carry, u, {i}) kept only the last
-  // update).
-  for (unsigned k = 0; k < f->arg_size(); ++k) f->removeParamAttr(k, llvm::Attribute::NoAlias);
   return f;
 }
 
@@ -150,7 +184,12 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     }
   }
 
-  llvm::Function* fbody = emit_nested(*body, cell);
+  // The body's invars that are loop state: all but the constants and the
+  // index (the order of `args` in `iteration` below).
+  std::vector<bool> carried(body->invars.size(), true);
+  for (std::size_t q = 0; q < nc; ++q) carried[q] = false;
+  if (is_for) carried[nc + ni] = false;
+  llvm::Function* fbody = emit_nested(*body, cell, carried);
   llvm::Function* fcond = cond_j ? emit_nested(*cond_j, {}) : nullptr;
 
   // The state.
