@@ -29,7 +29,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <source_location>
 #include <string>
