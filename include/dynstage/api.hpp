@@ -164,6 +164,26 @@ Polymorphism make_polymorphism(const Options& o, const std::vector<LeafDesc>& le
 }
 #endif
 
+// leaf_descs' steps that do not depend on the arguments' types (out of
+// line): append the leaf of argument `arg` whose abstract value is `a` (the
+// argument's leaves start at r[first]); then set the argument's leaf count.
+void add_leaf_desc(std::vector<LeafDesc>& r, std::size_t arg, std::size_t first, const Aval& a);
+void finish_leaf_descs(std::vector<LeafDesc>& r, std::size_t first);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+void add_leaf_desc(std::vector<LeafDesc>& r, std::size_t arg, std::size_t first, const Aval& a) {
+  LeafDesc d;
+  d.arg = arg;
+  d.index = r.size() - first;
+  d.shape = static_shape(a.shape);
+  r.push_back(std::move(d));
+}
+
+void finish_leaf_descs(std::vector<LeafDesc>& r, std::size_t first) {
+  for (std::size_t k = first; k < r.size(); ++k) r[k].count = r.size() - first;
+}
+#endif
+
 // The traced leaves of non-static arguments.
 template <class... Opts, class... Args>
 std::vector<LeafDesc> leaf_descs(const Args&... args) {
@@ -172,15 +192,9 @@ std::vector<LeafDesc> leaf_descs(const Args&... args) {
     (
         [&] {
           if constexpr (!is_static_arg<Opts...>(I)) {
-            std::size_t first = r.size();
-            for_each_leaf(args, [&](const auto& leaf) {
-              LeafDesc d;
-              d.arg = I;
-              d.index = r.size() - first;
-              d.shape = static_shape(leaf_aval(leaf).shape);
-              r.push_back(std::move(d));
-            });
-            for (std::size_t k = first; k < r.size(); ++k) r[k].count = r.size() - first;
+            const std::size_t first = r.size();
+            for_each_leaf(args, [&](const auto& leaf) { add_leaf_desc(r, I, first, leaf_aval(leaf)); });
+            finish_leaf_descs(r, first);
           }
         }(),
         ...);
@@ -198,24 +212,42 @@ struct DimLeaf {
   std::size_t leaf = 0;
 };
 
+// The argument tracer of leaf `index` of a call, whose abstract value is `a`
+// (with shapes[index]'s symbolic shape when given). Out of line: the part of
+// trace_argument that does not depend on the argument's type.
+TracerRef arg_leaf_tracer(TraceScope& scope, Aval a, const std::vector<ArgSpec>* shapes, std::size_t index,
+                          std::vector<DimLeaf>& dim_leaves);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+TracerRef arg_leaf_tracer(TraceScope& scope, Aval a, const std::vector<ArgSpec>* shapes, std::size_t index,
+                          std::vector<DimLeaf>& dim_leaves) {
+  if (shapes) a.shape = (*shapes)[index].shape;
+  Value v = scope.new_arg(a);
+  if (v.tracer->dim) dim_leaves.push_back(DimLeaf{*v.tracer->dim, index});
+  return std::move(v.tracer);
+}
+#endif
+
 template <class Arg>
 traced_t<Arg> trace_argument(const Arg& arg, TraceScope& scope, const std::vector<ArgSpec>* shapes,
                              std::size_t& next, std::vector<DimLeaf>& dim_leaves) {
-  std::vector<Aval> avals;
-  const std::size_t first = next;
-  for_each_leaf(arg, [&](const auto& leaf) {
-    avals.push_back(leaf_aval(leaf));
-    if (shapes) avals.back().shape = (*shapes)[next].shape;
-    ++next;
-  });
-  std::size_t k = 0;
-  auto make_leaf = [&]<class L>() -> L {
-    Value v = scope.new_arg(avals[k]);
-    if (v.tracer->dim) dim_leaves.push_back(DimLeaf{*v.tracer->dim, first + k});
-    ++k;
-    return L(v.tracer);
-  };
-  return unflatten<traced_t<Arg>>(treedef_of(arg), make_leaf);
+  if constexpr (is_leaf_v<std::remove_cvref_t<Arg>>) {
+    // The common case, an array or a scalar: no tree to walk or rebuild.
+    return traced_t<Arg>(arg_leaf_tracer(scope, leaf_aval(arg), shapes, next++, dim_leaves));
+  } else {
+    std::vector<Aval> avals;
+    const std::size_t first = next;
+    for_each_leaf(arg, [&](const auto& leaf) {
+      avals.push_back(leaf_aval(leaf));
+      ++next;
+    });
+    std::size_t k = 0;
+    auto make_leaf = [&]<class L>() -> L {
+      const std::size_t i = k++;
+      return L(arg_leaf_tracer(scope, std::move(avals[i]), shapes, first + i, dim_leaves));
+    };
+    return unflatten<traced_t<Arg>>(treedef_of(arg), make_leaf);
+  }
 }
 
 // The flattened results of a traced function as bind operands.

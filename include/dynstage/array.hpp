@@ -18,13 +18,16 @@
 #include <memory>
 #include <new>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "dim.hpp"
 #include "dtype.hpp"
 #include "errors.hpp"
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+#include <sstream>  // the printer (out of line): users need not parse it
+#endif
 
 namespace dyn {
 
@@ -88,12 +91,9 @@ struct Storage {
     if (shape.capacity() != 0) recycle_shape(shape);
   }
 
-  static Storage make(DType dt, std::vector<std::int64_t> shape, bool zero = true) {
-    const std::int64_t size = checked_numel(shape, "array");
-    Storage s = make_sized(dt, std::move(shape), size);
-    if (zero && size) std::memset(s.data, 0, static_cast<std::size_t>(size) * dtype_size(dt));
-    return s;
-  }
+  // Out of line (DYNSTAGE_IMPLEMENTATION): every Array constructor calls it,
+  // and inline it would put the allocator into every user file's code.
+  static Storage make(DType dt, std::vector<std::int64_t> shape, bool zero = true);
 
   // Uninitialised, for a shape whose element count `size` is already checked
   // (a cached kernel's outputs).
@@ -132,7 +132,19 @@ struct Storage {
   }
 };
 
+#ifdef DYNSTAGE_IMPLEMENTATION
+Storage Storage::make(DType dt, std::vector<std::int64_t> shape, bool zero) {
+  const std::int64_t size = checked_numel(shape, "array");
+  Storage s = make_sized(dt, std::move(shape), size);
+  if (zero && size) std::memset(s.data, 0, static_cast<std::size_t>(size) * dtype_size(dt));
+  return s;
+}
+#endif
+
 [[noreturn]] void storage_dtype_error(DType want, DType got);
+// Array(shape, values) given the wrong number of values (out of line: user
+// code only calls it).
+[[noreturn]] void values_count_error(std::size_t given, const std::vector<std::int64_t>& shape, std::int64_t size);
 
 // numpy-style printing of `shape` elements of dtype `dt` at `data` (out of
 // line: one copy per program).
@@ -157,9 +169,7 @@ public:
   Array(std::vector<std::int64_t> shape, const std::vector<T>& values)
       : s_(detail::Storage::make(dtype_v<T>, std::move(shape), false)) {
     if (static_cast<std::int64_t>(values.size()) != s_.size)
-      detail::fail<ShapeError>("dyn::Array: " + std::to_string(values.size()) + " values given for shape " +
-                               detail::shape_str(detail::to_shape(s_.shape)) + " of " +
-                               std::to_string(s_.size) + " elements");
+      detail::values_count_error(values.size(), s_.shape, s_.size);
     std::copy(values.begin(), values.end(), mutable_ptr());
   }
   Array(std::initializer_list<std::int64_t> shape, std::initializer_list<T> values)
@@ -469,6 +479,11 @@ void recycle_shape(std::vector<std::int64_t>& v) noexcept {
   if (!tc.armed) tc.arm();
   v.clear();
   new (tc.shapes[tc.nshapes++]) ThreadCache::ShapeVec(std::move(v));
+}
+
+void values_count_error(std::size_t given, const std::vector<std::int64_t>& shape, std::int64_t size) {
+  fail<ShapeError>("dyn::Array: " + std::to_string(given) + " values given for shape " + shape_str(to_shape(shape)) +
+                   " of " + std::to_string(size) + " elements");
 }
 
 void storage_dtype_error(DType want, DType got) {

@@ -41,7 +41,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -73,7 +72,23 @@ struct LoopOptions {
 namespace detail {
 
 // A traced function of the nested scope: argument values in, result values out.
-using NestedFn = std::function<std::vector<Value>(const std::vector<Value>&)>;
+// A non-owning reference to the combinator's lambda, which must outlive it
+// (name the lambda, then pass it): std::function would put <functional> into
+// every user file, for three calls.
+class NestedFn {
+public:
+  template <class F>
+    requires(!std::is_same_v<F, NestedFn>)
+  NestedFn(const F& f)  // NOLINT: implicit, as std::function's
+      : obj_(&f), call_([](const void* o, const std::vector<Value>& args) -> std::vector<Value> {
+          return (*static_cast<const F*>(o))(args);
+        }) {}
+  std::vector<Value> operator()(const std::vector<Value>& args) const { return call_(obj_, args); }
+
+private:
+  const void* obj_;
+  std::vector<Value> (*call_)(const void*, const std::vector<Value>&);
+};
 
 // The number of iterations of for_loop(lower, upper, step): Python's
 // len(range(lower, upper, step)), and 0 for a step of 0. The eager loop, the
@@ -223,7 +238,7 @@ public:
       }
       return bare_or_tuple(std::move(state));
     } else {
-      NestedFn fn = [&](const std::vector<Value>& args) {
+      auto fn = [&](const std::vector<Value>& args) {
         [[maybe_unused]] std::size_t k = 1;
         Tracer<std::int64_t> i(args.at(0).tracer);
         auto carried = std::tuple<traced_t<Init>...>{traced_like(init, args, k)...};
@@ -313,8 +328,8 @@ public:
         [[maybe_unused]] std::size_t k = 0;
         return std::tuple<traced_t<Init>...>{traced_like(init, args, k)...};
       };
-      NestedFn c = [&](const std::vector<Value>& args) { return flatten_results(std::apply(cond_, typed(args))); };
-      NestedFn b = [&](const std::vector<Value>& args) { return flatten_results(std::apply(body_, typed(args))); };
+      auto c = [&](const std::vector<Value>& args) { return flatten_results(std::apply(cond_, typed(args))); };
+      auto b = [&](const std::vector<Value>& args) { return flatten_results(std::apply(body_, typed(args))); };
       std::vector<Value> outs = bind_while_loop(leaves_of(init...), c, b, opts_);
       std::size_t k = 0;
       return bare_or_tuple(std::tuple<traced_t<Init>...>{traced_like(init, outs, k)...});
@@ -392,12 +407,12 @@ public:
         return std::tuple<traced_t<Ops>...>{traced_like(ops, args, k)...};
       };
       std::optional<TreeDef> tree;
-      NestedFn t = [&](const std::vector<Value>& args) {
+      auto t = [&](const std::vector<Value>& args) {
         auto r = std::apply(then_, typed(args));
         tree = treedef_of(r);
         return flatten_results(r);
       };
-      NestedFn e = [&](const std::vector<Value>& args) { return flatten_results(std::apply(else_, typed(args))); };
+      auto e = [&](const std::vector<Value>& args) { return flatten_results(std::apply(else_, typed(args))); };
       std::vector<Value> outs = bind_cond(to_value(pred_), leaves_of(ops...), t, e);
       std::size_t j = 0;
       auto make_leaf = [&]<class L>() -> L { return from_value<L>(outs.at(j++)); };
@@ -427,6 +442,7 @@ Cond<Pred, Then, Else> cond(Pred pred, Then then_fn, Else else_fn,
 // The bind algorithm and the rules of the control-flow primitives, compiled
 // once per program.
 #ifdef DYNSTAGE_IMPLEMENTATION
+#include <functional>
 namespace dyn::detail {
 
 namespace control {

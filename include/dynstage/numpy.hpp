@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -216,11 +215,14 @@ Value binary(Prim p, Value a, Value b) {
 }
 #endif
 
-inline Value compare(Prim p, Value a, Value b) {
+Value compare(Prim p, Value a, Value b);  // out of line (bind1)
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value compare(Prim p, Value a, Value b) {
   std::vector<Value> vs{std::move(a), std::move(b)};
   promote_and_broadcast(prim_name(p), vs, result_type(vs));
   return bind1(p, vs);
 }
+#endif
 
 // where(pred, a, b) = select_n(pred, b, a): lax's case 0 is the false case.
 Value where(Value pred, Value a, Value b);
@@ -512,12 +514,15 @@ Value full(const Shape& shape, const Value& fill, DType dt, bool stage) {
 }
 #endif
 
-inline Value iota(DType dt, const Dim& n, bool stage = false) {
+Value iota(DType dt, const Dim& n, bool stage = false);  // out of line (Params)
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value iota(DType dt, const Dim& n, bool stage) {
   if (n.is_static() && n.value() < 0) fail<ShapeError>("arange: negative size " + n.to_string());
   std::vector<Value> operands;
   IotaParams p{dt, shape_param("arange", {n}, operands), 0};
   return bind1(Prim::iota, operands, p, stage);
 }
+#endif
 
 // ---------------------------------------------------------------------------
 // Linear algebra: numpy dot and matmul in terms of dot_general.

@@ -485,7 +485,10 @@ Tracer<T> arange(const Tracer<I>& n, detail::Loc loc = detail::Loc::current()) {
 inline Array<std::int64_t> dim_value(std::int64_t d) {
   return Array<std::int64_t>(std::vector<std::int64_t>{}, std::vector<std::int64_t>{d});
 }
-inline Tracer<std::int64_t> dim_value(const Dim& d, detail::Loc loc = detail::Loc::current()) {
+// (Out of line: it builds Params.)
+Tracer<std::int64_t> dim_value(const Dim& d, detail::Loc loc = detail::Loc::current());
+#ifdef DYNSTAGE_IMPLEMENTATION
+Tracer<std::int64_t> dim_value(const Dim& d, detail::Loc loc) {
   detail::OpSite site(loc);
   detail::require_trace("dim_value");
   detail::Value v = detail::dim_to_value(d);
@@ -494,6 +497,7 @@ inline Tracer<std::int64_t> dim_value(const Dim& d, detail::Loc loc = detail::Lo
     v = detail::bind1(detail::Prim::convert_element_type, {v}, detail::ConvertParams{DType::i64, false}, true);
   return detail::from_value<Tracer<std::int64_t>>(v);
 }
+#endif
 
 template <ArrayLike X, class V> requires is_scalar_v<V>
 auto full_like(const X& x, V value, detail::Loc loc = detail::Loc::current()) {

@@ -267,7 +267,11 @@ template <Prim P> struct params_of;
 DYN_PRIMITIVES(DYN_X)
 #undef DYN_X
 
-inline bool params_match(Prim p, const Params& params) {
+// Whether `params` holds the params type of `p` (out of line: bind's check;
+// inline, its std::holds_alternative instances cost every user file).
+bool params_match(Prim p, const Params& params);
+#ifdef DYNSTAGE_IMPLEMENTATION
+bool params_match(Prim p, const Params& params) {
   switch (p) {
 #define DYN_X(e, n, k, pp) \
   case Prim::e: return std::holds_alternative<pp>(params);
@@ -276,6 +280,7 @@ inline bool params_match(Prim p, const Params& params) {
   }
   return false;
 }
+#endif
 
 }  // namespace detail
 }  // namespace dyn

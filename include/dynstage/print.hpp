@@ -35,7 +35,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -126,7 +126,9 @@ public:
   const std::string& name(const Jaxpr& j, int var);
 
 private:
-  std::unordered_map<const Jaxpr*, std::vector<std::string>> names_;
+  // Only looked up, never iterated: a std::map keeps <unordered_map> out of
+  // every user file (symbolic.hpp needs <map> anyway).
+  std::map<const Jaxpr*, std::vector<std::string>> names_;
   std::int64_t next_ = 0;
 };
 

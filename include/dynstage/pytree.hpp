@@ -14,7 +14,15 @@
 #pragma once
 
 #include <array>
-#include <boost/hana.hpp>
+// Only the parts of Boost.Hana that pytrees use (<boost/hana.hpp> costs every
+// user file twice as much to parse): the Struct concept, keys/at_key/for_each,
+// and the two macros users define pytree structs with (API.md §3).
+#include <boost/hana/adapt_struct.hpp>
+#include <boost/hana/at_key.hpp>
+#include <boost/hana/concept/struct.hpp>
+#include <boost/hana/define_struct.hpp>
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/keys.hpp>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -187,11 +195,20 @@ Value leaf_value(const L& leaf) {
   return to_value(leaf);
 }
 
+// The abstract value of an array of dtype `dt` and shape `shape` (out of
+// line: one copy for every array type).
+Aval array_aval(DType dt, const std::vector<std::int64_t>& shape);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Aval array_aval(DType dt, const std::vector<std::int64_t>& shape) {
+  return Aval{dt, to_shape(shape), false, std::nullopt};
+}
+#endif
+
 // A leaf of an argument as an abstract value (for tracing and signatures).
 template <class L>
 Aval leaf_aval(const L& leaf) {
   using U = std::remove_cvref_t<L>;
-  if constexpr (is_array_v<U>) return Aval{leaf.dtype(), to_shape(leaf.shape()), false, std::nullopt};
+  if constexpr (is_array_v<U>) return array_aval(leaf.dtype(), leaf.shape());
   else if constexpr (is_tracer_v<U>) return leaf.value().aval();
   else return Aval{dtype_v<scalar_element_t<U>>, {}, false, std::nullopt};
 }

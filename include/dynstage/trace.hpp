@@ -14,7 +14,6 @@
 // primitive passes those sources as operands in the outer scope.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +25,10 @@
 
 #include "jaxpr.hpp"
 #include "rules.hpp"
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+#include <functional>  // order_jaxpr (out of line): users need not parse it
+#endif
 
 namespace dyn::detail {
 
@@ -502,13 +505,23 @@ std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Params& p
 }
 #endif  // DYNSTAGE_IMPLEMENTATION
 
-inline Value bind1(Prim prim, const std::vector<Value>& in, const Params& params = NoParams{}, bool stage = false) {
+// bind for a primitive with one output. Out of line, as the functions below
+// that build Params: inline, they instantiate std::variant's members (its
+// constructors, destructor and visitors) in every user file.
+// (No `params = NoParams{}` default: a default argument is compiled where it
+// is declared, and this one would instantiate those members everywhere.)
+Value bind1(Prim prim, const std::vector<Value>& in, const Params& params, bool stage = false);
+Value bind1(Prim prim, const std::vector<Value>& in);
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value bind1(Prim prim, const std::vector<Value>& in) { return bind1(prim, in, NoParams{}); }
+
+Value bind1(Prim prim, const std::vector<Value>& in, const Params& params, bool stage) {
   auto r = bind(prim, in, params, stage);
   if (r.size() != 1) internal_error("bind1: " + std::string(prim_name(prim)) + " has several outputs");
   return std::move(r[0]);
 }
 
-#ifdef DYNSTAGE_IMPLEMENTATION
 SymbolicScope& TraceState::sym_scope() {
   if (!scope) scope = SymbolicScope::make();
   return *scope;

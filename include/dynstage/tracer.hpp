@@ -20,7 +20,17 @@ namespace dyn {
 namespace detail {
 template <class U>
 inline constexpr bool dependent_false = false;
+
+// Tracer<want> built on a node of dtype `got` (out of line: every Tracer<T>
+// constructor checks).
+[[noreturn]] void tracer_dtype_error(DType want, DType got);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void tracer_dtype_error(DType want, DType got) {
+  internal_error("Tracer<" + std::string(dtype_name(want)) + "> built on a node of dtype " +
+                 std::string(dtype_name(got)));
 }
+#endif
+}  // namespace detail
 
 template <class T>
 class Tracer {
@@ -31,9 +41,7 @@ public:
 
   Tracer() = default;  // an empty handle, for building pytrees of tracers
   explicit Tracer(detail::TracerRef node) : node_(std::move(node)) {
-    if (node_ && node_->aval.dtype != dtype_v<T>)
-      detail::internal_error("Tracer<" + std::string(dtype_name(dtype_v<T>)) + "> built on a node of dtype " +
-                             std::string(dtype_name(node_->aval.dtype)));
+    if (node_ && node_->aval.dtype != dtype_v<T>) detail::tracer_dtype_error(dtype_v<T>, node_->aval.dtype);
   }
 
   const Shape& shape() const { return node().aval.shape; }
@@ -175,6 +183,26 @@ Value dim_to_value(const Dim& d) {
 }
 #endif
 
+// A C++ scalar's value `s` as a weak literal of dtype `weak` (out of line:
+// one copy for every scalar type).
+Value weak_literal(const Scalar& s, DType weak);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value weak_literal(const Scalar& s0, DType weak) {
+  // The literal keeps its exact value; its dtype is the weak kind's.
+  Value v = scalar_value(s0, true);
+  if (v.dtype() != weak) {
+    Scalar s = scalar_of(v.array);
+    Scalar r;
+    r.dtype = weak;
+    r.i = s.i;
+    r.f = is_float(s.dtype) ? s.f : static_cast<double>(s.i);
+    if (is_integer(weak) && is_float(s.dtype)) r.i = static_cast<std::int64_t>(s.f);
+    v = scalar_value(r, true);
+  }
+  return v;
+}
+#endif
+
 template <class X>
 Value to_value(const X& x) {
   using U = std::remove_cvref_t<X>;
@@ -194,18 +222,7 @@ Value to_value(const X& x) {
                                             : static_cast<std::uint64_t>(x) <= static_cast<std::uint64_t>(hi);
       if (!fits) w.dtype = DType::i64;
     }
-    // The literal keeps its exact value; its dtype is the weak kind's.
-    Value v = scalar_value(Scalar::of<E>(static_cast<E>(x)), true);
-    if (v.dtype() != w.dtype) {
-      Scalar s = scalar_of(v.array);
-      Scalar r;
-      r.dtype = w.dtype;
-      r.i = s.i;
-      r.f = is_float(s.dtype) ? s.f : static_cast<double>(s.i);
-      if (is_integer(w.dtype) && is_float(s.dtype)) r.i = static_cast<std::int64_t>(s.f);
-      v = scalar_value(r, true);
-    }
-    return v;
+    return weak_literal(Scalar::of<E>(static_cast<E>(x)), w.dtype);
   }
 }
 
