@@ -447,18 +447,6 @@ namespace dyn::detail {
 
 namespace control {
 
-// The C++ element type of a dtype, for error messages' fixes.
-inline const char* cpp_type_name(DType d) {
-  switch (d) {
-    case DType::bool_: return "bool";
-    case DType::i32: return "std::int32_t";
-    case DType::i64: return "std::int64_t";
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-  }
-  return "?";
-}
-
 // The messages for carried results that do not match the carry, shared by
 // the traced check (loop_results) and the eager loop (check_eager_results).
 inline std::string carry_count_error(const std::string& op, std::size_t got, std::size_t carried) {
@@ -468,7 +456,7 @@ inline std::string carry_count_error(const std::string& op, std::size_t got, std
 inline std::string carry_dtype_error(const std::string& op, std::size_t k, const Aval& got, const Aval& want) {
   const std::string pos = "#" + std::to_string(k);
   return op + ": body output " + pos + " has type " + aval_str(got) + " but carry input " + pos + " has type " +
-         aval_str(want) + "; return the same dtype (e.g. astype<" + cpp_type_name(want.dtype) + ">)";
+         aval_str(want) + "; return the same dtype (e.g. astype<" + std::string(dtype_cpp_name(want.dtype)) + ">)";
 }
 
 // Whether trace `t` (or an enclosing one) can compute dimension `d`: each of
@@ -893,7 +881,7 @@ std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operan
                               " in the true branch but " + aval_str(r1[k]) + " in the false branch";
     if (r0[k].dtype != r1[k].dtype)
       fail<TypeError>("dyn::cond(): " + types + "; return the same dtype (e.g. astype<" +
-                      cpp_type_name(r0[k].dtype) + ">)");
+                      std::string(dtype_cpp_name(r0[k].dtype)) + ">)");
     if (r0[k].rank() != r1[k].rank())
       fail<TypeError>("dyn::cond(): " + types + "; the branches must return the same rank");
     for (std::size_t j = 0; j < r0[k].shape.size(); ++j) {

@@ -61,6 +61,19 @@ constexpr std::string_view dtype_numpy_name(DType d) {
   return "?";
 }
 
+// The C++ element type, as code spells it: error messages' suggested fixes
+// (astype<double>) and the fuzzer's reproductions.
+constexpr std::string_view dtype_cpp_name(DType d) {
+  switch (d) {
+    case DType::bool_: return "bool";
+    case DType::i32: return "std::int32_t";
+    case DType::i64: return "std::int64_t";
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+  }
+  return "?";
+}
+
 constexpr std::size_t dtype_size(DType d) {
   switch (d) {
     case DType::bool_: return 1;

@@ -655,16 +655,7 @@ Case generate(std::uint64_t seed, int max_nodes) {
 // ---------------------------------------------------------------------------
 // The C++ reproduction.
 
-std::string dtype_cpp(DType d) {
-  switch (d) {
-    case DType::bool_: return "bool";
-    case DType::i32: return "std::int32_t";
-    case DType::i64: return "std::int64_t";
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-  }
-  return "?";
-}
+std::string dtype_cpp(DType d) { return std::string(dyn::dtype_cpp_name(d)); }
 
 namespace {
 
