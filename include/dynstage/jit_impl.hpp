@@ -282,7 +282,7 @@ Signature make_signature(std::uint64_t hash, const CallScratch& sc, const CallKe
 // the leaves' count and vector_sizes then pin down. (On every cached call:
 // one pass over Signature::words, which a mismatch of a leaf's rank stops
 // before it could read past the leaf's dimensions.)
-inline bool matches(const JitEntry& e, const CallScratch& sc, const CallKey& key) {
+[[gnu::always_inline]] inline bool matches(const JitEntry& e, const CallScratch& sc, const CallKey& key) {
   const Signature& s = e.sig;
   if (s.arg_types != key.arg_types && !(*s.arg_types == *key.arg_types)) return false;
   if (key.equal_current && !key.equal_current(s.statics.values.get(), key.statics)) return false;
@@ -619,11 +619,29 @@ void run_entry(const JitEntry& e, CallScratch& sc) {
   if (e.cell_words) adopt_kernel_results(e, sc);
 }
 
+// A call that the thread's MRU slot does not serve: look the entry up (or
+// compile it) and point the slot at it. Out of line, so that jit_call's hit
+// path keeps a small frame.
+[[gnu::noinline]] JitEntry* jit_call_miss(JitCache& c, const Options& opts, const std::source_location& loc,
+                                          const CallKey& key, CallScratch& sc, TraceFn trace, const void* closure,
+                                          MruSlot& slot, std::uint64_t gen) {
+  std::shared_ptr<JitEntry> found = lookup_or_compile(c, opts, loc, key, sc, trace, closure);
+  JitEntry* e = found.get();
+  if (slot.cache_id != c.id) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    slot.hits = c.hit_cell(&sc);
+  }
+  slot.cache_id = c.id;
+  slot.generation = gen;
+  slot.entry = std::move(found);
+  return e;
+}
+
 CallResult jit_call(JitCache& c, const Options& opts, const std::source_location& loc, const CallKey& key,
                     CallScratch& sc, TraceFn trace, const void* closure) {
   MruSlot& slot = sc.mru[c.id & (sc.mru.size() - 1)];
   const std::uint64_t gen = c.generation.load(std::memory_order_acquire);
-  JitEntry* e = nullptr;
+  JitEntry* e;
   if (slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, sc, key)) {
     e = slot.entry.get();
     // LRU: only a change of most recent entry costs an atomic increment.
@@ -631,15 +649,7 @@ CallResult jit_call(JitCache& c, const Options& opts, const std::source_location
       e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     slot.hits->store(slot.hits->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } else {
-    std::shared_ptr<JitEntry> found = lookup_or_compile(c, opts, loc, key, sc, trace, closure);
-    e = found.get();
-    if (slot.cache_id != c.id) {
-      std::lock_guard<std::mutex> lock(c.mu);
-      slot.hits = c.hit_cell(&sc);
-    }
-    slot.cache_id = c.id;
-    slot.generation = gen;
-    slot.entry = std::move(found);
+    e = jit_call_miss(c, opts, loc, key, sc, trace, closure, slot, gen);
   }
   run_entry(*e, sc);
   return CallResult{&e->out_tree, e->implicit_outs};
