@@ -146,6 +146,20 @@ TEST_CASE("jit: a jitted function called inside another trace is inlined") {
   CHECK(inner.stats().compiles == 0);
 }
 
+TEST_CASE("jit: a jitted function run on concrete arrays while another is traced") {
+  // The inner call compiles and runs inside the outer trace, on the same
+  // thread's call path: the outer call's arguments (a vector, flattened into
+  // that thread's scratch space) must survive it.
+  auto table = dyn::jit([](auto v) { return v[0] * 2.0 + v[1]; });
+  const std::vector<dyn::Array<double>> parts{dyn::array({1.0, 2.0}), dyn::array({10.0, 20.0})};
+  auto outer = dyn::jit([&](auto xs) { return xs[0] * table(parts) + xs[1]; });  // table(parts) = [12, 24]
+  CHECK(dyn::array_equal(outer(std::vector{dyn::array({1.0, 2.0}), dyn::array({3.0, 4.0})}), dyn::array({15.0, 52.0})));
+  CHECK(dyn::array_equal(outer(std::vector{dyn::array({0.5, 0.0}), dyn::array({1.0, 1.0})}), dyn::array({7.0, 1.0})));
+  CHECK(outer.stats().compiles == 1);
+  CHECK(outer.stats().cache_hits == 1);
+  CHECK(table.stats().compiles == 1);
+}
+
 TEST_CASE("jit: integer division by zero is an error, and the function stays usable") {
   auto jf = dyn::jit([](auto x, auto y) { return x / y; });
   auto x = dyn::array<std::int32_t>({7, -7, 9});

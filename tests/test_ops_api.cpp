@@ -9,7 +9,9 @@
 
 #include <boost/hana.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <tuple>
 
 // A layer whose leaves are arrays or tracers (pytree.hpp: Hana structs must be
@@ -405,6 +407,40 @@ TEST_CASE("Array: copy-on-write") {
   CHECK(x.data() == xp);
   CHECK_ARR(double, x, {2}, {1, 2});
   CHECK_ARR(double, y, {2}, {2, 3});
+}
+
+TEST_CASE("Array: buffers of every size class: alignment, zeroing after reuse, sharing, release") {
+  // Sizes across the per-thread size classes (up to 1 KiB with the header),
+  // the heap, and the large blocks (>= 1 MiB, pooled, 64-byte aligned).
+  for (const std::int64_t n : {0, 1, 6, 7, 8, 120, 126, 127, 1000, 10000, 140000, 300000}) {
+    CAPTURE(n);
+    for (int round = 0; round < 3; ++round) {  // later rounds get recycled blocks
+      dyn::Array<double> a({n});
+      const auto addr = reinterpret_cast<std::uintptr_t>(a.data());
+      CHECK(addr % 16 == 0);
+      if (n * 8 >= (1 << 20)) CHECK(addr % 64 == 0);
+      // Zeros, even in a block whose last user wrote 7s.
+      CHECK(std::all_of(a.begin(), a.end(), [](double v) { return v == 0.0; }));
+      double* p = a.mutable_data();
+      CHECK(p == a.data());  // held once: written in place
+      std::fill(p, p + n, 7.0);
+      dyn::Array<double> b = a;  // shares the buffer ...
+      CHECK(b.data() == a.data());
+      if (n > 0) {
+        b.mutable_data()[0] = 1.0;  // ... until one of them writes
+        CHECK(b.data() != a.data());
+        CHECK(a(0) == 7.0);
+        CHECK(b(0) == 1.0);
+        if (n > 1) CHECK(b(n - 1) == 7.0);
+      }
+    }
+  }
+  // An empty view over a null pointer is a valid array.
+  const auto v = dyn::Array<float>::view(static_cast<float*>(nullptr), {0, 3});
+  const dyn::AnyArray any = v;
+  CHECK(any.valid());
+  CHECK(any.size() == 0);
+  CHECK_FALSE(dyn::AnyArray().valid());
 }
 
 TEST_CASE("Array: zero-copy view over user memory") {

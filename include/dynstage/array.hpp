@@ -9,12 +9,14 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <new>
 #include <ostream>
@@ -53,21 +55,76 @@ void numel_error(const std::vector<std::int64_t>& shape, const char* what, bool 
 }
 #endif
 
+// Array memory: a buffer with an intrusive reference count. An owned buffer
+// starts with a BufferHeader, followed by the elements; the header's
+// `release` returns the block to where it came from (a free list, the large
+// block pool, the heap) when the last reference goes. Buffer is the owning
+// reference: the one thing copies of an array share.
+//
+// (Not std::shared_ptr<void>: its control block costs a virtual dispose and
+// a virtual destroy per buffer on top of allocate_shared's machinery, about
+// a sixth of a cached jit call at n = 1.)
+struct BufferHeader {
+  std::atomic<std::int32_t> refs;
+  std::uint32_t size_class;                 // of a small block (the free lists below)
+  void (*release)(BufferHeader*) noexcept;  // frees the block, header included
+};
+static_assert(sizeof(BufferHeader) == 16, "the elements follow the header at malloc's alignment");
+
+class Buffer {
+public:
+  Buffer() = default;
+  explicit Buffer(BufferHeader* h) noexcept : h_(h) {}  // adopts a reference
+  Buffer(const Buffer& o) noexcept : h_(o.h_) {
+    if (h_) h_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  Buffer(Buffer&& o) noexcept : h_(o.h_) { o.h_ = nullptr; }
+  Buffer& operator=(const Buffer& o) noexcept {
+    Buffer(o).swap(*this);
+    return *this;
+  }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer(std::move(o)).swap(*this);
+    return *this;
+  }
+  ~Buffer() {
+    if (h_) drop(h_);
+  }
+  void swap(Buffer& o) noexcept { std::swap(h_, o.h_); }
+  long use_count() const noexcept { return h_ ? h_->refs.load(std::memory_order_relaxed) : 0; }
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+
+private:
+  static void drop(BufferHeader* h) noexcept {
+    // The last reference frees without a read-modify-write: nobody else can
+    // add one (libstdc++'s shared_ptr does the same).
+    if (h->refs.load(std::memory_order_acquire) == 1 || h->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      h->release(h);
+  }
+  BufferHeader* h_ = nullptr;
+};
+
 // Recycled memory. A jitted function allocates its outputs on every call,
 // so allocation is on the call path of a cached call.
 //  - Large blocks (>= 1 MiB) are kept process-wide and handed out again for
 //    the same size: without this, each call with a large output maps fresh
 //    pages from the OS and pays a page fault per 4 KiB (measured: 80 MB
 //    outputs took longer to fault in than to compute).
-//  - Small blocks (<= 1 KiB with the reference count) and shape vectors are
-//    kept per thread, a few of each size: handing one out is a pointer pop,
-//    where malloc/free pairs were a third of a cached call at n = 1.
+//  - Small blocks (<= 1 KiB with the header) and shape vectors are kept per
+//    thread, a few of each size: handing one out is a pointer pop, where
+//    malloc/free pairs were a third of a cached call at n = 1.
 // Both live in the implementation part below (one copy per program).
 
-// An uninitialised buffer of `bytes` bytes, in one allocation together with
-// its reference count (16-byte aligned as malloc's; 64 for blocks of 1 MiB
-// or more). Throws dyn::Error (not std::bad_alloc) when the allocation fails.
-std::shared_ptr<void> allocate_buffer(std::size_t bytes);
+struct BufferAllocation {
+  Buffer owner;
+  void* data;  // the first element: 16-byte aligned as malloc's, 64 for blocks of 1 MiB or more
+};
+// An uninitialised buffer of `bytes` bytes. Throws dyn::Error (not
+// std::bad_alloc) when the allocation fails.
+BufferAllocation allocate_buffer(std::size_t bytes);
+// Owns memory from std::malloc (results the kernel allocates): the last
+// reference std::free's it. Frees `p` and throws dyn::Error if it cannot.
+Buffer adopt_malloced(void* p);
 
 // `dst` = `src`, reusing a recycled vector when `dst` has no room.
 void assign_shape(std::vector<std::int64_t>& dst, const std::vector<std::int64_t>& src);
@@ -75,7 +132,7 @@ void assign_shape(std::vector<std::int64_t>& dst, const std::vector<std::int64_t
 void recycle_shape(std::vector<std::int64_t>& v) noexcept;
 
 struct Storage {
-  std::shared_ptr<void> owner;     // keeps the buffer alive (no-op deleter for views)
+  Buffer owner;                    // keeps the buffer alive (empty for views)
   void* data = nullptr;            // first element
   DType dtype = DType::f64;
   std::vector<std::int64_t> shape;
@@ -102,20 +159,14 @@ struct Storage {
     s.dtype = dt;
     s.size = size;
     s.shape = std::move(shape);
-    s.owner = allocate_buffer(static_cast<std::size_t>(size) * dtype_size(dt));
-    s.data = s.owner.get();
+    BufferAllocation b = allocate_buffer(static_cast<std::size_t>(size) * dtype_size(dt));
+    s.owner = std::move(b.owner);
+    s.data = b.data;
     return s;
   }
 
-  // The same, in place (the call path's reused output slots).
-  void assign_sized(DType dt, const std::vector<std::int64_t>& shp, std::int64_t n) {
-    dtype = dt;
-    size = n;
-    assign_shape(shape, shp);
-    owner = allocate_buffer(static_cast<std::size_t>(n) * dtype_size(dt));
-    data = owner.get();
-    borrowed = false;
-  }
+  // The same, in place (the call path's reused output slots; out of line).
+  void assign_sized(DType dt, const std::vector<std::int64_t>& shp, std::int64_t n);
 
   // Copy of the elements into a fresh buffer nobody else holds.
   Storage clone() const {
@@ -193,7 +244,6 @@ public:
                               detail::shape_str(detail::to_shape(shape)) + " of " + std::to_string(s.size) +
                               " elements");
     s.shape = std::move(shape);
-    s.owner = std::shared_ptr<void>(static_cast<void*>(ptr), [](void*) {});
     s.data = ptr;
     s.borrowed = true;
     return Array(std::move(s));
@@ -266,7 +316,7 @@ public:
   int rank() const { return static_cast<int>(s_.shape.size()); }
   std::int64_t size() const { return s_.size; }
   const void* data() const { return s_.data; }
-  bool valid() const { return s_.data != nullptr || s_.owner != nullptr; }
+  bool valid() const { return s_.data != nullptr || s_.owner || s_.borrowed; }
 
   template <class T>
   Array<T> get() const {
@@ -391,94 +441,130 @@ void ThreadCache::arm() {
   thread_cache_reaper.armed = true;  // (constructs it, which registers its destructor)
 }
 
-// The allocator of allocate_buffer's small blocks: the reference count and
-// the elements in one block of a size class.
-template <class T>
-struct SmallBlockAllocator {
-  using value_type = T;
-  SmallBlockAllocator() = default;
-  template <class U>
-  SmallBlockAllocator(const SmallBlockAllocator<U>&) noexcept {}  // NOLINT: rebinding
-  static std::size_t size_class(std::size_t bytes) { return (bytes - 1) / ThreadCache::kGranule; }
+// Small blocks: size class k holds (k + 1) * 64 bytes, the header included.
+void release_small(BufferHeader* h) noexcept {
+  const std::uint32_t k = h->size_class;
+  ThreadCache& tc = thread_cache;
+  if (!tc.gone) {
+    if (!tc.armed) tc.arm();
+    if (tc.nblocks[k] < ThreadCache::kPerClass) {
+      *reinterpret_cast<void**>(h) = tc.blocks[k];
+      tc.blocks[k] = h;
+      ++tc.nblocks[k];
+      return;
+    }
+  }
+  ::operator delete(static_cast<void*>(h));
+}
 
-  T* allocate(std::size_t n) {
-    const std::size_t bytes = n * sizeof(T), k = size_class(bytes);
-    if (k >= ThreadCache::kClasses) return static_cast<T*>(::operator new(bytes));
-    ThreadCache& tc = thread_cache;
-    if (!tc.gone) {
-      if (void* p = tc.blocks[k]) {
-        tc.blocks[k] = *static_cast<void**>(p);
-        --tc.nblocks[k];
-        return static_cast<T*>(p);
-      }
-    }
-    return static_cast<T*>(::operator new((k + 1) * ThreadCache::kGranule));
-  }
-  void deallocate(T* p, std::size_t n) noexcept {
-    const std::size_t k = size_class(n * sizeof(T));
-    ThreadCache& tc = thread_cache;
-    if (k < ThreadCache::kClasses && !tc.gone) {
-      if (!tc.armed) tc.arm();
-      if (tc.nblocks[k] < ThreadCache::kPerClass) {
-        *reinterpret_cast<void**>(p) = tc.blocks[k];
-        tc.blocks[k] = p;
-        ++tc.nblocks[k];
-        return;
-      }
-    }
-    ::operator delete(static_cast<void*>(p));
-  }
-  template <class U>
-  bool operator==(const SmallBlockAllocator<U>&) const noexcept {
-    return true;
-  }
-};
+void release_heap(BufferHeader* h) noexcept { ::operator delete(static_cast<void*>(h)); }
 
-std::shared_ptr<void> allocate_buffer(std::size_t bytes) {
-  auto failed = [&]() { fail<Error>("allocation of " + std::to_string(bytes) + " bytes failed"); };
-  if (bytes >= LargeBlockPool::kMinBytes) {
-    void* p = LargeBlockPool::get().take(bytes);
-    if (!p) failed();
-    try {
-      return std::shared_ptr<void>(p, [bytes](void* q) { LargeBlockPool::get().give(q, bytes); });
-    } catch (const std::bad_alloc&) {
-      std::free(p);
-      failed();
+// A large block: the header, the block's size, then (at 64 bytes) the elements.
+constexpr std::size_t kLargeOffset = 64;
+void release_large(BufferHeader* h) noexcept {
+  std::size_t total = 0;
+  std::memcpy(&total, reinterpret_cast<const char*>(h) + sizeof(BufferHeader), sizeof total);
+  LargeBlockPool::get().give(h, total);
+}
+
+[[noreturn]] void allocation_failed(std::size_t bytes) {
+  fail<Error>("allocation of " + std::to_string(bytes) + " bytes failed");
+}
+
+BufferAllocation allocate_buffer(std::size_t bytes) {
+  constexpr std::size_t kHeader = sizeof(BufferHeader);
+  BufferHeader* h = nullptr;
+  std::size_t offset = kHeader;
+  if (bytes <= ThreadCache::kClasses * ThreadCache::kGranule - kHeader) {
+    const std::size_t k = (bytes + kHeader - 1) / ThreadCache::kGranule;
+    ThreadCache& tc = thread_cache;
+    void* p = tc.gone ? nullptr : tc.blocks[k];
+    if (p) {
+      tc.blocks[k] = *static_cast<void**>(p);
+      --tc.nblocks[k];
+    } else {
+      p = ::operator new((k + 1) * ThreadCache::kGranule, std::nothrow);
+      if (!p) allocation_failed(bytes);
     }
+    h = static_cast<BufferHeader*>(p);
+    h->size_class = static_cast<std::uint32_t>(k);
+    h->release = release_small;
+  } else if (bytes < LargeBlockPool::kMinBytes) {
+    void* p = ::operator new(kHeader + bytes, std::nothrow);
+    if (!p) allocation_failed(bytes);
+    h = static_cast<BufferHeader*>(p);
+    h->release = release_heap;
+  } else {
+    if (bytes > std::numeric_limits<std::size_t>::max() - kLargeOffset) allocation_failed(bytes);
+    const std::size_t total = kLargeOffset + bytes;
+    void* p = LargeBlockPool::get().take(total);
+    if (!p) allocation_failed(bytes);
+    h = static_cast<BufferHeader*>(p);
+    std::memcpy(static_cast<char*>(p) + kHeader, &total, sizeof total);
+    h->release = release_large;
+    offset = kLargeOffset;
   }
-  // Elements of 16 bytes keep malloc's alignment of the data.
-  struct alignas(16) Chunk {
-    std::byte b[16];
+  new (&h->refs) std::atomic<std::int32_t>(1);
+  return BufferAllocation{Buffer(h), reinterpret_cast<char*>(h) + offset};
+}
+
+Buffer adopt_malloced(void* p) {
+  struct Block {
+    BufferHeader h;
+    void* p;
   };
-  const std::size_t chunks = bytes == 0 ? 1 : (bytes + 15) / 16;
-  try {
-    if (chunks * 16 < ThreadCache::kClasses * ThreadCache::kGranule)  // (the rest bypass the lists)
-      return std::allocate_shared_for_overwrite<Chunk[]>(SmallBlockAllocator<Chunk>{}, chunks);
-    return std::make_shared_for_overwrite<Chunk[]>(chunks);
-  } catch (const std::bad_alloc&) {
-    failed();
+  auto* b = static_cast<Block*>(::operator new(sizeof(Block), std::nothrow));
+  if (!b) {
+    std::free(p);
+    allocation_failed(sizeof(Block));
   }
-  return nullptr;  // (unreachable: failed() throws)
+  new (&b->h.refs) std::atomic<std::int32_t>(1);
+  b->h.release = [](BufferHeader* h) noexcept {
+    auto* blk = reinterpret_cast<Block*>(h);
+    std::free(blk->p);
+    ::operator delete(static_cast<void*>(blk));
+  };
+  b->p = p;
+  return Buffer(&b->h);
+}
+
+// assign_shape's rare cases, out of line so that the common one (a
+// recycled vector of the same rank) needs no registers saved.
+[[gnu::noinline]] void fit_shape(std::vector<std::int64_t>& dst, std::size_t n) {
+  if (dst.capacity() < n) dst.reserve(std::max<std::size_t>(n, 4));  // (room for the ranks it may be recycled for)
+  dst.resize(n);
 }
 
 void assign_shape(std::vector<std::int64_t>& dst, const std::vector<std::int64_t>& src) {
   const std::size_t n = src.size();
-  ThreadCache& tc = thread_cache;
-  if (dst.capacity() < n && tc.nshapes && tc.shape(tc.nshapes - 1).capacity() >= n) {
-    ThreadCache::ShapeVec& v = tc.shape(--tc.nshapes);
-    dst.swap(v);
-    std::destroy_at(&v);
+  if (dst.capacity() < n) {
+    ThreadCache& tc = thread_cache;
+    if (tc.nshapes != 0 && tc.shape(tc.nshapes - 1).capacity() >= n) {
+      ThreadCache::ShapeVec& v = tc.shape(--tc.nshapes);
+      dst.swap(v);
+      std::destroy_at(&v);
+    }
   }
-  dst.clear();
-  for (std::int64_t d : src) dst.push_back(d);  // (for a few dimensions, cheaper than assign's memmove)
+  // (Recycled vectors keep their size: at the same rank, just a copy.)
+  if (dst.size() != n) fit_shape(dst, n);
+  if (n) std::memcpy(dst.data(), src.data(), n * sizeof(std::int64_t));
+}
+
+void Storage::assign_sized(DType dt, const std::vector<std::int64_t>& shp, std::int64_t n) {
+  dtype = dt;
+  size = n;
+  assign_shape(shape, shp);
+  BufferAllocation b = allocate_buffer(static_cast<std::size_t>(n) * dtype_size(dt));
+  owner = std::move(b.owner);
+  data = b.data;
+  borrowed = false;
 }
 
 void recycle_shape(std::vector<std::int64_t>& v) noexcept {
   ThreadCache& tc = thread_cache;
   if (tc.gone || tc.nshapes == ThreadCache::kShapes) return;
   if (!tc.armed) tc.arm();
-  v.clear();
-  new (tc.shapes[tc.nshapes++]) ThreadCache::ShapeVec(std::move(v));
+  new (tc.shapes[tc.nshapes++]) ThreadCache::ShapeVec(std::move(v));  // (size kept: see assign_shape)
 }
 
 void values_count_error(std::size_t given, const std::vector<std::int64_t>& shape, std::int64_t size) {

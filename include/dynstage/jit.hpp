@@ -13,11 +13,12 @@
 // the cache, signatures, the call path, logging — is compiled once per
 // program, in the DYNSTAGE_IMPLEMENTATION translation unit.
 //
-// The hot path (a hit): flatten the arguments into this thread's scratch
-// space, compare them with the entry this thread used last for this function
-// (no lock, no reference count, no hashing), collect data pointers, allocate
-// the outputs, call the kernel. No tracing, no hashing of array data, no
-// allocation besides the outputs.
+// The hot path (a hit): flatten the arguments (onto the stack when their
+// structure has no vectors, else into this thread's scratch space), compare
+// them with the entry this thread used last for this function (no lock, no
+// reference count, no hashing), collect data pointers, allocate the outputs,
+// call the kernel. No tracing, no hashing of array data, no allocation
+// besides the outputs.
 //
 // Concurrency: a miss inserts an in-flight entry before compiling outside the
 // lock, so concurrent first calls with one signature compile once (the others
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <memory>
 #include <source_location>
+#include <span>
 #include <string>
 #include <tuple>
 #include <typeinfo>
@@ -92,10 +94,11 @@ std::string explain_miss(const Signature& now, const Signature* prev);
 
 // One argument leaf of a call.
 struct LeafRef {
-  const void* data = nullptr;                        // an array's first element; null for a C++ scalar
-  const std::vector<std::int64_t>* shape = nullptr;  // an array's shape; null for a C++ scalar (rank 0)
-  std::uint64_t bits = 0;                            // a C++ scalar's value, converted to `dtype`
+  const void* data = nullptr;          // an array's first element; null for a C++ scalar
+  const std::int64_t* dims = nullptr;  // an array's shape, `rank` dimensions
+  std::uint32_t rank = 0;              // (0 for a C++ scalar)
   DType dtype = DType::f64;
+  std::uint64_t bits = 0;              // a C++ scalar's value, converted to `dtype`
 };
 
 // What identifies a call besides its leaves: the argument types (pytree
@@ -125,9 +128,20 @@ struct MruSlot {
   std::atomic<std::uint64_t>* hits = nullptr;  // this thread's hit count for the cache (jit_impl.hpp)
 };
 
+// A call's flattened arguments, by reference: its non-static leaves, the
+// lengths of the vectors in its pytrees, and each non-static argument's
+// first leaf. For arguments without vectors (the common case) all three are
+// known at compile time up to the leaves' contents, and live on the caller's
+// stack.
+struct CallArgs {
+  std::span<const LeafRef> leaves;
+  std::span<const std::size_t> vector_sizes;
+  std::span<const std::size_t> arg_leaf_begin;
+};
+
 // Per-thread scratch space of the call path, reused across calls (no
-// allocation once warm). The template fills the first four fields; the rest
-// belongs to the call path.
+// allocation once warm). The template flattens arguments with vectors into
+// the first three fields; the rest belongs to the call path.
 struct CallScratch {
   std::vector<LeafRef> leaves;
   std::vector<std::size_t> vector_sizes;
@@ -154,15 +168,15 @@ void jit_clear_cache(JitCache& c);
 using TraceFn = Traced (*)(const void* closure);
 
 struct CallResult {
-  const TreeDef* out_tree;    // structure of the explicit results
-  std::size_t first_output;   // sc.outputs[first_output...] are the explicit results
+  const TreeDef* out_tree;  // structure of the explicit results
+  Storage* outputs;         // the explicit results, in this thread's scratch space, to be moved out
 };
 
-// The call: find the cache entry for the arguments in sc (or trace with
-// `trace` and compile one) and run its kernel; the outputs are left in
-// sc.outputs. Throws what tracing, compiling or the kernel throws.
+// The call: find the cache entry for the arguments (or trace with `trace`
+// and compile one) and run its kernel. Throws what tracing, compiling or the
+// kernel throws.
 CallResult jit_call(JitCache& c, const Options& opts, const std::source_location& loc, const CallKey& key,
-                    CallScratch& sc, TraceFn trace, const void* closure);
+                    const CallArgs& args, TraceFn trace, const void* closure);
 
 // The optimised LLVM IR of the kernel for a trace.
 std::string jit_llvm_ir(const Traced& t);
@@ -212,6 +226,35 @@ template <class X>
 constexpr bool contains_tracer() {
   return contains_tracer_s<std::remove_cvref_t<X>>::value;
 }
+
+// The number of leaves of a pytree type without vectors (known at compile
+// time), or kVariableLeaves.
+inline constexpr std::size_t kVariableLeaves = ~std::size_t{0};
+constexpr std::size_t add_leaf_counts(std::initializer_list<std::size_t> counts) {
+  std::size_t n = 0;
+  for (std::size_t k : counts) {
+    if (k == kVariableLeaves) return kVariableLeaves;
+    n += k;
+  }
+  return n;
+}
+template <class X>
+struct fixed_leaves_s {
+  static constexpr std::size_t value = is_leaf_v<X> ? 1 : kVariableLeaves;  // (vectors, Hana structs)
+};
+template <class... E>
+struct fixed_leaves_s<std::tuple<E...>> {
+  static constexpr std::size_t value = add_leaf_counts({0, fixed_leaves_s<std::remove_cvref_t<E>>::value...});
+};
+template <class A, class B>
+struct fixed_leaves_s<std::pair<A, B>> {
+  static constexpr std::size_t value = add_leaf_counts({fixed_leaves_s<A>::value, fixed_leaves_s<B>::value});
+};
+template <class E, std::size_t N>
+struct fixed_leaves_s<std::array<E, N>> {
+  static constexpr std::size_t e = fixed_leaves_s<E>::value;
+  static constexpr std::size_t value = e == kVariableLeaves ? e : N * e;
+};
 
 // The CallKey of a call with argument types Args and static arguments `statics`.
 template <class... Args, class... A>
@@ -281,16 +324,38 @@ public:
       return f_(args...);
     } else {
       using R = result_t<Args...>;
-      detail::CallScratch& sc = detail::call_scratch();
-      flatten(sc, args...);
       const auto statics = static_args(args...);
       auto trace = [&] { return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...); };
       using Trace = decltype(trace);
-      const detail::CallResult r =
-          detail::jit_call(*cache_, opts_, loc_, detail::call_key<Args...>(statics), sc,
-                           [](const void* t) { return (*static_cast<const Trace*>(t))(); }, &trace);
-      std::size_t k = r.first_output;
-      auto make_leaf = [&]<class L>() -> L { return L(std::move(sc.outputs[k++])); };
+      auto call = [&](const detail::CallArgs& a) {
+        constexpr detail::TraceFn trace_fn = [](const void* t) { return (*static_cast<const Trace*>(t))(); };
+        if constexpr (std::tuple_size_v<decltype(statics)> == 0) {
+          static constexpr detail::CallKey key{&typeid(std::tuple<Args...>)};
+          return detail::jit_call(*cache_, opts_, loc_, key, a, trace_fn, &trace);
+        } else {
+          return detail::jit_call(*cache_, opts_, loc_, detail::call_key<Args...>(statics), a, trace_fn, &trace);
+        }
+      };
+      static constexpr auto kLeaves = leaf_begins<Args...>();
+      detail::CallResult r;
+      if constexpr (kLeaves.second != detail::kVariableLeaves) {
+        // No vectors: the leaves on the stack, the structure a constant.
+        std::array<detail::LeafRef, kLeaves.second == 0 ? 1 : kLeaves.second> leaves;
+        detail::LeafRef* out = leaves.data();
+        walk_args([] {}, [&](const auto& x) { write_leaf(*out++, x); }, [](std::size_t) {}, args...);
+        r = call({{leaves.data(), kLeaves.second}, {}, kLeaves.first});
+      } else {
+        detail::CallScratch& sc = detail::call_scratch();
+        sc.leaves.clear();
+        sc.vector_sizes.clear();
+        sc.arg_leaf_begin.clear();
+        walk_args([&] { sc.arg_leaf_begin.push_back(sc.leaves.size()); },
+                  [&](const auto& x) { write_leaf(sc.leaves.emplace_back(), x); },
+                  [&](std::size_t n) { sc.vector_sizes.push_back(n); }, args...);
+        r = call({sc.leaves, sc.vector_sizes, sc.arg_leaf_begin});
+      }
+      detail::Storage* next = r.outputs;
+      auto make_leaf = [&]<class L>() -> L { return L(std::move(*next++)); };
       return detail::unflatten<detail::concrete_t<R>>(*r.out_tree, make_leaf);
     }
   }
@@ -311,36 +376,55 @@ public:
   void clear_cache() const { detail::jit_clear_cache(*cache_); }
 
 private:
-  // The call's non-static leaves and vector lengths, into sc.
-  template <class... Args>
-  static void flatten(detail::CallScratch& sc, const Args&... args) {
-    sc.leaves.clear();
-    sc.vector_sizes.clear();
-    sc.arg_leaf_begin.clear();
-    auto on_leaf = [&](const auto& x) {
-      using L = std::remove_cvref_t<decltype(x)>;
-      detail::LeafRef& r = sc.leaves.emplace_back();
-      if constexpr (is_array_v<L>) {
-        r.data = x.data();
-        r.shape = &x.shape();
-        r.dtype = dtype_v<typename L::value_type>;
-      } else {
-        using E = detail::scalar_element_t<L>;
-        const E v = static_cast<E>(x);
-        std::memcpy(&r.bits, &v, sizeof v);
-        r.dtype = dtype_v<E>;
-      }
-    };
-    auto on_vector = [&](std::size_t n) { sc.vector_sizes.push_back(n); };
+  // Walk the non-static arguments: on_arg() before each, then its leaves
+  // and vector lengths in order.
+  template <class OnArg, class OnLeaf, class OnVector, class... Args>
+  static void walk_args(OnArg on_arg, OnLeaf on_leaf, OnVector on_vector, const Args&... args) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (
           [&] {
             if constexpr (!detail::is_static_arg<Opts...>(I)) {
-              sc.arg_leaf_begin.push_back(sc.leaves.size());
+              on_arg();
               detail::walk_structure(args, on_leaf, on_vector);
             }
           }(),
           ...);
+    }(std::index_sequence_for<Args...>{});
+  }
+
+  // Fill a default-constructed LeafRef.
+  template <class L>
+  static void write_leaf(detail::LeafRef& r, const L& x) {
+    if constexpr (is_array_v<L>) {
+      r.data = x.data();
+      r.dims = x.shape().data();
+      r.rank = static_cast<std::uint32_t>(x.shape().size());
+      r.dtype = dtype_v<typename L::value_type>;
+    } else {
+      using E = detail::scalar_element_t<L>;
+      const E v = static_cast<E>(x);
+      std::memcpy(&r.bits, &v, sizeof v);
+      r.dtype = dtype_v<E>;
+    }
+  }
+
+  // Each non-static argument's first leaf, and the number of leaves
+  // (kVariableLeaves if an argument holds a vector).
+  template <class... Args>
+  static constexpr auto leaf_begins() {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      constexpr std::size_t nargs = (std::size_t{0} + ... + (detail::is_static_arg<Opts...>(I) ? 0 : 1));
+      std::array<std::size_t, nargs> begin{};
+      std::size_t n = 0, k = 0;
+      (
+          [&] {
+            if constexpr (!detail::is_static_arg<Opts...>(I)) {
+              begin[k++] = n;
+              n = detail::add_leaf_counts({n, detail::fixed_leaves_s<Args>::value});
+            }
+          }(),
+          ...);
+      return std::pair{begin, n};
     }(std::index_sequence_for<Args...>{});
   }
 

@@ -79,10 +79,7 @@ std::string explain_miss(const Signature& now, const Signature* prev) {
   return "the signature differs only in its hash (collision)";
 }
 
-inline const std::vector<std::int64_t>& leaf_shape(const LeafRef& l) {
-  static const std::vector<std::int64_t> scalar_shape;
-  return l.shape ? *l.shape : scalar_shape;
-}
+inline std::span<const std::int64_t> leaf_dims(const LeafRef& l) { return {l.dims, l.rank}; }
 
 inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -91,6 +88,9 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 
 // ---------------------------------------------------------------------------
 // Cache entries.
+
+// Kernel arguments and results a call passes on the stack (run_entry).
+constexpr std::size_t kStackArgs = 16;
 
 struct JitEntry {
   Signature sig;
@@ -123,6 +123,8 @@ struct JitEntry {
   std::vector<bool> kernel_sized;
   std::vector<std::ptrdiff_t> cell_offset;
   std::size_t cell_words = 0;
+  // Static shapes, at most kStackArgs results: the hit path's inlined case.
+  bool plain = false;
   std::atomic<std::uint64_t> last_used{0};
 
   // In-flight state: set once by the compiling thread. `compiled` lets a
@@ -241,12 +243,12 @@ CallScratch& call_scratch() {
 // ---------------------------------------------------------------------------
 // Signatures of calls.
 
-std::uint64_t hash_call(const CallScratch& sc, const CallKey& key, bool polymorphic) {
-  std::uint64_t h = sc.leaves.size();
+std::uint64_t hash_call(const CallArgs& a, const CallKey& key, bool polymorphic) {
+  std::uint64_t h = a.leaves.size();
   if (key.hash) h = mix(h, key.hash(key.statics));
-  for (std::size_t n : sc.vector_sizes) h = mix(h, 0xabcdefULL ^ n);
-  for (const LeafRef& l : sc.leaves) {
-    const auto& s = leaf_shape(l);
+  for (std::size_t n : a.vector_sizes) h = mix(h, 0xabcdefULL ^ n);
+  for (const LeafRef& l : a.leaves) {
+    const auto s = leaf_dims(l);
     h = mix(h, static_cast<std::uint64_t>(l.dtype) + 1);
     h = mix(h, s.size());
     if (!polymorphic)  // else the dimensions are checked by solving
@@ -259,16 +261,16 @@ inline std::int64_t leaf_word(DType dtype, std::size_t rank) {
   return static_cast<std::int64_t>(dtype) | static_cast<std::int64_t>(rank) << 8;
 }
 
-Signature make_signature(std::uint64_t hash, const CallScratch& sc, const CallKey& key, bool polymorphic) {
+Signature make_signature(std::uint64_t hash, const CallArgs& a, const CallKey& key, bool polymorphic) {
   Signature s;
   s.hash = hash;
   s.arg_types = key.arg_types;
-  s.arg_leaf_begin = sc.arg_leaf_begin;
-  s.vector_sizes = sc.vector_sizes;
+  s.arg_leaf_begin.assign(a.arg_leaf_begin.begin(), a.arg_leaf_begin.end());
+  s.vector_sizes.assign(a.vector_sizes.begin(), a.vector_sizes.end());
   s.polymorphic = polymorphic;
-  for (const LeafRef& l : sc.leaves) {
-    const auto& shape = leaf_shape(l);
-    s.leaves.push_back(LeafSig{l.dtype, shape});
+  for (const LeafRef& l : a.leaves) {
+    const auto shape = leaf_dims(l);
+    s.leaves.push_back(LeafSig{l.dtype, {shape.begin(), shape.end()}});
     s.words.push_back(leaf_word(l.dtype, shape.size()));
     if (!polymorphic) s.words.insert(s.words.end(), shape.begin(), shape.end());
   }
@@ -282,19 +284,19 @@ Signature make_signature(std::uint64_t hash, const CallScratch& sc, const CallKe
 // the leaves' count and vector_sizes then pin down. (On every cached call:
 // one pass over Signature::words, which a mismatch of a leaf's rank stops
 // before it could read past the leaf's dimensions.)
-[[gnu::always_inline]] inline bool matches(const JitEntry& e, const CallScratch& sc, const CallKey& key) {
+[[gnu::always_inline]] inline bool matches(const JitEntry& e, const CallArgs& a, const CallKey& key) {
   const Signature& s = e.sig;
   if (s.arg_types != key.arg_types && !(*s.arg_types == *key.arg_types)) return false;
   if (key.equal_current && !key.equal_current(s.statics.values.get(), key.statics)) return false;
-  if (s.leaves.size() != sc.leaves.size() || s.vector_sizes != sc.vector_sizes) return false;
+  if (s.leaves.size() != a.leaves.size() || s.vector_sizes.size() != a.vector_sizes.size()) return false;
+  if (!a.vector_sizes.empty() && !std::equal(a.vector_sizes.begin(), a.vector_sizes.end(), s.vector_sizes.begin()))
+    return false;
   const std::int64_t* w = s.words.data();
-  for (const LeafRef& l : sc.leaves) {
-    const std::int64_t* d = l.shape ? l.shape->data() : nullptr;
-    const std::size_t rank = l.shape ? l.shape->size() : 0;
-    if (*w++ != leaf_word(l.dtype, rank)) return false;
+  for (const LeafRef& l : a.leaves) {
+    if (*w++ != leaf_word(l.dtype, l.rank)) return false;
     if (s.polymorphic) continue;
-    for (std::size_t k = 0; k < rank; ++k)
-      if (*w++ != d[k]) return false;
+    for (std::uint32_t k = 0; k < l.rank; ++k)
+      if (*w++ != l.dims[k]) return false;
   }
   return true;
 }
@@ -408,6 +410,7 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
     e.out_sizes.push_back(e.dynamic ? 0 : checked_numel(ls.shape, "jit result"));
     e.outs.push_back(std::move(ls));
   }
+  e.plain = !e.dynamic && e.outs.size() <= kStackArgs;
   e.out_tree = std::move(traced.out_tree);
   e.jaxpr = std::move(cj);
 
@@ -451,12 +454,14 @@ void compile_entry(JitCache& c, JitEntry& e, const std::string& why, const std::
   finish_entry(c, e, std::move(traced), cr, why, loc, t0, t1, t2);
 }
 
-// The entry for the call in sc: an existing one, one another thread is
-// compiling (waited for), or a new one traced and compiled here.
+// The entry for call `a`: an existing one, one another thread is compiling
+// (waited for), or a new one traced and compiled here. (Tracing runs the
+// user's function, which may call jitted functions on concrete arrays: they
+// reuse this thread's scratch space, so `a` must not point into it.)
 std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, const std::source_location& loc,
-                                            const CallKey& key, CallScratch& sc, TraceFn trace,
+                                            const CallKey& key, const CallArgs& a, TraceFn trace,
                                             const void* closure) {
-  const std::uint64_t h = hash_call(sc, key, opts.polymorphic());
+  const std::uint64_t h = hash_call(a, key, opts.polymorphic());
   std::shared_ptr<JitEntry> e;
   bool owner = false;
   std::string why;
@@ -464,13 +469,13 @@ std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, co
     std::lock_guard<std::mutex> lock(c.mu);
     auto [lo, hi] = c.entries.equal_range(h);
     for (auto it = lo; it != hi; ++it)
-      if (matches(*it->second, sc, key)) {
+      if (matches(*it->second, a, key)) {
         e = it->second;
         break;
       }
     if (!e) {
       e = std::make_shared<JitEntry>();
-      e->sig = make_signature(h, sc, key, opts.polymorphic());
+      e->sig = make_signature(h, a, key, opts.polymorphic());
       if (JitEnv::get().log_compiles) {
         const JitEntry* prev = c.most_recent();
         why = explain_miss(e->sig, prev ? &prev->sig : nullptr);
@@ -485,9 +490,6 @@ std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, co
     c.hits.fetch_add(1, std::memory_order_relaxed);
     return e;
   }
-  // Tracing runs the user's function, which may call jitted functions on
-  // concrete arrays: they reuse this thread's scratch space.
-  std::vector<LeafRef> leaves = sc.leaves;
   try {
     compile_entry(c, *e, why, loc, trace, closure);
   } catch (...) {
@@ -504,7 +506,6 @@ std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, co
     e->finish(std::current_exception());
     throw;
   }
-  sc.leaves = std::move(leaves);
   e->finish(nullptr);
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -519,14 +520,24 @@ std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, co
 // After a successful call: the results the kernel allocated (cells) become
 // the outputs' storage, freed with free().
 void adopt_kernel_results(const JitEntry& e, CallScratch& sc) {
-  // Own every buffer first, so that a shape check that throws frees them all.
+  // Own every buffer first, so that a shape check that throws frees them
+  // all (and a failure to own one frees the rest).
+  auto pointer = [&](std::size_t i) {
+    void* p = nullptr;
+    std::memcpy(&p, &sc.cells[static_cast<std::size_t>(e.cell_offset[i])], sizeof p);
+    return p;
+  };
   for (std::size_t i = 0; i < e.outs.size(); ++i) {
     if (e.cell_offset[i] < 0) continue;
-    const std::int64_t* cell = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
-    void* p = nullptr;
-    std::memcpy(&p, cell, sizeof p);
+    void* p = pointer(i);
     Storage& s = sc.outputs[i];
-    s.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    try {
+      s.owner = adopt_malloced(p);
+    } catch (...) {
+      for (std::size_t j = i + 1; j < e.outs.size(); ++j)
+        if (e.cell_offset[j] >= 0) std::free(pointer(j));
+      throw;
+    }
     s.data = p;
     s.dtype = e.outs[i].dtype;
   }
@@ -543,15 +554,15 @@ void adopt_kernel_results(const JitEntry& e, CallScratch& sc) {
 // and integer values (ShapeAssertionError if the shapes violate the spec),
 // fill sc.dim_slots with the implicit dimension arguments and sc.out_dims
 // with the output shapes.
-void solve_call_dims(const JitEntry& e, CallScratch& sc) {
-  sc.leaf_shapes.resize(sc.leaves.size());
-  sc.leaf_ints.resize(sc.leaves.size());
-  for (std::size_t i = 0; i < sc.leaves.size(); ++i) {
-    const LeafRef& l = sc.leaves[i];
-    sc.leaf_shapes[i] = leaf_shape(l);
+void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
+  sc.leaf_shapes.resize(a.leaves.size());
+  sc.leaf_ints.resize(a.leaves.size());
+  for (std::size_t i = 0; i < a.leaves.size(); ++i) {
+    const LeafRef& l = a.leaves[i];
+    sc.leaf_shapes[i].assign(l.dims, l.dims + l.rank);
     std::int64_t v = 0;
     const void* p = l.data ? l.data : &l.bits;
-    if (!l.data || std::all_of(l.shape->begin(), l.shape->end(), [](std::int64_t d) { return d == 1; })) {
+    if (std::all_of(l.dims, l.dims + l.rank, [](std::int64_t d) { return d == 1; })) {
       if (l.dtype == DType::i64) std::memcpy(&v, p, sizeof v);
       if (l.dtype == DType::i32) {
         std::int32_t w = 0;
@@ -581,24 +592,26 @@ void solve_call_dims(const JitEntry& e, CallScratch& sc) {
   }
 }
 
-void run_entry(const JitEntry& e, CallScratch& sc) {
-  if (e.dynamic) solve_call_dims(e, sc);
-  // Kernel arguments: constants, implicit dimensions, then the leaves. (A
-  // cached call writes into the scratch vectors in place: they are resized
-  // only when the counts change.)
+// Run entry `e` on call `a`: the outputs are left in sc.outputs.
+// Kernel arguments: constants, implicit dimensions, then the leaves; then
+// the results' pointers. (On the stack up to kStackArgs, else in the scratch
+// vectors, which keep their capacity.)
+[[gnu::noinline]] void run_entry(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
+  if (e.dynamic) solve_call_dims(e, a, sc);
   const std::size_t nconst = e.const_ptrs.size(), ndims = e.dynamic ? sc.dim_slots.size() : 0;
-  const std::size_t nargs = nconst + ndims + sc.leaves.size();
-  if (sc.args.size() < nargs) sc.args.resize(nargs);
-  const void** a = sc.args.data();
-  for (std::size_t i = 0; i < nconst; ++i) *a++ = e.const_ptrs[i];
-  for (std::size_t i = 0; i < ndims; ++i) *a++ = &sc.dim_slots[i];
-  for (const LeafRef& l : sc.leaves) *a++ = l.data ? l.data : &l.bits;
+  const std::size_t nargs = nconst + ndims + a.leaves.size(), n = e.outs.size();
+  const void* arg_stack[kStackArgs];
+  void* result_stack[kStackArgs];
+  if (nargs > kStackArgs && sc.args.size() < nargs) sc.args.resize(nargs);
+  if (n > kStackArgs && sc.results.size() < n) sc.results.resize(n);
+  const void** args = nargs > kStackArgs ? sc.args.data() : arg_stack;
+  void** results = n > kStackArgs ? sc.results.data() : result_stack;
+  const void** p = args;
+  for (std::size_t i = 0; i < nconst; ++i) *p++ = e.const_ptrs[i];
+  for (std::size_t i = 0; i < ndims; ++i) *p++ = &sc.dim_slots[i];
+  for (const LeafRef& l : a.leaves) *p++ = l.data ? l.data : &l.bits;
 
-  const std::size_t n = e.outs.size();
-  if (sc.outputs.size() != n) {
-    sc.outputs.resize(n);
-    sc.results.resize(n);
-  }
+  if (sc.outputs.size() != n) sc.outputs.resize(n);
   if (e.cell_words) sc.cells.resize(e.cell_words);
   for (std::size_t i = 0; i < n; ++i) {
     Storage& s = sc.outputs[i];
@@ -606,26 +619,50 @@ void run_entry(const JitEntry& e, CallScratch& sc) {
       s.assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
     } else if (e.cell_offset[i] >= 0) {  // allocated by the kernel
       s = Storage{};
-      sc.results[i] = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+      results[i] = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
       continue;
     } else {
       // (Checked here so that a bad size is reported as the jit result's.)
       const std::int64_t count = checked_numel(sc.out_dims[i], "jit result");
       s = Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), count);
     }
-    sc.results[i] = s.data;
+    results[i] = s.data;
   }
-  kernel_check(e.fn(sc.args.data(), sc.results.data()));
+  kernel_check(e.fn(args, results));
   if (e.cell_words) adopt_kernel_results(e, sc);
 }
 
+// The same for the common case, inlined into the hit path: static shapes and
+// a few arguments and results (JitEntry::plain).
+[[gnu::always_inline]] inline void run_plain(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
+  const void* args[kStackArgs];
+  void* results[kStackArgs];
+  const void** p = args;
+  for (const void* c : e.const_ptrs) *p++ = c;
+  for (const LeafRef& l : a.leaves) *p++ = l.data ? l.data : &l.bits;
+  const std::size_t n = e.outs.size();
+  if (sc.outputs.size() != n) sc.outputs.resize(n);
+  Storage* out = sc.outputs.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i].assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
+    results[i] = out[i].data;
+  }
+  kernel_check(e.fn(args, results));
+}
+
 // A call that the thread's MRU slot does not serve: look the entry up (or
-// compile it) and point the slot at it. Out of line, so that jit_call's hit
-// path keeps a small frame.
-[[gnu::noinline]] JitEntry* jit_call_miss(JitCache& c, const Options& opts, const std::source_location& loc,
-                                          const CallKey& key, CallScratch& sc, TraceFn trace, const void* closure,
-                                          MruSlot& slot, std::uint64_t gen) {
-  std::shared_ptr<JitEntry> found = lookup_or_compile(c, opts, loc, key, sc, trace, closure);
+// compile it), point the slot at it, and run it. Out of line, so that
+// jit_call's hit path keeps a small frame.
+[[gnu::noinline]] CallResult jit_call_miss(JitCache& c, const Options& opts, const std::source_location& loc,
+                                           const CallKey& key, const CallArgs& a, TraceFn trace,
+                                           const void* closure, CallScratch& sc, MruSlot& slot,
+                                           std::uint64_t gen) {
+  // Copies of the arguments that tracing cannot overwrite.
+  const std::vector<LeafRef> leaves(a.leaves.begin(), a.leaves.end());
+  const std::vector<std::size_t> vector_sizes(a.vector_sizes.begin(), a.vector_sizes.end());
+  const std::vector<std::size_t> arg_leaf_begin(a.arg_leaf_begin.begin(), a.arg_leaf_begin.end());
+  const CallArgs own{leaves, vector_sizes, arg_leaf_begin};
+  std::shared_ptr<JitEntry> found = lookup_or_compile(c, opts, loc, key, own, trace, closure);
   JitEntry* e = found.get();
   if (slot.cache_id != c.id) {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -634,25 +671,25 @@ void run_entry(const JitEntry& e, CallScratch& sc) {
   slot.cache_id = c.id;
   slot.generation = gen;
   slot.entry = std::move(found);
-  return e;
+  run_entry(*e, own, sc);
+  return CallResult{&e->out_tree, sc.outputs.data() + e->implicit_outs};
 }
 
 CallResult jit_call(JitCache& c, const Options& opts, const std::source_location& loc, const CallKey& key,
-                    CallScratch& sc, TraceFn trace, const void* closure) {
+                    const CallArgs& a, TraceFn trace, const void* closure) {
+  CallScratch& sc = call_scratch();
   MruSlot& slot = sc.mru[c.id & (sc.mru.size() - 1)];
   const std::uint64_t gen = c.generation.load(std::memory_order_acquire);
-  JitEntry* e;
-  if (slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, sc, key)) {
-    e = slot.entry.get();
-    // LRU: only a change of most recent entry costs an atomic increment.
-    if (e->last_used.load(std::memory_order_relaxed) != c.tick.load(std::memory_order_relaxed))
-      e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    slot.hits->store(slot.hits->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  } else {
-    e = jit_call_miss(c, opts, loc, key, sc, trace, closure, slot, gen);
-  }
-  run_entry(*e, sc);
-  return CallResult{&e->out_tree, e->implicit_outs};
+  if (!(slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, a, key)))
+    return jit_call_miss(c, opts, loc, key, a, trace, closure, sc, slot, gen);
+  JitEntry* e = slot.entry.get();
+  // LRU: only a change of most recent entry costs an atomic increment.
+  if (e->last_used.load(std::memory_order_relaxed) != c.tick.load(std::memory_order_relaxed))
+    e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  slot.hits->store(slot.hits->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (e->plain && a.leaves.size() + e->const_ptrs.size() <= kStackArgs) run_plain(*e, a, sc);
+  else run_entry(*e, a, sc);
+  return CallResult{&e->out_tree, sc.outputs.data() + e->implicit_outs};
 }
 
 }  // namespace dyn::detail
