@@ -25,14 +25,14 @@ std::string str(const T& x) {
 }
 
 // The message of the exception of type E that f throws ("" if none), without
-// the trailing "(at FILE:LINE)" and trace-site lines.
+// the trailing "(at FILE:LINE)" and the place lines (trace site, jit site).
 template <class E>
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const E& e) {
     std::string m = e.what();
-    auto cut = m.find("\nThe error occurred while tracing");
+    auto cut = m.find("\nThe error occurred while ");  // tracing, or running a kernel
     if (cut != std::string::npos) m = m.substr(0, cut);
     cut = m.rfind(" (at ");
     if (cut != std::string::npos) m = m.substr(0, cut);

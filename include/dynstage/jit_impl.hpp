@@ -596,7 +596,8 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
 // Kernel arguments: constants, implicit dimensions, then the leaves; then
 // the results' pointers. (On the stack up to kStackArgs, else in the scratch
 // vectors, which keep their capacity.)
-[[gnu::noinline]] void run_entry(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
+[[gnu::noinline]] void run_entry(const JitEntry& e, const CallArgs& a, CallScratch& sc,
+                                 const std::source_location& loc) {
   if (e.dynamic) solve_call_dims(e, a, sc);
   const std::size_t nconst = e.const_ptrs.size(), ndims = e.dynamic ? sc.dim_slots.size() : 0;
   const std::size_t nargs = nconst + ndims + a.leaves.size(), n = e.outs.size();
@@ -628,13 +629,14 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
     }
     results[i] = s.data;
   }
-  kernel_check(e.fn(args, results));
+  if (const std::int32_t code = e.fn(args, results); code != kKernelOk) throw_kernel_error(code, &loc);
   if (e.cell_words) adopt_kernel_results(e, sc);
 }
 
 // The same for the common case, inlined into the hit path: static shapes and
 // a few arguments and results (JitEntry::plain).
-[[gnu::always_inline]] inline void run_plain(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
+[[gnu::always_inline]] inline void run_plain(const JitEntry& e, const CallArgs& a, CallScratch& sc,
+                                             const std::source_location& loc) {
   const void* args[kStackArgs];
   void* results[kStackArgs];
   const void** p = args;
@@ -647,7 +649,7 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
     out[i].assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
     results[i] = out[i].data;
   }
-  kernel_check(e.fn(args, results));
+  if (const std::int32_t code = e.fn(args, results); code != kKernelOk) throw_kernel_error(code, &loc);
 }
 
 // A call that the thread's MRU slot does not serve: look the entry up (or
@@ -671,7 +673,7 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
   slot.cache_id = c.id;
   slot.generation = gen;
   slot.entry = std::move(found);
-  run_entry(*e, own, sc);
+  run_entry(*e, own, sc, loc);
   return CallResult{&e->out_tree, sc.outputs.data() + e->implicit_outs};
 }
 
@@ -687,8 +689,8 @@ CallResult jit_call(JitCache& c, const Options& opts, const std::source_location
   if (e->last_used.load(std::memory_order_relaxed) != c.tick.load(std::memory_order_relaxed))
     e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   slot.hits->store(slot.hits->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  if (e->plain && a.leaves.size() + e->const_ptrs.size() <= kStackArgs) run_plain(*e, a, sc);
-  else run_entry(*e, a, sc);
+  if (e->plain && a.leaves.size() + e->const_ptrs.size() <= kStackArgs) run_plain(*e, a, sc, loc);
+  else run_entry(*e, a, sc, loc);
   return CallResult{&e->out_tree, sc.outputs.data() + e->implicit_outs};
 }
 

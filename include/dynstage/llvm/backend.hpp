@@ -51,6 +51,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,10 @@ void run_kernel(const Kernel& k, const void* const* args, void* const* results);
 // The raw entry point, for the hot path (check the code with kernel_check).
 KernelFn kernel_entry(const Kernel& k);
 
-// Throw the dyn::Error for a nonzero kernel return code.
-[[noreturn]] void throw_kernel_error(std::int32_t code);
+// Throw the dyn::Error for a nonzero kernel return code; `jit_site`, if
+// given, is the dyn::jit call whose kernel it was: the message then ends
+// "The error occurred while running the function jitted at FILE:LINE."
+[[noreturn]] void throw_kernel_error(std::int32_t code, const std::source_location* jit_site = nullptr);
 
 inline void kernel_check(std::int32_t code) {
   if (code != kKernelOk) throw_kernel_error(code);

@@ -200,14 +200,20 @@ CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector
   return result;
 }
 
-void throw_kernel_error(std::int32_t code) {
-  if (code & kKernelDivByZero) fail<ArithmeticError>("div: integer division by zero");
-  if (code & kKernelRemByZero) fail<ArithmeticError>("rem: integer division by zero");
-  if (code & kKernelPowZeroNegative) fail<ArithmeticError>("pow: integer zero raised to a negative power");
-  if (code & kKernelOutOfMemory) fail<Error>("jit: out of memory allocating a kernel temporary");
+void throw_kernel_error(std::int32_t code, const std::source_location* jit_site) {
+  // (The kernel reports a code, not the operation's place: the jitted
+  // function's is the closest there is.)
+  auto place = [&](std::string msg) {
+    if (jit_site) msg += "\nThe error occurred while running the function jitted at " + format_location(*jit_site) + ".";
+    return msg;
+  };
+  if (code & kKernelDivByZero) throw ArithmeticError(with_context(place("div: integer division by zero")));
+  if (code & kKernelRemByZero) throw ArithmeticError(with_context(place("rem: integer division by zero")));
+  if (code & kKernelPowZeroNegative) throw ArithmeticError(with_context(place("pow: integer zero raised to a negative power")));
+  if (code & kKernelOutOfMemory) throw Error(with_context(place("jit: out of memory allocating a kernel temporary")));
   if (code & kKernelNegativeSize)
-    fail<ShapeError>("jit: a size computed inside the function is negative (an array dimension from data, or "
-                     "integer arithmetic on sizes that overflowed)");
+    throw ShapeError(with_context(place("jit: a size computed inside the function is negative (an array dimension from data, or "
+                           "integer arithmetic on sizes that overflowed)")));
   internal_error("kernel returned unknown code " + std::to_string(code));
 }
 
