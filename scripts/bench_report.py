@@ -367,8 +367,11 @@ def main():
     # --- dispatch --------------------------------------------------------------
     w("## Dispatch: a cached call at n = 1")
     w("")
-    w("Time per call with one-element f64 inputs: signature hash and cache lookup, argument "
-      "pointers, output allocation (a dyn::Array), the kernel, result wrapping.")
+    w("Time per call with one-element f64 inputs, the result dropped at once: the signature check "
+      "against the entry this thread used last, argument pointers, output allocation (a dyn::Array), "
+      "the kernel, result wrapping and release. Callgrind counts ~520 instructions per `x + y` call "
+      "(docs/backend.md, \"Output memory\"); the plain C++ baseline that allocates allocates a "
+      "dyn::Array's storage, shape vector included.")
     w("")
     w("| variant | median CPU time / call | median wall time / call |")
     w("| --- | ---: | ---: |")
