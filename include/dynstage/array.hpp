@@ -62,8 +62,9 @@ void numel_error(const std::vector<std::int64_t>& shape, const char* what, bool 
 // reference: the one thing copies of an array share.
 //
 // (Not std::shared_ptr<void>: its control block costs a virtual dispose and
-// a virtual destroy per buffer on top of allocate_shared's machinery, about
-// a sixth of a cached jit call at n = 1.)
+// a virtual destroy per buffer on top of allocate_shared's machinery. Under
+// callgrind an allocate/release pair took 106 instructions through it, 77
+// with the header; a whole cached jit call at n = 1 takes ~520.)
 struct BufferHeader {
   std::atomic<std::int32_t> refs;
   std::uint32_t size_class;                 // of a small block (the free lists below)
