@@ -9,8 +9,9 @@
 #      buildtype=release; bench_main.cpp itself at -O2, the baselines at -O3
 #      -march=native [-ffast-math]), with Meson when the top-level meson.build
 #      includes benchmarks/, otherwise with g++ directly (same flags);
-#   2. run every benchmark, 5 repetitions, aggregates only, JSON to
-#      build-bench/bench.json (nothing is pinned: the machine is shared);
+#   2. run every benchmark, 5 repetitions (randomly interleaved), aggregates
+#      only, JSON to build-bench/bench.json (nothing is pinned: the machine is
+#      shared);
 #      then the softmax benchmarks again in a fresh process (malloc state);
 #   3. time the first and second kernel compiles of 5 fresh processes;
 #   4. time `g++ -std=c++20 -O2 -c` of a user file including
@@ -78,7 +79,12 @@ fi
 # ---------------------------------------------------------------------------
 # 2. Run. Console output shows progress; the JSON file is what the report reads.
 json=$build/bench.json
+# Repetitions of all benchmarks are randomly interleaved: a baseline and
+# dyn::jit then share the machine's changing state (other jobs on the shared
+# cores) instead of meeting it at different times, which matters most where
+# both run at the memory bandwidth (sum of squares at n = 1e7).
 "$exe" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+  --benchmark_enable_random_interleaving=true \
   --benchmark_out="$json" --benchmark_out_format=json "$@"
 
 # 2b. Softmax again in a fresh process. The JIT mallocs its outputs and its
@@ -89,6 +95,7 @@ fresh=$build/bench_softmax_fresh.json
 rm -f "$fresh"
 if grep -q '"run_name": "softmax/jit' "$json"; then
   "$exe" --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+    --benchmark_enable_random_interleaving=true \
     --benchmark_out="$fresh" --benchmark_out_format=json "$@" --benchmark_filter='^softmax/'
 fi
 
