@@ -14,9 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <initializer_list>
-#include <limits>
 #include <memory>
 #include <new>
 #include <ostream>
@@ -28,6 +26,8 @@
 #include "errors.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+#include <limits>
+#include <mutex>    // the large block pool
 #include <sstream>  // the printer (out of line): users need not parse it
 #endif
 

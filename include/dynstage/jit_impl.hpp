@@ -592,56 +592,23 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
   }
 }
 
-// Run entry `e` on call `a`: the outputs are left in sc.outputs.
-// Kernel arguments: constants, implicit dimensions, then the leaves; then
+// Running entry `e` on call `a` leaves the outputs in sc.outputs. The
+// kernel takes the constants, the implicit dimensions, then the leaves; then
 // the results' pointers. (On the stack up to kStackArgs, else in the scratch
-// vectors, which keep their capacity.)
-[[gnu::noinline]] void run_entry(const JitEntry& e, const CallArgs& a, CallScratch& sc,
-                                 const std::source_location& loc) {
-  if (e.dynamic) solve_call_dims(e, a, sc);
-  const std::size_t nconst = e.const_ptrs.size(), ndims = e.dynamic ? sc.dim_slots.size() : 0;
-  const std::size_t nargs = nconst + ndims + a.leaves.size(), n = e.outs.size();
-  const void* arg_stack[kStackArgs];
-  void* result_stack[kStackArgs];
-  if (nargs > kStackArgs && sc.args.size() < nargs) sc.args.resize(nargs);
-  if (n > kStackArgs && sc.results.size() < n) sc.results.resize(n);
-  const void** args = nargs > kStackArgs ? sc.args.data() : arg_stack;
-  void** results = n > kStackArgs ? sc.results.data() : result_stack;
-  const void** p = args;
-  for (std::size_t i = 0; i < nconst; ++i) *p++ = e.const_ptrs[i];
-  for (std::size_t i = 0; i < ndims; ++i) *p++ = &sc.dim_slots[i];
-  for (const LeafRef& l : a.leaves) *p++ = l.data ? l.data : &l.bits;
+// vectors, which keep their capacity.) run_plain is the hit path's common
+// case, inlined into jit_call; run_entry is every case. Both are made of the
+// three steps below.
 
-  if (sc.outputs.size() != n) sc.outputs.resize(n);
-  if (e.cell_words) sc.cells.resize(e.cell_words);
-  for (std::size_t i = 0; i < n; ++i) {
-    Storage& s = sc.outputs[i];
-    if (!e.dynamic) {
-      s.assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
-    } else if (e.cell_offset[i] >= 0) {  // allocated by the kernel
-      s = Storage{};
-      results[i] = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
-      continue;
-    } else {
-      // (Checked here so that a bad size is reported as the jit result's.)
-      const std::int64_t count = checked_numel(sc.out_dims[i], "jit result");
-      s = Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), count);
-    }
-    results[i] = s.data;
-  }
-  if (const std::int32_t code = e.fn(args, results); code != kKernelOk) throw_kernel_error(code, &loc);
-  if (e.cell_words) adopt_kernel_results(e, sc);
+// The kernel's argument pointers, from p on.
+[[gnu::always_inline]] inline void gather_args(const JitEntry& e, const CallArgs& a,
+                                               std::span<const std::int64_t> dims, const void** p) {
+  for (const void* c : e.const_ptrs) *p++ = c;
+  for (const std::int64_t& d : dims) *p++ = &d;
+  for (const LeafRef& l : a.leaves) *p++ = l.data ? l.data : &l.bits;
 }
 
-// The same for the common case, inlined into the hit path: static shapes and
-// a few arguments and results (JitEntry::plain).
-[[gnu::always_inline]] inline void run_plain(const JitEntry& e, const CallArgs& a, CallScratch& sc,
-                                             const std::source_location& loc) {
-  const void* args[kStackArgs];
-  void* results[kStackArgs];
-  const void** p = args;
-  for (const void* c : e.const_ptrs) *p++ = c;
-  for (const LeafRef& l : a.leaves) *p++ = l.data ? l.data : &l.bits;
+// The outputs of a static-shape entry, allocated, and their pointers.
+[[gnu::always_inline]] inline void allocate_static_outputs(const JitEntry& e, CallScratch& sc, void** results) {
   const std::size_t n = e.outs.size();
   if (sc.outputs.size() != n) sc.outputs.resize(n);
   Storage* out = sc.outputs.data();
@@ -649,7 +616,56 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
     out[i].assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
     results[i] = out[i].data;
   }
+}
+
+[[gnu::always_inline]] inline void call_kernel(const JitEntry& e, const void* const* args, void* const* results,
+                                               const std::source_location& loc) {
   if (const std::int32_t code = e.fn(args, results); code != kKernelOk) throw_kernel_error(code, &loc);
+}
+
+[[gnu::noinline]] void run_entry(const JitEntry& e, const CallArgs& a, CallScratch& sc,
+                                 const std::source_location& loc) {
+  if (e.dynamic) solve_call_dims(e, a, sc);
+  const std::span<const std::int64_t> dims = e.dynamic ? std::span<const std::int64_t>(sc.dim_slots) : std::span<const std::int64_t>();
+  const std::size_t nargs = e.const_ptrs.size() + dims.size() + a.leaves.size(), n = e.outs.size();
+  const void* arg_stack[kStackArgs];
+  void* result_stack[kStackArgs];
+  if (nargs > kStackArgs && sc.args.size() < nargs) sc.args.resize(nargs);
+  if (n > kStackArgs && sc.results.size() < n) sc.results.resize(n);
+  const void** args = nargs > kStackArgs ? sc.args.data() : arg_stack;
+  void** results = n > kStackArgs ? sc.results.data() : result_stack;
+  gather_args(e, a, dims, args);
+  if (!e.dynamic) {
+    allocate_static_outputs(e, sc, results);
+    call_kernel(e, args, results, loc);
+    return;
+  }
+  if (sc.outputs.size() != n) sc.outputs.resize(n);
+  if (e.cell_words) sc.cells.resize(e.cell_words);
+  for (std::size_t i = 0; i < n; ++i) {
+    Storage& s = sc.outputs[i];
+    if (e.cell_offset[i] >= 0) {  // allocated by the kernel
+      s = Storage{};
+      results[i] = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+      continue;
+    }
+    // (Checked here so that a bad size is reported as the jit result's.)
+    const std::int64_t count = checked_numel(sc.out_dims[i], "jit result");
+    s = Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), count);
+    results[i] = s.data;
+  }
+  call_kernel(e, args, results, loc);
+  if (e.cell_words) adopt_kernel_results(e, sc);
+}
+
+// JitEntry::plain, with at most kStackArgs arguments.
+[[gnu::always_inline]] inline void run_plain(const JitEntry& e, const CallArgs& a, CallScratch& sc,
+                                             const std::source_location& loc) {
+  const void* args[kStackArgs];
+  void* results[kStackArgs];
+  gather_args(e, a, {}, args);
+  allocate_static_outputs(e, sc, results);
+  call_kernel(e, args, results, loc);
 }
 
 // A call that the thread's MRU slot does not serve: look the entry up (or
