@@ -522,7 +522,8 @@ inline std::int64_t clamped_offset(const std::vector<AnyArray>& in, std::size_t 
 
 inline AnyArray dynamic_slice_impl(const std::vector<AnyArray>& in, const Aval& out, const DynamicSliceParams& dp) {
   const AnyArray& x = in[0];
-  return gather(x, out, clamped_offset(in, 1, x.shape(), dp.slice_sizes), row_major_strides(x.shape()));
+  (void)dp;  // the sizes, static or from operands, are the output's shape
+  return gather(x, out, clamped_offset(in, 1, x.shape(), static_shape(out.shape)), row_major_strides(x.shape()));
 }
 
 inline AnyArray dynamic_update_slice_impl(const std::vector<AnyArray>& in) {

@@ -470,16 +470,20 @@ std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts
 }
 #endif
 
-Value dynamic_slice(const Value& x, std::vector<Value> starts, const std::vector<std::int64_t>& sizes);
+// Symbolic or traced slice sizes become operands after the start indices
+// (kDynamicDim, printed None, as JAX's dynamic shapes do).
+Value dynamic_slice(const Value& x, std::vector<Value> starts, const Shape& sizes);
 #ifdef DYNSTAGE_IMPLEMENTATION
-Value dynamic_slice(const Value& x, std::vector<Value> starts, const std::vector<std::int64_t>& sizes) {
+Value dynamic_slice(const Value& x, std::vector<Value> starts, const Shape& sizes) {
   if (static_cast<int>(starts.size()) != x.rank())
     fail<IndexError>("dynamic_slice: " + std::to_string(starts.size()) + " start indices for an array of rank " +
                      std::to_string(x.rank()));
   std::vector<Value> ops{x};
   for (auto& s : index_operands("dynamic_slice", std::move(starts))) ops.push_back(std::move(s));
   lift_all(ops);
-  return bind1(Prim::dynamic_slice, ops, DynamicSliceParams{sizes});
+  DynamicSliceParams p;
+  p.slice_sizes = shape_param("dynamic_slice", sizes, ops);
+  return bind1(Prim::dynamic_slice, ops, p);
 }
 #endif
 
@@ -514,12 +518,18 @@ Value full(const Shape& shape, const Value& fill, DType dt, bool stage) {
 }
 #endif
 
-Value iota(DType dt, const Dim& n, bool stage = false);  // out of line (Params)
+// lax.broadcasted_iota: the index along `dimension` of `shape` (arange is
+// the rank-1 case, and names itself in errors).
+Value iota(DType dt, const Shape& shape, std::int64_t dimension, bool stage = false);  // out of line (Params)
 #ifdef DYNSTAGE_IMPLEMENTATION
-Value iota(DType dt, const Dim& n, bool stage) {
-  if (n.is_static() && n.value() < 0) fail<ShapeError>("arange: negative size " + n.to_string());
+Value iota(DType dt, const Shape& shape, std::int64_t dimension, bool stage) {
+  const char* op = shape.size() == 1 ? "arange" : "iota";
+  for (const Dim& n : shape)
+    if (n.is_static() && n.value() < 0)
+      fail<ShapeError>(std::string(op) + ": negative size " + (shape.size() == 1 ? n.to_string() : shape_str(shape)));
+  const std::int64_t dim = normalize_axis(op, dimension, static_cast<int>(shape.size()));
   std::vector<Value> operands;
-  IotaParams p{dt, shape_param("arange", {n}, operands), 0};
+  IotaParams p{dt, shape_param(op, shape, operands), dim};
   return bind1(Prim::iota, operands, p, stage);
 }
 #endif

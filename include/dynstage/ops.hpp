@@ -216,24 +216,207 @@ auto matmul(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
 }
 
 // ---------------------------------------------------------------------------
+// Sizes (API.md §8). Wherever a size, start, limit or shape is meant, each
+// entry of the braced list may be an integer, a dyn::Dim, or an integer
+// scalar tracer (a dynamic size, Catalyst style: its run-time value is the
+// size), mixed in one list. The list's entries decide the result's static
+// kind, because C++ must know it before the call runs:
+//   - only integers (or, when running eagerly, integer rank-0 dyn::Arrays,
+//     which is what an integer argument is then): the result has the
+//     operand's kind, so creation gives a concrete dyn::Array;
+//   - any dyn::Dim or traced scalar: the result is a dyn::Tracer, staged in
+//     the active trace.
+// Each such operation therefore has three overloads: a list of integers
+// (std::initializer_list, which C++ prefers for `{3, 4}`), ConcreteSizes,
+// and Sizes. A whole Shape held in a variable (x.shape()) gives a Tracer for
+// the creation functions, and the operand's kind for the others (a fourth
+// overload, a template that braced lists cannot select).
+
+// One entry of a list of sizes that may be symbolic or traced.
+class Size {
+public:
+  template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+  Size(I i) : d_(static_cast<std::int64_t>(i)) {}  // NOLINT: implicit by design
+  Size(Dim d) : d_(std::move(d)) {}                  // NOLINT
+  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  Size(const Tracer<T>& t) : d_(detail::dim_of(t.value(), "size")) {}  // NOLINT
+  const Dim& dim() const { return d_; }
+
+private:
+  Dim d_;
+};
+
+// One entry of a list of concrete sizes: an integer, or an integer rank-0
+// dyn::Array (an integer argument of a function run eagerly), so that
+// `ones<double>({n + 1})` works on an eager n as on a traced one.
+class ConcreteSize {
+public:
+  template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+  ConcreteSize(I i) : n_(static_cast<std::int64_t>(i)) {}  // NOLINT: implicit by design
+  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+  ConcreteSize(const Array<T>& a) : n_(detail::dim_of(detail::to_value(a), "size").value()) {}  // NOLINT
+  std::int64_t value() const { return n_; }
+
+private:
+  std::int64_t n_;
+};
+
+// A list of concrete sizes: the result keeps the operand's kind.
+class ConcreteSizes {
+public:
+  ConcreteSizes(std::initializer_list<ConcreteSize> l) { for (const auto& z : l) v_.push_back(z.value()); }  // NOLINT
+  ConcreteSizes(const std::vector<ConcreteSize>& l) { for (const auto& z : l) v_.push_back(z.value()); }  // NOLINT
+  ConcreteSizes(std::vector<std::int64_t> v) : v_(std::move(v)) {}  // NOLINT
+  const std::vector<std::int64_t>& values() const { return v_; }
+  Shape shape() const { return detail::to_shape(v_); }
+
+private:
+  std::vector<std::int64_t> v_;
+};
+
+// A list of sizes of which some may be dyn::Dims or traced scalars: the
+// result is a dyn::Tracer.
+class Sizes {
+public:
+  Sizes(std::initializer_list<Size> l) { for (const auto& z : l) s_.push_back(z.dim()); }  // NOLINT
+  Sizes(const std::vector<Size>& l) { for (const auto& z : l) s_.push_back(z.dim()); }  // NOLINT
+  Sizes(Shape s) : s_(std::move(s)) {}  // NOLINT: x.shape() is a list of sizes
+  const Shape& shape() const { return s_; }
+
+private:
+  Shape s_;
+};
+
+// Slice strides: static, as lax.slice's (an integer, or a Dim whose value is
+// known; a symbolic or traced stride is an error naming it).
+class Strides {
+public:
+  Strides() = default;
+  Strides(std::initializer_list<Size> l) { for (const auto& z : l) s_.push_back(z.dim()); }  // NOLINT
+  Strides(const std::vector<std::int64_t>& v) : s_(detail::to_shape(v)) {}  // NOLINT
+  Strides(Shape s) : s_(std::move(s)) {}  // NOLINT
+  const Shape& shape() const { return s_; }
+
+private:
+  Shape s_;
+};
+
+namespace detail {
+// The static result of an operation with a list of Sizes: always traced.
+template <class X>
+using staged_t = Tracer<elem_t<X>>;
+
+// A result that is traced although the operand is a concrete array (a Dim
+// or traced size): it needs an active trace to live in.
+void require_trace(const char* op);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void require_trace(const char* op) {
+  if (!current_trace())
+    fail<TypeError>(std::string(op) +
+                    " with dyn::Dim or traced sizes gives a dyn::Tracer and can only be called while tracing; "
+                    "use integer sizes for a concrete array");
+}
+#endif
+
+// The operand of an operation whose result is staged (a Sizes overload): a
+// concrete array becomes a constant of the active trace first, so that the
+// operation is staged rather than folded into a bigger constant (constants
+// are never folded into the program: JAX's closed-over constants). Call
+// after require_trace.
+template <class X>
+Value staged_operand(const X& x) {
+  if constexpr (is_tracer_v<X>) return x.value();
+  else return current_trace()->lift(to_value(x));
+}
+
+// A whole Shape held in a variable (x.shape(), a dyn::Shape) keeps the
+// operand's kind, so generic code that passes shapes around works on arrays
+// and tracers alike; for a concrete operand it must be static.
+template <class X>
+void require_static_shape(const char* op, const Shape& shape) {
+  if constexpr (!is_tracer_v<X>)
+    if (!all_static(shape))
+      fail<TypeError>(std::string(op) + ": the operand is a concrete dyn::Array but the shape " + shape_str(shape) +
+                      " is symbolic, so the result would be traced; write the sizes in braces (e.g. {x.shape(0), 4}) "
+                      "to get a dyn::Tracer, or pass the array as an argument of the traced function");
+}
+
+// The values of static strides (TypeError for a symbolic or traced one).
+std::vector<std::int64_t> static_strides(const Strides& s);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<std::int64_t> static_strides(const Strides& s) {
+  std::vector<std::int64_t> r;
+  for (const Dim& d : s.shape()) {
+    if (!d.is_static())
+      fail<TypeError>("slice: strides must be known while tracing (lax.slice takes static strides), got the "
+                      "symbolic or traced stride " + d.to_string() + " in " + shape_str(s.shape()));
+    r.push_back(d.value());
+  }
+  return r;
+}
+#endif
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
 // Shape operations.
 
+// reshape(x, {d0, d1, ...}): sizes as above, one of them may be -1.
 template <ArrayLike X>
-auto reshape(const X& x, const Shape& sizes, detail::Loc loc = detail::Loc::current()) {
+auto reshape(const X& x, std::initializer_list<std::int64_t> sizes, detail::Loc loc = detail::Loc::current()) {
+  return reshape(x, ConcreteSizes(std::vector<std::int64_t>(sizes)), loc);
+}
+template <ArrayLike X>
+auto reshape(const X& x, const ConcreteSizes& sizes, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
+      detail::reshape(detail::to_value(x), sizes.shape()));
+}
+template <ArrayLike X>
+detail::staged_t<X> reshape(const X& x, const Sizes& sizes, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_trace("reshape");
+  return detail::from_value<detail::staged_t<X>>(detail::reshape(detail::staged_operand(x), sizes.shape()));
+}
+
+template <ArrayLike X, class S> requires std::is_same_v<S, Dim>
+auto reshape(const X& x, const std::vector<S>& sizes, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_static_shape<X>("reshape", sizes);
   return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::reshape(detail::to_value(x), sizes));
 }
+
 template <ArrayLike X>
 auto transpose(const X& x, const std::vector<std::int64_t>& perm = {}, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
   return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::transpose(detail::to_value(x), perm));
 }
+
+// broadcast_to(x, {sizes...}): numpy broadcasting to the given shape.
 template <ArrayLike X>
-auto broadcast_to(const X& x, const Shape& shape, detail::Loc loc = detail::Loc::current()) {
+auto broadcast_to(const X& x, std::initializer_list<std::int64_t> shape, detail::Loc loc = detail::Loc::current()) {
+  return broadcast_to(x, ConcreteSizes(std::vector<std::int64_t>(shape)), loc);
+}
+template <ArrayLike X>
+auto broadcast_to(const X& x, const ConcreteSizes& shape, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
+      detail::broadcast_to_shape(detail::to_value(x), shape.shape()));
+}
+template <ArrayLike X>
+detail::staged_t<X> broadcast_to(const X& x, const Sizes& shape, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_trace("broadcast_to");
+  return detail::from_value<detail::staged_t<X>>(detail::broadcast_to_shape(detail::staged_operand(x), shape.shape(), "broadcast_to", true));
+}
+
+template <ArrayLike X, class S> requires std::is_same_v<S, Dim>
+auto broadcast_to(const X& x, const std::vector<S>& shape, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_static_shape<X>("broadcast_to", shape);
   return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
       detail::broadcast_to_shape(detail::to_value(x), shape));
 }
+
 template <ArrayLike X>
 auto expand_dims(const X& x, std::int64_t axis, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
@@ -256,12 +439,39 @@ template <ArrayLike X>
 auto concatenate(std::initializer_list<X> xs, std::int64_t axis = 0, detail::Loc loc = detail::Loc::current()) {
   return concatenate(std::vector<X>(xs), axis, loc);
 }
+
+// slice(x, {starts}, {limits}[, {strides}]): lax.slice. Starts and limits
+// are sizes as above; a symbolic one must be provably in range (decided with
+// the constraints, else InconclusiveDimensionOperation). Strides are static.
 template <ArrayLike X>
-auto slice(const X& x, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& limits,
-           const std::vector<std::int64_t>& strides = {}, detail::Loc loc = detail::Loc::current()) {
+auto slice(const X& x, std::initializer_list<std::int64_t> starts, std::initializer_list<std::int64_t> limits,
+           const Strides& strides = {}, detail::Loc loc = detail::Loc::current()) {
+  return slice(x, ConcreteSizes(std::vector<std::int64_t>(starts)), ConcreteSizes(std::vector<std::int64_t>(limits)),
+               strides, loc);
+}
+template <ArrayLike X>
+auto slice(const X& x, const ConcreteSizes& starts, const ConcreteSizes& limits, const Strides& strides = {},
+           detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
   return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
-      detail::slice(detail::to_value(x), detail::to_shape(starts), detail::to_shape(limits), strides));
+      detail::slice(detail::to_value(x), starts.shape(), limits.shape(), detail::static_strides(strides)));
+}
+template <ArrayLike X>
+detail::staged_t<X> slice(const X& x, const Sizes& starts, const Sizes& limits, const Strides& strides = {},
+                          detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_trace("slice");
+  return detail::from_value<detail::staged_t<X>>(
+      detail::slice(detail::staged_operand(x), starts.shape(), limits.shape(), detail::static_strides(strides)));
+}
+template <ArrayLike X, class S> requires std::is_same_v<S, Dim>
+auto slice(const X& x, const std::vector<S>& starts, const std::vector<S>& limits, const Strides& strides = {},
+           detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_static_shape<X>("slice", starts);
+  detail::require_static_shape<X>("slice", limits);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(
+      detail::slice(detail::to_value(x), starts, limits, detail::static_strides(strides)));
 }
 // lax.slice_in_dim: x[start:limit:stride] along `axis`; start and limit may
 // be symbolic dimensions (`slice_in_dim(x, 0, mod(x.shape(0), 3))`).
@@ -273,12 +483,13 @@ auto slice_in_dim(const X& x, const Dim& start, const Dim& limit, std::int64_t s
       detail::slice_in_dim(detail::to_value(x), start, limit, stride, axis));
 }
 
-// A start index of a dynamic slice: an integer, or a scalar integer tracer
-// or array.
+// A start index of a dynamic slice: an integer, a dyn::Dim (its value), or a
+// scalar integer tracer or array.
 class Index {
 public:
   template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
   Index(I i) : v_(detail::to_value(static_cast<std::int64_t>(i))) {}  // NOLINT
+  Index(const Dim& d) : v_(detail::to_value(d)) {}  // NOLINT
   template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
   Index(const Tracer<T>& t) : v_(t.value()) {}  // NOLINT
   template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
@@ -305,10 +516,34 @@ inline void require_concrete(const Value& v, const char* op) {
 }
 }  // namespace detail
 
+// dynamic_slice(x, {starts}, {sizes}): starts clamped into range as in JAX;
+// sizes as above (a traced size gives a dynamic dimension).
 template <ArrayLike X>
-auto dynamic_slice(const X& x, const std::vector<Index>& starts, const std::vector<std::int64_t>& sizes,
+auto dynamic_slice(const X& x, const std::vector<Index>& starts, std::initializer_list<std::int64_t> sizes,
+                   detail::Loc loc = detail::Loc::current()) {
+  return dynamic_slice(x, starts, ConcreteSizes(std::vector<std::int64_t>(sizes)), loc);
+}
+template <ArrayLike X>
+auto dynamic_slice(const X& x, const std::vector<Index>& starts, const ConcreteSizes& sizes,
                    detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
+  detail::Value r = detail::dynamic_slice(detail::to_value(x), detail::index_values(starts), sizes.shape());
+  if constexpr (!is_tracer_v<X>) detail::require_concrete(r, "dynamic_slice");
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(r);
+}
+template <ArrayLike X>
+detail::staged_t<X> dynamic_slice(const X& x, const std::vector<Index>& starts, const Sizes& sizes,
+                                  detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_trace("dynamic_slice");
+  return detail::from_value<detail::staged_t<X>>(
+      detail::dynamic_slice(detail::staged_operand(x), detail::index_values(starts), sizes.shape()));
+}
+template <ArrayLike X, class S> requires std::is_same_v<S, Dim>
+auto dynamic_slice(const X& x, const std::vector<Index>& starts, const std::vector<S>& sizes,
+                   detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_static_shape<X>("dynamic_slice", sizes);
   detail::Value r = detail::dynamic_slice(detail::to_value(x), detail::index_values(starts), sizes);
   if constexpr (!is_tracer_v<X>) detail::require_concrete(r, "dynamic_slice");
   return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(r);
@@ -324,115 +559,17 @@ auto dynamic_update_slice(const X& x, const U& update, const std::vector<Index>&
 }
 
 // ---------------------------------------------------------------------------
-// Creation. With integer sizes these are concrete arrays (constants when a
-// trace uses them); the *_like forms follow their argument's kind.
-
-template <class T>
-Array<T> full(const std::vector<std::int64_t>& shape, T value, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  return detail::from_value<Array<T>>(
-      detail::full(detail::to_shape(shape), detail::to_value(value), dtype_v<T>));
-}
-// (The initializer_list overloads make `zeros<double>({3, 4})` an Array and
-// `zeros<double>({n, 4})`, with a Dim or a traced n, a Tracer.)
-template <class T>
-Array<T> full(std::initializer_list<std::int64_t> shape, T value, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(std::vector<std::int64_t>(shape), value, loc);
-}
-template <class T>
-Array<T> zeros(const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(shape, T(0), loc);
-}
-template <class T>
-Array<T> zeros(std::initializer_list<std::int64_t> shape, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(std::vector<std::int64_t>(shape), T(0), loc);
-}
-template <class T>
-Array<T> ones(const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(shape, T(1), loc);
-}
-template <class T>
-Array<T> ones(std::initializer_list<std::int64_t> shape, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(std::vector<std::int64_t>(shape), T(1), loc);
-}
-template <class T>
-Array<T> arange(std::int64_t n, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  return detail::from_value<Array<T>>(detail::iota(dtype_v<T>, n));
-}
-
-// A size of an array created at once: an integer, or an integer rank-0
-// dyn::Array (what an integer argument is when a function runs eagerly), so
-// that `ones<double>({n + 1})` works on an eager n as on a traced one.
-class ConcreteSize {
-public:
-  template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
-  ConcreteSize(I i) : n_(static_cast<std::int64_t>(i)) {}  // NOLINT: implicit by design
-  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
-  ConcreteSize(const Array<T>& a) : n_(detail::dim_of(detail::to_value(a), "size").value()) {}  // NOLINT
-  std::int64_t value() const { return n_; }
-
-private:
-  std::int64_t n_;
-};
+// Creation: full, zeros, ones, iota, arange. With integer sizes these are
+// concrete arrays (constants when a trace uses them); with a Dim or a traced
+// size, tracers staged in the active trace. The *_like forms follow their
+// argument's kind.
 
 namespace detail {
-inline std::vector<std::int64_t> concrete_sizes(const std::vector<ConcreteSize>& sizes) {
-  std::vector<std::int64_t> r;
-  for (const ConcreteSize& z : sizes) r.push_back(z.value());
-  return r;
-}
-}  // namespace detail
-
 template <class T>
-Array<T> full(const std::vector<ConcreteSize>& shape, T value, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(detail::concrete_sizes(shape), value, loc);
+Array<T> concrete_full(const ConcreteSizes& shape, T value, const Loc& loc) {
+  OpSite site(loc);
+  return from_value<Array<T>>(full(shape.shape(), to_value(value), dtype_v<T>));
 }
-template <class T>
-Array<T> zeros(const std::vector<ConcreteSize>& shape, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(detail::concrete_sizes(shape), T(0), loc);
-}
-template <class T>
-Array<T> ones(const std::vector<ConcreteSize>& shape, detail::Loc loc = detail::Loc::current()) {
-  return full<T>(detail::concrete_sizes(shape), T(1), loc);
-}
-template <class T, class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
-Array<T> arange(const Array<I>& n, detail::Loc loc = detail::Loc::current()) {
-  return arange<T>(ConcreteSize(n).value(), loc);
-}
-
-// A size of an array being created while tracing: an integer, a dyn::Dim, or
-// an integer scalar tracer (a dynamic size, Catalyst style: its run-time
-// value is the size).
-class Size {
-public:
-  template <class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
-  Size(I i) : d_(static_cast<std::int64_t>(i)) {}  // NOLINT: implicit by design
-  Size(Dim d) : d_(std::move(d)) {}                  // NOLINT
-  template <class T> requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
-  Size(const Tracer<T>& t) : d_(detail::dim_of(t.value(), "size")) {}  // NOLINT
-  const Dim& dim() const { return d_; }
-
-private:
-  Dim d_;
-};
-
-namespace detail {
-inline Shape sizes_shape(const std::vector<Size>& sizes) {
-  Shape s;
-  for (const Size& z : sizes) s.push_back(z.dim());
-  return s;
-}
-// A creation with symbolic or traced sizes is staged into the current trace.
-inline void require_trace(const char* op) {
-  if (!current_trace())
-    fail<TypeError>(std::string(op) +
-                    " with dyn::Dim or traced sizes gives a dyn::Tracer and can only be called while tracing; "
-                    "use integer sizes for a concrete array");
-}
-}  // namespace detail
-
-namespace detail {
 template <class T>
 Tracer<T> staged_full(const char* op, const Shape& shape, T value, const Loc& loc) {
   OpSite site(loc);
@@ -441,43 +578,79 @@ Tracer<T> staged_full(const char* op, const Shape& shape, T value, const Loc& lo
 }
 }  // namespace detail
 
-// (Overloads: an integer list `{3, 4}` or `{}` picks the Array forms above;
-// a list with a Dim or a traced size picks std::vector<Size>; a Shape, such as
-// x.shape(), the std::vector<Dim> template.)
 template <class T>
-Tracer<T> full(const std::vector<Size>& shape, T value, detail::Loc loc = detail::Loc::current()) {
-  return detail::staged_full("full", detail::sizes_shape(shape), value, loc);
-}
-template <class T, class S> requires std::is_same_v<S, Dim>
-Tracer<T> full(const std::vector<S>& shape, T value, detail::Loc loc = detail::Loc::current()) {
-  return detail::staged_full("full", shape, value, loc);
+Array<T> full(std::initializer_list<std::int64_t> shape, T value, detail::Loc loc = detail::Loc::current()) {
+  return detail::concrete_full<T>(std::vector<std::int64_t>(shape), value, loc);
 }
 template <class T>
-Tracer<T> zeros(const std::vector<Size>& shape, detail::Loc loc = detail::Loc::current()) {
-  return detail::staged_full("zeros", detail::sizes_shape(shape), T(0), loc);
-}
-template <class T, class S> requires std::is_same_v<S, Dim>
-Tracer<T> zeros(const std::vector<S>& shape, detail::Loc loc = detail::Loc::current()) {
-  return detail::staged_full("zeros", shape, T(0), loc);
+Array<T> full(const ConcreteSizes& shape, T value, detail::Loc loc = detail::Loc::current()) {
+  return detail::concrete_full<T>(shape, value, loc);
 }
 template <class T>
-Tracer<T> ones(const std::vector<Size>& shape, detail::Loc loc = detail::Loc::current()) {
-  return detail::staged_full("ones", detail::sizes_shape(shape), T(1), loc);
+Tracer<T> full(const Sizes& shape, T value, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("full", shape.shape(), value, loc);
 }
-template <class T, class S> requires std::is_same_v<S, Dim>
-Tracer<T> ones(const std::vector<S>& shape, detail::Loc loc = detail::Loc::current()) {
-  return detail::staged_full("ones", shape, T(1), loc);
+template <class T>
+Array<T> zeros(std::initializer_list<std::int64_t> shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::concrete_full<T>(std::vector<std::int64_t>(shape), T(0), loc);
+}
+template <class T>
+Array<T> zeros(const ConcreteSizes& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::concrete_full<T>(shape, T(0), loc);
+}
+template <class T>
+Tracer<T> zeros(const Sizes& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("zeros", shape.shape(), T(0), loc);
+}
+template <class T>
+Array<T> ones(std::initializer_list<std::int64_t> shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::concrete_full<T>(std::vector<std::int64_t>(shape), T(1), loc);
+}
+template <class T>
+Array<T> ones(const ConcreteSizes& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::concrete_full<T>(shape, T(1), loc);
+}
+template <class T>
+Tracer<T> ones(const Sizes& shape, detail::Loc loc = detail::Loc::current()) {
+  return detail::staged_full("ones", shape.shape(), T(1), loc);
+}
+
+// iota<T>({sizes}, dimension): lax.broadcasted_iota, the index along
+// `dimension` (negative counts from the end); iota<T>(n) is arange<T>(n).
+template <class T>
+Array<T> iota(std::initializer_list<std::int64_t> shape, std::int64_t dimension,
+              detail::Loc loc = detail::Loc::current()) {
+  return iota<T>(ConcreteSizes(std::vector<std::int64_t>(shape)), dimension, loc);
+}
+template <class T>
+Array<T> iota(const ConcreteSizes& shape, std::int64_t dimension, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<Array<T>>(detail::iota(dtype_v<T>, shape.shape(), dimension));
+}
+template <class T>
+Tracer<T> iota(const Sizes& shape, std::int64_t dimension, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  detail::require_trace("iota");
+  return detail::from_value<Tracer<T>>(detail::iota(dtype_v<T>, shape.shape(), dimension, true));
+}
+
+// arange<T>(n): 0, 1, ..., n - 1 (n an integer, an eager integer rank-0
+// array, a Dim or a traced integer scalar).
+template <class T>
+Array<T> arange(std::int64_t n, detail::Loc loc = detail::Loc::current()) {
+  return iota<T>(ConcreteSizes(std::vector<std::int64_t>{n}), 0, loc);
+}
+template <class T, class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Array<T> arange(const Array<I>& n, detail::Loc loc = detail::Loc::current()) {
+  return arange<T>(ConcreteSize(n).value(), loc);
 }
 template <class T>
 Tracer<T> arange(const Dim& n, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  detail::require_trace("arange");
-  return detail::from_value<Tracer<T>>(detail::iota(dtype_v<T>, n, true));
+  return iota<T>(Sizes(Shape{n}), 0, loc);
 }
 template <class T, class I> requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
 Tracer<T> arange(const Tracer<I>& n, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  return arange<T>(detail::dim_of(n.value(), "arange"), loc);
+  return iota<T>(Sizes({Size(n)}), 0, loc);
 }
 
 // A dimension as an i64[] value (jnp.array(x.shape[0])): a concrete rank-0

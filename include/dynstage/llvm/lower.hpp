@@ -647,11 +647,11 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
       const Atom& x = e.inputs[0];
       if (!x.is_var() || type(x.var).rank() == 0) return operand(x, ix);
       const Dims xd = dims_of(x.var);
-      const auto& sizes = std::get<DynamicSliceParams>(e.params).slice_sizes;
+      const Dims sizes = dims_of(e.outputs[0]);  // static, or dynamic (from the operands after the starts)
       Ix& xi = remap(e, ix, xd, [&](Ix& r) {
         for (std::size_t i = 0; i < xd.size(); ++i)
           r.multi.push_back(
-              b.CreateAdd(axis(ix, i), clamped_start(e.inputs[1 + i], xd[i], E.c64(sizes[i])), "", true, true));
+              b.CreateAdd(axis(ix, i), clamped_start(e.inputs[1 + i], xd[i], sizes[i]), "", true, true));
       });
       return operand(x, xi);
     }
