@@ -92,15 +92,35 @@ struct Options {
   bool polymorphic() const { return !specs.empty(); }
 };
 
+// The kinds of option (static_argnums<I...> counts as one kind).
+template <class O>
+inline constexpr int option_kind =
+    is_static_argnums<O>::value ? 0
+    : std::is_same_v<O, polymorphic_shapes> ? 1
+    : std::is_same_v<O, constraints> ? 2
+    : std::is_same_v<O, cache_capacity> ? 3
+    : -1;
+
+// Whether no kind of option is given twice.
+template <class... O>
+constexpr bool options_distinct() {
+  int count[4] = {};
+  ((option_kind<O> >= 0 ? ++count[option_kind<O>] : 0), ...);
+  return count[0] <= 1 && count[1] <= 1 && count[2] <= 1 && count[3] <= 1;
+}
+
 template <class... O>
 Options options_of(const O&... opts) {
+  static_assert(((option_kind<O> >= 0) && ...),
+                "dynstage: unknown option type; the options of dyn::jit and dyn::make_jaxpr are "
+                "dyn::static_argnums<I...>, dyn::polymorphic_shapes, dyn::constraints and dyn::cache_capacity");
+  static_assert(options_distinct<O...>(), "dynstage: an option kind is given twice; give each at most once");
   Options r;
   (
       [&] {
         if constexpr (std::is_same_v<O, polymorphic_shapes>) r.specs = opts.specs;
         else if constexpr (std::is_same_v<O, constraints>) r.constraints = opts.list;
         else if constexpr (std::is_same_v<O, cache_capacity>) r.capacity = opts.n == 0 ? 1 : opts.n;
-        else static_assert(is_static_argnums<O>::value, "dynstage: unknown option type");
       }(),
       ...);
   if (r.specs.empty() && !r.constraints.empty())
@@ -338,6 +358,18 @@ Traced trace_with(const std::source_location& loc, const Options& opts, const Tr
 }
 #endif
 
+// What the function receives for an argument of type A: the argument itself
+// when static (any type with == and std::hash), else its traced pytree (only
+// then is A required to be a pytree).
+template <bool Static, class A>
+struct arg_type {
+  using type = traced_t<A>;
+};
+template <class A>
+struct arg_type<true, A> {
+  using type = const A&;
+};
+
 // Trace f on arguments: static ones pass through, the others become argument
 // tracers (with polymorphic shapes: symbolic ones, after the implicit
 // dimension arguments).
@@ -364,12 +396,20 @@ Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options
               else return trace_argument(arg, scope, shapes, next_leaf, dim_leaves);
             };
             // Braced initialisation evaluates left to right: invars in argument order.
-            return std::tuple<std::conditional_t<is_static_arg<Opts...>(I), const Args&, traced_t<Args>>...>{
+            return std::tuple<typename arg_type<is_static_arg<Opts...>(I), Args>::type...>{
                 one.template operator()<I>(a)...};
           }(std::index_sequence_for<Args...>{});
-          auto out = std::apply(fn, traced_args);
-          out_tree = treedef_of(out);
-          return flatten_results(out);
+          if constexpr (std::is_void_v<decltype(std::apply(fn, traced_args))>) {
+            // No results (JAX's None). Also what g++ deduces for a function
+            // whose body did not compile: no second error on top of that one.
+            std::apply(fn, traced_args);
+            out_tree = treedef_of(std::tuple<>{});
+            return std::vector<Value>{};
+          } else {
+            auto out = std::apply(fn, traced_args);
+            out_tree = treedef_of(out);
+            return flatten_results(out);
+          }
         },
         *static_cast<const Closure*>(c));
   };
@@ -406,28 +446,54 @@ private:
 };
 
 // Fixed arities rather than a pack, so that a defaulted source_location can
-// follow the options (errors name where the user asked for the trace). Each
-// option type appears at most once; there are four kinds.
+// follow the options (errors name where the user asked for the trace). Any
+// subset of the options, in any order, each kind at most once.
 template <class F>
-auto make_jaxpr(F f, std::source_location loc = std::source_location::current()) {
+MakeJaxpr<F> make_jaxpr(F f, std::source_location loc = std::source_location::current()) {
   return MakeJaxpr<F>(std::move(f), loc, detail::Options{});
 }
 template <class F, class O1>
-auto make_jaxpr(F f, O1 o1, std::source_location loc = std::source_location::current()) {
+MakeJaxpr<F, O1> make_jaxpr(F f, O1 o1, std::source_location loc = std::source_location::current()) {
   return MakeJaxpr<F, O1>(std::move(f), loc, detail::options_of(o1));
 }
 template <class F, class O1, class O2>
-auto make_jaxpr(F f, O1 o1, O2 o2, std::source_location loc = std::source_location::current()) {
+MakeJaxpr<F, O1, O2> make_jaxpr(F f, O1 o1, O2 o2, std::source_location loc = std::source_location::current()) {
   return MakeJaxpr<F, O1, O2>(std::move(f), loc, detail::options_of(o1, o2));
 }
 template <class F, class O1, class O2, class O3>
-auto make_jaxpr(F f, O1 o1, O2 o2, O3 o3, std::source_location loc = std::source_location::current()) {
+MakeJaxpr<F, O1, O2, O3> make_jaxpr(F f, O1 o1, O2 o2, O3 o3, std::source_location loc = std::source_location::current()) {
   return MakeJaxpr<F, O1, O2, O3>(std::move(f), loc, detail::options_of(o1, o2, o3));
+}
+template <class F, class O1, class O2, class O3, class O4>
+MakeJaxpr<F, O1, O2, O3, O4> make_jaxpr(F f, O1 o1, O2 o2, O3 o3, O4 o4, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1, O2, O3, O4>(std::move(f), loc, detail::options_of(o1, o2, o3, o4));
+}
+template <class F, class O1, class O2, class O3, class O4, class O5>
+MakeJaxpr<F, O1, O2, O3, O4, O5> make_jaxpr(F f, O1 o1, O2 o2, O3 o3, O4 o4, O5 o5, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1, O2, O3, O4, O5>(std::move(f), loc, detail::options_of(o1, o2, o3, o4, o5));
+}
+template <class F, class O1, class O2, class O3, class O4, class O5, class O6>
+MakeJaxpr<F, O1, O2, O3, O4, O5, O6> make_jaxpr(F f, O1 o1, O2 o2, O3 o3, O4 o4, O5 o5, O6 o6, std::source_location loc = std::source_location::current()) {
+  return MakeJaxpr<F, O1, O2, O3, O4, O5, O6>(std::move(f), loc, detail::options_of(o1, o2, o3, o4, o5, o6));
 }
 
 // ---------------------------------------------------------------------------
 // eager(f)(args...): run f on concrete arrays, with the pytree conventions of
 // jit (C++ scalars in results become rank-0 arrays, pairs become tuples).
+
+namespace detail {
+// f(args...) as concrete results; a function without results (void) gives
+// the empty tuple (see trace_to_jaxpr).
+template <class F, class... A>
+auto eager_results(const F& f, A&&... args) {
+  if constexpr (std::is_void_v<std::invoke_result_t<const F&, A...>>) {
+    f(std::forward<A>(args)...);
+    return std::tuple<>{};
+  } else {
+    return to_concrete(f(std::forward<A>(args)...));
+  }
+}
+}  // namespace detail
 
 template <class F, class... Opts>
 class Eager {
@@ -443,7 +509,7 @@ public:
         if constexpr (detail::is_static_arg<Opts...>(K)) return arg;
         else return detail::lift_scalars(arg);
       };
-      return detail::to_concrete(f_(pass.template operator()<I>(args)...));
+      return detail::eager_results(f_, pass.template operator()<I>(args)...);
     }(std::index_sequence_for<Args...>{});
   }
 

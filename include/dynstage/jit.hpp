@@ -65,10 +65,13 @@ struct LeafSig {
   friend bool operator==(const LeafSig&, const LeafSig&) = default;
 };
 
-// The values of the static arguments, type-erased, with their comparison.
+// The values of the static arguments, type-erased, with their comparison
+// and the explanation of a difference (for DYNSTAGE_LOG_COMPILES).
 struct StaticKey {
   std::shared_ptr<const void> values;  // a std::tuple of the static argument values
   bool (*equal)(const void*, const void*) = nullptr;
+  // "static argument #1 changed from 2 to 3" for two different stored tuples.
+  std::string (*explain)(const void* old_values, const void* new_values) = nullptr;
 };
 
 struct Signature {
@@ -112,7 +115,37 @@ struct CallKey {
   std::uint64_t (*hash)(const void* current) = nullptr;
   std::shared_ptr<const void> (*copy)(const void* current) = nullptr;
   bool (*equal_stored)(const void* a, const void* b) = nullptr;
+  std::string (*explain)(const void* old_stored, const void* new_stored) = nullptr;
 };
+
+// A static argument's value as text, for a cache miss's explanation: what
+// operator<< prints when the type has one, else its type's name. (Out of
+// line: the printer behind `print`.)
+std::string static_value_str(void (*print)(std::ostream&, const void*), const void* value, const char* type_name);
+
+template <class A>
+std::string static_value_str(const A& v) {
+  if constexpr (std::is_same_v<A, bool>) return v ? "true" : "false";
+  else if constexpr (requires(std::ostream& os) { os << v; })
+    return static_value_str([](std::ostream& os, const void* p) { os << *static_cast<const A*>(p); }, &v, nullptr);
+  else return static_value_str(nullptr, nullptr, typeid(A).name());
+}
+
+// "static argument #K changed from X to Y" for the first static argument
+// (K its position among the function's arguments) that differs.
+template <std::size_t... Pos, class... A>
+std::string explain_static_change(const std::tuple<A...>& old_values, const std::tuple<A...>& new_values) {
+  std::string r;
+  constexpr std::size_t pos[] = {Pos...};
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    ((r.empty() && !(std::get<K>(old_values) == std::get<K>(new_values))
+          ? void(r = "static argument #" + std::to_string(pos[K]) + " changed from " +
+                     static_value_str(std::get<K>(old_values)) + " to " + static_value_str(std::get<K>(new_values)))
+          : void()),
+     ...);
+  }(std::index_sequence_for<A...>{});
+  return r.empty() ? "a static argument's value changed" : r;
+}
 
 struct JitEntry;  // a compiled kernel of the cache, with its signature and output types
 
@@ -178,8 +211,15 @@ struct CallResult {
 CallResult jit_call(JitCache& c, const Options& opts, const std::source_location& loc, const CallKey& key,
                     const CallArgs& args, TraceFn trace, const void* closure);
 
-// The optimised LLVM IR of the kernel for a trace.
-std::string jit_llvm_ir(const Traced& t);
+// Where compile-log lines (DYNSTAGE_LOG_COMPILES) go: a hook that, when set,
+// receives every line instead of stderr and turns logging on (for tests).
+using JitLogHook = void (*)(const std::string& line);
+std::atomic<JitLogHook>& jit_log_hook();
+
+// jf.jaxpr(args...) and jf.llvm_ir(args...): trace (and compile) outside the
+// cache, logged like a cache miss when DYNSTAGE_LOG_COMPILES is set.
+ClosedJaxpr jit_inspect_jaxpr(const std::source_location& loc, TraceFn trace, const void* closure);
+std::string jit_inspect_llvm_ir(const std::source_location& loc, TraceFn trace, const void* closure);
 
 // Walk the structure of an argument: leaves and vector lengths, in order.
 template <class X, class OnLeaf, class OnVector>
@@ -256,8 +296,23 @@ struct fixed_leaves_s<std::array<E, N>> {
   static constexpr std::size_t value = e == kVariableLeaves ? e : N * e;
 };
 
-// The CallKey of a call with argument types Args and static arguments `statics`.
-template <class... Args, class... A>
+// The indices I of the arguments that are static under options Opts, as a
+// std::index_sequence (Acc: those found so far).
+template <class... Opts, std::size_t... Acc>
+constexpr auto filter_static(std::index_sequence<Acc...> acc, std::index_sequence<>) {
+  return acc;
+}
+template <class... Opts, std::size_t... Acc, std::size_t I, std::size_t... Rest>
+constexpr auto filter_static(std::index_sequence<Acc...>, std::index_sequence<I, Rest...>) {
+  if constexpr (is_static_arg<Opts...>(I))
+    return filter_static<Opts...>(std::index_sequence<Acc..., I>{}, std::index_sequence<Rest...>{});
+  else
+    return filter_static<Opts...>(std::index_sequence<Acc...>{}, std::index_sequence<Rest...>{});
+}
+
+// The CallKey of a call with argument types Args and static arguments
+// `statics`, at positions Pos... of the function's arguments.
+template <class Pos, class... Args, class... A>
 CallKey call_key(const std::tuple<const A&...>& statics) {
   using Stored = std::tuple<A...>;
   using Current = std::tuple<const A&...>;
@@ -280,6 +335,11 @@ CallKey call_key(const std::tuple<const A&...>& statics) {
     r.equal_stored = [](const void* a, const void* b) {
       return *static_cast<const Stored*>(a) == *static_cast<const Stored*>(b);
     };
+    r.explain = [](const void* a, const void* b) {
+      return []<std::size_t... P>(std::index_sequence<P...>, const Stored& x, const Stored& y) {
+        return explain_static_change<P...>(x, y);
+      }(Pos{}, *static_cast<const Stored*>(a), *static_cast<const Stored*>(b));
+    };
   }
   return r;
 }
@@ -291,7 +351,7 @@ CallKey call_key(const std::tuple<const A&...>& statics) {
 template <class F, class... Opts>
 class Jit {
   template <std::size_t I, class A>
-  using arg_t = std::conditional_t<detail::is_static_arg<Opts...>(I), const A&, detail::traced_t<A>>;
+  using arg_t = typename detail::arg_type<detail::is_static_arg<Opts...>(I), A>::type;
 
   template <class... Args>
   static auto result_type_of() {
@@ -299,8 +359,10 @@ class Jit {
       return std::type_identity<std::invoke_result_t<const F&, arg_t<I, Args>...>>{};
     }(std::index_sequence_for<Args...>{});
   }
+  // (void, a function without results, is the empty tuple.)
   template <class... Args>
-  using result_t = typename decltype(result_type_of<Args...>())::type;
+  using result_t = std::conditional_t<std::is_void_v<typename decltype(result_type_of<Args...>())::type>,
+                                      std::tuple<>, typename decltype(result_type_of<Args...>())::type>;
 
   template <class... Args>
   static constexpr bool any_traced_leaf() {
@@ -326,14 +388,14 @@ public:
       using R = result_t<Args...>;
       const auto statics = static_args(args...);
       auto trace = [&] { return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...); };
-      using Trace = decltype(trace);
+      constexpr detail::TraceFn trace_fn = Jit::trace_fn<decltype(trace)>();
       auto call = [&](const detail::CallArgs& a) {
-        constexpr detail::TraceFn trace_fn = [](const void* t) { return (*static_cast<const Trace*>(t))(); };
         if constexpr (std::tuple_size_v<decltype(statics)> == 0) {
           static constexpr detail::CallKey key{&typeid(std::tuple<Args...>)};
           return detail::jit_call(*cache_, opts_, loc_, key, a, trace_fn, &trace);
         } else {
-          return detail::jit_call(*cache_, opts_, loc_, detail::call_key<Args...>(statics), a, trace_fn, &trace);
+          return detail::jit_call(*cache_, opts_, loc_, detail::call_key<StaticPositions<Args...>, Args...>(statics),
+                                  a, trace_fn, &trace);
         }
       };
       static constexpr auto kLeaves = leaf_begins<Args...>();
@@ -363,19 +425,27 @@ public:
   // The jaxpr traced for these arguments' signature.
   template <class... Args>
   ClosedJaxpr jaxpr(const Args&... args) const {
-    return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...).jaxpr;
+    auto trace = [&] { return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...); };
+    return detail::jit_inspect_jaxpr(loc_, trace_fn<decltype(trace)>(), &trace);
   }
 
   // The optimised LLVM IR of the kernel for these arguments' signature.
   template <class... Args>
   std::string llvm_ir(const Args&... args) const {
-    return detail::jit_llvm_ir(detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...));
+    auto trace = [&] { return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...); };
+    return detail::jit_inspect_llvm_ir(loc_, trace_fn<decltype(trace)>(), &trace);
   }
 
   JitStats stats() const { return detail::jit_stats(*cache_); }
   void clear_cache() const { detail::jit_clear_cache(*cache_); }
 
 private:
+  // The TraceFn that runs a trace lambda of type Trace.
+  template <class Trace>
+  static constexpr detail::TraceFn trace_fn() {
+    return [](const void* t) { return (*static_cast<const Trace*>(t))(); };
+  }
+
   // Walk the non-static arguments: on_arg() before each, then its leaves
   // and vector lengths in order.
   template <class OnArg, class OnLeaf, class OnVector, class... Args>
@@ -428,6 +498,11 @@ private:
     }(std::index_sequence_for<Args...>{});
   }
 
+  // The positions of the static arguments, as a std::index_sequence.
+  template <class... Args>
+  using StaticPositions =
+      decltype(detail::filter_static<Opts...>(std::index_sequence<>{}, std::index_sequence_for<Args...>{}));
+
   // A tuple of references to the static arguments.
   template <class... Args>
   static auto static_args(const Args&... args) {
@@ -446,8 +521,9 @@ private:
   std::shared_ptr<detail::JitCache> cache_;
 };
 
-// jit(f, options...): fixed arities (see make_jaxpr) so the call site is
-// recorded for error messages and compile logs.
+// jit(f, options...): fixed arities rather than a pack, so that a defaulted
+// source_location can follow the options (errors and compile logs name the
+// call site). Any subset of the options, in any order, each kind at most once.
 template <class F>
 Jit<F> jit(F f, std::source_location loc = std::source_location::current()) {
   return Jit<F>(std::move(f), loc, detail::Options{});
@@ -463,6 +539,18 @@ Jit<F, O1, O2> jit(F f, O1 o1, O2 o2, std::source_location loc = std::source_loc
 template <class F, class O1, class O2, class O3>
 Jit<F, O1, O2, O3> jit(F f, O1 o1, O2 o2, O3 o3, std::source_location loc = std::source_location::current()) {
   return Jit<F, O1, O2, O3>(std::move(f), loc, detail::options_of(o1, o2, o3));
+}
+template <class F, class O1, class O2, class O3, class O4>
+Jit<F, O1, O2, O3, O4> jit(F f, O1 o1, O2 o2, O3 o3, O4 o4, std::source_location loc = std::source_location::current()) {
+  return Jit<F, O1, O2, O3, O4>(std::move(f), loc, detail::options_of(o1, o2, o3, o4));
+}
+template <class F, class O1, class O2, class O3, class O4, class O5>
+Jit<F, O1, O2, O3, O4, O5> jit(F f, O1 o1, O2 o2, O3 o3, O4 o4, O5 o5, std::source_location loc = std::source_location::current()) {
+  return Jit<F, O1, O2, O3, O4, O5>(std::move(f), loc, detail::options_of(o1, o2, o3, o4, o5));
+}
+template <class F, class O1, class O2, class O3, class O4, class O5, class O6>
+Jit<F, O1, O2, O3, O4, O5, O6> jit(F f, O1 o1, O2 o2, O3 o3, O4 o4, O5 o5, O6 o6, std::source_location loc = std::source_location::current()) {
+  return Jit<F, O1, O2, O3, O4, O5, O6>(std::move(f), loc, detail::options_of(o1, o2, o3, o4, o5, o6));
 }
 
 }  // namespace dyn

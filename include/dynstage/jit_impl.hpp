@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 
 #include "print.hpp"
@@ -46,6 +47,29 @@ struct JitEnv {
   }
 };
 
+std::atomic<JitLogHook>& jit_log_hook() {
+  static std::atomic<JitLogHook> hook{nullptr};
+  return hook;
+}
+
+// Whether compile-log lines are wanted, and where they go: the hook if set
+// (tests), else stderr when DYNSTAGE_LOG_COMPILES is set.
+bool jit_logging() { return JitEnv::get().log_compiles || jit_log_hook().load(std::memory_order_acquire); }
+
+void jit_log(const std::string& line) {
+  if (JitLogHook h = jit_log_hook().load(std::memory_order_acquire)) h(line);
+  else if (JitEnv::get().log_compiles) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+// printf into a std::string (for log lines).
+template <class... A>
+std::string formatted(const char* fmt, A... a) {
+  const int n = std::snprintf(nullptr, 0, fmt, a...);
+  std::string r(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
+  std::snprintf(r.data(), r.size() + 1, fmt, a...);
+  return r;
+}
+
 std::string leaf_sig_str(const LeafSig& l) {
   std::string s = std::string(dtype_name(l.dtype)) + "[";
   for (std::size_t i = 0; i < l.shape.size(); ++i) s += (i ? "," : "") + std::to_string(l.shape[i]);
@@ -58,13 +82,21 @@ std::string signature_str(const Signature& s) {
   return r + ")";
 }
 
+std::string static_value_str(void (*print)(std::ostream&, const void*), const void* value, const char* type_name) {
+  if (!print) return std::string("a value of type ") + type_name;
+  std::ostringstream os;
+  print(os, value);
+  return os.str();
+}
+
 std::string explain_miss(const Signature& now, const Signature* prev) {
   if (!prev) return "first call";
   const Signature& old = *prev;
   if (old.arg_types != now.arg_types && !(old.arg_types && now.arg_types && *old.arg_types == *now.arg_types))
     return "the types of the arguments (pytree structure or static argument types) changed";
   if (old.statics.equal && !old.statics.equal(old.statics.values.get(), now.statics.values.get()))
-    return "a static argument's value changed";
+    return old.statics.explain ? old.statics.explain(old.statics.values.get(), now.statics.values.get())
+                               : "a static argument's value changed";
   if (old.vector_sizes != now.vector_sizes || old.arg_leaf_begin != now.arg_leaf_begin ||
       old.leaves.size() != now.leaves.size())
     return "the pytree structure of the arguments changed";
@@ -276,6 +308,7 @@ Signature make_signature(std::uint64_t hash, const CallArgs& a, const CallKey& k
   }
   if (key.copy) s.statics.values = key.copy(key.statics);
   s.statics.equal = key.equal_stored;
+  s.statics.explain = key.explain;
   return s;
 }
 
@@ -358,8 +391,46 @@ std::vector<bool> kernel_sized_results(const Traced& t) {
   return r;
 }
 
-std::string jit_llvm_ir(const Traced& t) {
-  return compile_kernel(*t.jaxpr.jaxpr, true, kernel_sized_results(t)).llvm_ir;
+// The explicit input types of a traced program, "(f64[3,4], i64[])", as the
+// log shows them for inspections.
+std::string input_types_str(const Jaxpr& j) {
+  PpContext ctx;
+  std::string r = "(";
+  bool first = true;
+  for (std::size_t k = 0; k < j.invars.size(); ++k) {
+    if (!j.in_explicit.empty() && !j.in_explicit[k]) continue;
+    r += (first ? "" : ", ") + type_str(j.types[static_cast<std::size_t>(j.invars[k])], j, ctx);
+    first = false;
+  }
+  return r + ")";
+}
+
+void log_inspection(const std::source_location& loc, const char* what, const Traced& t, double trace_s,
+                    double compile_s) {
+  if (!jit_logging()) return;
+  jit_log(formatted("dynstage: %s of the function jitted at %s: traced %s in %.2f ms%s; not cached (an inspection "
+                    "traces again)",
+                    what, format_location(loc).c_str(), input_types_str(*t.jaxpr.jaxpr).c_str(), trace_s * 1e3,
+                    compile_s < 0 ? "" : formatted(", compiled in %.2f ms", compile_s * 1e3).c_str()));
+}
+
+ClosedJaxpr jit_inspect_jaxpr(const std::source_location& loc, TraceFn trace, const void* closure) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Traced t = trace(closure);
+  log_inspection(loc, "jf.jaxpr()", t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 -1);
+  return std::move(t.jaxpr);
+}
+
+std::string jit_inspect_llvm_ir(const std::source_location& loc, TraceFn trace, const void* closure) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Traced t = trace(closure);
+  const auto t1 = std::chrono::steady_clock::now();
+  std::string ir = compile_kernel(*t.jaxpr.jaxpr, true, kernel_sized_results(t)).llvm_ir;
+  const auto t2 = std::chrono::steady_clock::now();
+  log_inspection(loc, "jf.llvm_ir()", t, std::chrono::duration<double>(t1 - t0).count(),
+                 std::chrono::duration<double>(t2 - t1).count());
+  return ir;
 }
 
 // Fill a cache entry from its trace and compiled kernel: constants, output
@@ -424,12 +495,11 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
     dump_id = c.dump_counter++;
   }
   const std::string where = format_location(loc);
-  if (env.log_compiles)
-    std::fprintf(stderr,
-                 "dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
-                 "cache miss: %s\n",
-                 where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3, (total_s - trace_s) * 1e3,
-                 why.c_str());
+  if (jit_logging())
+    jit_log(formatted("dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
+                      "cache miss: %s",
+                      where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3,
+                      (total_s - trace_s) * 1e3, why.c_str()));
   if (!env.dump_dir.empty()) {
     std::string base = where;
     for (char& ch : base)
@@ -476,7 +546,7 @@ std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, co
     if (!e) {
       e = std::make_shared<JitEntry>();
       e->sig = make_signature(h, a, key, opts.polymorphic());
-      if (JitEnv::get().log_compiles) {
+      if (jit_logging()) {
         const JitEntry* prev = c.most_recent();
         why = explain_miss(e->sig, prev ? &prev->sig : nullptr);
       }

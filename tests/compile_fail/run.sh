@@ -4,11 +4,12 @@
 # compile on their own. The compiler command and flags come after `--`
 # (tests/meson.build passes the project's C++ compiler).
 #
-#   run.sh fail EXPECTED SOURCE -- CXX FLAGS...
-#       SOURCE must fail to compile with EXPECTED in the diagnostics, and must
-#       compile with -DDYNSTAGE_COMPILE_FAIL_CONTROL (which leaves out the
-#       offending line), so the failure is known to come from that line and
-#       not from a typo, a missing header or a wrong include path.
+#   run.sh fail EXPECTED SOURCE [--not FORBIDDEN] -- CXX FLAGS...
+#       SOURCE must fail to compile with EXPECTED in the diagnostics (and,
+#       with --not, without FORBIDDEN: no follow-up error on top of the
+#       user's), and must compile with -DDYNSTAGE_COMPILE_FAIL_CONTROL (which
+#       leaves out the offending line), so the failure is known to come from
+#       that line and not from a typo, a missing header or a wrong include path.
 #   run.sh pass SOURCE -- CXX FLAGS...
 #       SOURCE must compile.
 #   run.sh headers INCLUDE_ROOT -- CXX FLAGS...
@@ -21,7 +22,9 @@ usage() { echo "usage: run.sh fail EXPECTED SOURCE -- CXX... | pass SOURCE -- CX
 [ $# -ge 1 ] || usage
 mode=$1; shift
 case $mode in
-  fail) [ $# -ge 2 ] || usage; expected=$1; src=$2; shift 2 ;;
+  fail) [ $# -ge 2 ] || usage; expected=$1; src=$2; shift 2
+        forbidden=""
+        if [ "${1:-}" = --not ]; then [ $# -ge 2 ] || usage; forbidden=$2; shift 2; fi ;;
   pass) [ $# -ge 1 ] || usage; src=$1; shift ;;
   headers) [ $# -ge 1 ] || usage; root=$1; shift ;;
   *) usage ;;
@@ -40,6 +43,11 @@ case $mode in
     fi
     if ! grep -qF -- "$expected" <<<"$out"; then
       echo "FAIL: $src was rejected, but the diagnostics do not contain '$expected':"
+      echo "$out"
+      exit 1
+    fi
+    if [ -n "$forbidden" ] && grep -qF -- "$forbidden" <<<"$out"; then
+      echo "FAIL: $src was rejected with '$expected', but the diagnostics also contain '$forbidden':"
       echo "$out"
       exit 1
     fi
