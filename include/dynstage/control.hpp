@@ -736,7 +736,7 @@ struct LoopTrace {
 // loop variables may change from one iteration to the next. The others
 // always hold their initial value, the caller's dimension: by induction, the
 // body returns for them, given the caller's values for its constants and
-// their own initial values, exactly those initial values. Which covers
+// their own initial values, exactly those initial values. This covers
 //   - a dimension returned unchanged at its own place (`return a`),
 //   - a captured value of the same size returned instead (`return x`, x
 //     of a's initial size; of another size, the result's size depends on

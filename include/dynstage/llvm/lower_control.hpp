@@ -11,7 +11,8 @@
 // iteration and the inliner folds it in. A result of a body is either
 //   - CALLER-SIZED: its dimensions are static or inputs of the body that the
 //     caller knows before the call (a loop's constants, or a carried size
-//     the body returns unchanged); the caller passes the buffer; or
+//     the body returns unchanged) and, for loop state, the initial value's
+//     dimensions too; the caller passes the buffer; or
 //   - a CELL: its size is computed inside (a carried size that changes, a
 //     size computed from the index); the body allocates it and writes
 //     {pointer, shape} into a cell the caller passes (backend.hpp, "Results
