@@ -599,4 +599,256 @@ TEST_CASE("infer_dimensions: only the carried sizes that change become loop vari
   CHECK_THROWS_AS(dyn::make_jaxpr(shared, dyn::polymorphic_shapes{"(n,)", "(n,)"})(x, x), dyn::TypeError);
 }
 
+// Issue 14 (reference 000, "Adding dynamic dimensions"; reference 004, output
+// types with InDBIdx): under preserve_dimensions=false the body sees every
+// carried dimension as a loop variable, but a result whose size the body
+// never changes keeps the caller's dimension (InDBIdx); only the sizes the
+// body computes are implicit results (OutDBIdx).
+TEST_CASE("preserve_dimensions=false: a size the body returns unchanged keeps the caller's dimension") {
+  auto keep_and_grow = [](auto sz) {
+    auto a0 = dyn::ones<double>({sz});
+    auto [a2, b2] = dyn::for_loop(0, 3, 1, {.preserve_dimensions = false})(
+        [](auto, auto a, auto) { return std::make_tuple(a, dyn::ones<double>({a.shape(0) * 2})); })(a0, a0);
+    return std::make_tuple(a0 + a2, b2);  // a0 + a2 was "incompatible shapes for broadcasting: (_d0,), (_d5,)"
+  };
+  auto j = dyn::make_jaxpr(keep_and_grow)(std::int64_t{3});
+  CHECK(str(j) ==
+        "{ lambda ; a:i64[]. let\n"
+        "    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]\n"
+        "      a\n"
+        "    c:i64[] d:f64[a] e:f64[c] = for_loop[\n"
+        "      body_jaxpr={ lambda ; f:i64[] g:i64[] h:i64[] i:f64[f] j:f64[g]. let\n"
+        "          k:i64[] = mul f 2:i64[]\n"
+        "          l:f64[k] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]\n"
+        "            k\n"
+        "        in (k, i, l) }\n"
+        "      body_nconsts=1\n"
+        "      nimplicit=1\n"
+        "      preserve_dimensions=False\n"
+        "    ] a a 0:i64[] 3:i64[] 1:i64[] 0:i64[] b b\n"
+        "    m:f64[a] = add b d\n"
+        "  in (c, m, e) }");
+  // The first result's size is the constant f (the caller's a), the
+  // second's the implicit result k; the second carried value keeps its loop
+  // variable g.
+  const dyn::Jaxpr& body = *std::get<dyn::detail::ForLoopParams>(j.jaxpr->eqns.at(1).params).body_jaxpr;
+  CHECK(str(dyn::input_type_of(body)) ==
+        "[(i64[], true), (i64[], false), (i64[], true), (f64[DBIdx(0)], true), (f64[DBIdx(1)], true)]");
+  CHECK(str(dyn::output_type_of(body)) == "[(i64[], false), (f64[InDBIdx(0)], true), (f64[OutDBIdx(0)], true)]");
+  for (std::int64_t sz : {0, 1, 4}) {
+    auto r = dyn::eval_jaxpr(j, {i64(sz)});
+    auto [e0, e1] = dyn::eager(keep_and_grow)(sz);
+    REQUIRE(r.size() == 3);  // the implicit size, then the two results
+    CHECK(scalar_at<std::int64_t>(r[0]) == 2 * sz);
+    CHECK(e0.shape() == std::vector<std::int64_t>{sz});
+    CHECK(e1.shape() == std::vector<std::int64_t>{2 * sz});
+    CHECK(dyn::array_equal(r[1].get<double>(), e0));
+    CHECK(dyn::array_equal(r[2].get<double>(), e1));
+    CHECK(dyn::array_equal(e0, dyn::full<double>({sz}, 2.0)));
+  }
+}
+
+TEST_CASE("reference 000's loop over (a, b, b_) under preserve_dimensions=false: shared sizes are shared after it") {
+  // Reference 000: "`b + b_` is not possible" inside the body, since b and b_
+  // are loop variables of their own. The body returns them unchanged, so
+  // after the loop they have b0's size again, and a2 has a0's.
+  auto r000 = [](auto sz) {
+    auto a0 = dyn::ones<double>({sz});
+    auto b0 = dyn::ones<double>({sz + 1});
+    auto [a2, b2, b2_] = dyn::for_loop(0, 10, 1, {.preserve_dimensions = false})(
+        [](auto, auto a, auto b, auto b_) { return std::make_tuple(a, b, b_ * 2.0); })(a0, b0, b0);
+    return std::make_tuple(a2 + a0, b2 + b2_);
+  };
+  auto j = dyn::make_jaxpr(r000)(std::int64_t{3});
+  CHECK(str(j) ==
+        "{ lambda ; a:i64[]. let\n"
+        "    b:i64[] = add a 1:i64[]\n"
+        "    c:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]\n"
+        "      a\n"
+        "    d:f64[b] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]\n"
+        "      b\n"
+        "    e:f64[a] f:f64[b] g:f64[b] = for_loop[\n"
+        "      body_jaxpr={ lambda ; h:i64[] i:i64[] j:i64[] k:f64[h] l:f64[i] m:f64[i]. let\n"
+        "          n:f64[i] = mul m 2.0:f64[]\n"
+        "        in (k, l, n) }\n"
+        "      body_nconsts=2\n"
+        "      nimplicit=0\n"
+        "      preserve_dimensions=False\n"
+        "    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] c d d\n"
+        "    o:f64[a] = add e c\n"
+        "    p:f64[b] = add f g\n"
+        "  in (b, o, p) }");
+  const dyn::Jaxpr& body = *std::get<dyn::detail::ForLoopParams>(j.jaxpr->eqns.at(3).params).body_jaxpr;
+  CHECK(str(dyn::output_type_of(body)) == "[(f64[InDBIdx(0)], true), (f64[InDBIdx(1)], true), (f64[InDBIdx(1)], true)]");
+  for (std::int64_t sz : {0, 2}) {
+    auto r = dyn::eval_jaxpr(j, {i64(sz)});
+    auto [o, p] = dyn::eager(r000)(sz);
+    CHECK(dyn::array_equal(r.at(1).get<double>(), o));
+    CHECK(dyn::array_equal(r.at(2).get<double>(), p));
+    CHECK(dyn::array_equal(p, dyn::full<double>({sz + 1}, 1025.0)));
+  }
+  // Inside the body the two are still different loop variables.
+  auto inside = [](auto sz) {
+    auto b0 = dyn::ones<double>({sz + 1});
+    return dyn::for_loop(0, 10, 1, {.preserve_dimensions = false})(
+        [](auto, auto b, auto b_) { return std::make_tuple(b + b_, b_); })(b0, b0);
+  };
+  CHECK(message_of<dyn::ShapeError>([&] { dyn::make_jaxpr(inside)(std::int64_t{3}); })
+            .starts_with("add got incompatible shapes for broadcasting: (_d1,), (_d2,). With preserve_dimensions=false"));
+}
+
+TEST_CASE("preserve_dimensions=false: a captured array returned by the body") {
+  // Of the initial value's size: every iteration keeps it, so the result has
+  // the caller's dimension and mixes with y after the loop.
+  auto same = [](auto k, auto x, auto y) {
+    return dyn::for_loop(0, k, 1, {.preserve_dimensions = false})([&](auto, auto) { return x * 2.0; })(y) + y;
+  };
+  auto j = dyn::make_jaxpr(same, dyn::polymorphic_shapes{"", "(a,)", "(a,)"})(std::int64_t{3}, dyn::ones<double>({2}),
+                                                                             dyn::ones<double>({2}));
+  CHECK(str(j) ==
+        "{ lambda ; a:i64[] b:i64[] c:f64[a] d:f64[a]. let\n"
+        "    e:f64[a] = for_loop[\n"
+        "      body_jaxpr={ lambda ; f:i64[] g:f64[f] h:i64[] i:f64[f]. let\n"
+        "          j:f64[f] = mul g 2.0:f64[]\n"
+        "        in (j,) }\n"
+        "      body_nconsts=2\n"
+        "      nimplicit=0\n"
+        "      preserve_dimensions=False\n"
+        "    ] a c 0:i64[] b 1:i64[] 0:i64[] d\n"
+        "    k:f64[a] = add e d\n"
+        "  in (k,) }");
+  // Of another size: y's size after zero iterations, x's after more. It
+  // depends on the trip count, so it is an implicit result (OutDBIdx).
+  auto other = [](auto k, auto x, auto y) {
+    return dyn::for_loop(0, k, 1, {.preserve_dimensions = false})([&](auto, auto) { return x * 2.0; })(y);
+  };
+  auto jo = dyn::make_jaxpr(other, dyn::polymorphic_shapes{"", "(a,)", "(b,)"})(
+      std::int64_t{3}, dyn::ones<double>({2}), dyn::ones<double>({5}));
+  CHECK(str(jo) ==
+        "{ lambda ; a:i64[] b:i64[] c:i64[] d:f64[a] e:f64[b]. let\n"
+        "    f:i64[] g:f64[f] = for_loop[\n"
+        "      body_jaxpr={ lambda ; h:i64[] i:f64[h] j:i64[] k:i64[] l:f64[j]. let\n"
+        "          m:f64[h] = mul i 2.0:f64[]\n"
+        "        in (h, m) }\n"
+        "      body_nconsts=2\n"
+        "      nimplicit=1\n"
+        "      preserve_dimensions=False\n"
+        "    ] a d b 0:i64[] c 1:i64[] 0:i64[] e\n"
+        "  in (f, g) }");
+  const auto x = dyn::arange<double>(2), y = dyn::arange<double>(5), y2 = dyn::arange<double>(2) + 7.0;
+  for (std::int64_t k : {0, 3}) {
+    auto r = dyn::eval_jaxpr(j, {i64(k), x, y2});
+    CHECK(dyn::array_equal(r.at(0).get<double>(), dyn::eager(same)(k, x, y2)));
+    CHECK(dyn::array_equal(r.at(0).get<double>(), k == 0 ? y2 + y2 : x * 2.0 + y2));
+    auto ro = dyn::eval_jaxpr(jo, {i64(k), x, y});
+    CHECK(scalar_at<std::int64_t>(ro.at(0)) == (k == 0 ? 5 : 2));
+    CHECK(dyn::array_equal(ro.at(1).get<double>(), dyn::eager(other)(k, x, y)));
+    CHECK(dyn::array_equal(ro.at(1).get<double>(), k == 0 ? y : x * 2.0));
+  }
+}
+
+TEST_CASE("preserve_dimensions=false: a while loop whose carried size changes next to one whose size does not") {
+  auto w = [](auto x, auto y) {
+    auto [a, b] = dyn::while_loop([](auto a, auto) { return dyn::dim_value(a.shape(0)) <= 100; },
+                                  {.preserve_dimensions = false})(
+        [](auto a, auto b) { return std::make_tuple(dyn::concatenate({a, a}, 0), b * 2.0); })(x, y);
+    return std::make_tuple(a, b + y);  // b keeps y's size
+  };
+  auto j = dyn::make_jaxpr(w, dyn::polymorphic_shapes{"(a,)", "(b,)"})(dyn::ones<double>({3}), dyn::ones<double>({2}));
+  CHECK(str(j) ==
+        "{ lambda ; a:i64[] b:i64[] c:f64[a] d:f64[b]. let\n"
+        "    e:i64[] f:f64[e] g:f64[b] = while_loop[\n"
+        "      body_jaxpr={ lambda ; h:i64[] i:i64[] j:f64[i] k:f64[h]. let\n"
+        "          l:i64[] = mul i 2:i64[]\n"
+        "          m:f64[l] = concatenate[dimension=0] j j\n"
+        "          n:f64[h] = mul k 2.0:f64[]\n"
+        "        in (l, m, n) }\n"
+        "      body_nconsts=1\n"
+        "      cond_jaxpr={ lambda ; o:i64[] p:i64[] q:f64[p] r:f64[o]. let\n"
+        "          s:bool[] = le p 100:i64[]\n"
+        "        in (s,) }\n"
+        "      cond_nconsts=1\n"
+        "      nimplicit=1\n"
+        "      preserve_dimensions=False\n"
+        "    ] b b a c d\n"
+        "    t:f64[b] = add g d\n"
+        "  in (e, f, t) }");
+  const dyn::Jaxpr& body = *std::get<dyn::detail::WhileLoopParams>(j.jaxpr->eqns.at(0).params).body_jaxpr;
+  CHECK(str(dyn::output_type_of(body)) == "[(i64[], false), (f64[OutDBIdx(0)], true), (f64[InDBIdx(0)], true)]");
+  for (std::int64_t n : {1, 3, 101}) {
+    auto x = dyn::arange<double>(n), y = dyn::arange<double>(4);
+    auto r = dyn::eval_jaxpr(j, {x, y});
+    auto [ea, eb] = dyn::eager(w)(x, y);
+    std::int64_t want = n, doublings = 0;
+    while (want <= 100) want *= 2, ++doublings;
+    CHECK(scalar_at<std::int64_t>(r.at(0)) == want);
+    CHECK(dyn::array_equal(r.at(1).get<double>(), ea));
+    CHECK(dyn::array_equal(r.at(2).get<double>(), eb));
+    CHECK(dyn::array_equal(eb, y * static_cast<double>((std::int64_t{1} << doublings) + 1)));
+  }
+}
+
+TEST_CASE("preserve_dimensions=false: which loop variables are invariant (swaps, sizes computed from invariant ones)") {
+  // A swap of two values of the same size keeps both sizes; of two sizes,
+  // the sizes alternate, so both stay loop variables.
+  auto swap = [](auto x, auto y) {
+    auto [a, b] = dyn::for_loop(0, 3, 1, {.preserve_dimensions = false})(
+        [](auto, auto a, auto b) { return std::make_tuple(b, a); })(x, y);
+    return std::make_tuple(a, b);
+  };
+  auto js = dyn::make_jaxpr(swap, dyn::polymorphic_shapes{"(n,)", "(n,)"})(dyn::ones<double>({3}),
+                                                                          dyn::ones<double>({3}));
+  CHECK(str(js).find("    d:f64[a] e:f64[a] = for_loop[\n") != std::string::npos);
+  auto jd = dyn::make_jaxpr(swap, dyn::polymorphic_shapes{"(n,)", "(m,)"})(dyn::ones<double>({3}),
+                                                                          dyn::ones<double>({2}));
+  CHECK(str(jd).find("    e:i64[] f:i64[] g:f64[e] h:f64[f] = for_loop[\n") != std::string::npos);
+  for (std::int64_t m : {2, 5}) {
+    auto x = dyn::arange<double>(3), y = dyn::arange<double>(m) + 10.0;
+    auto r = dyn::eval_jaxpr(jd, {x, y});
+    auto [ea, eb] = dyn::eager(swap)(x, y);
+    CHECK(dyn::array_equal(r.at(2).get<double>(), y));  // three swaps
+    CHECK(dyn::array_equal(r.at(2).get<double>(), ea));
+    CHECK(dyn::array_equal(r.at(3).get<double>(), eb));
+  }
+  // Initial sizes n and 2 * n, and a body returning (a + 1, concatenate(a, a)):
+  // the second size is 2 * n in every iteration too.
+  auto twice = [](auto x) {
+    auto [a, b] = dyn::for_loop(0, 3, 1, {.preserve_dimensions = false})(
+        [](auto, auto a, auto) { return std::make_tuple(a + 1.0, dyn::concatenate({a, a}, 0)); })(
+        x, dyn::concatenate({x, x}, 0));
+    return b + dyn::concatenate({a, a}, 0);
+  };
+  auto jt = dyn::make_jaxpr(twice, dyn::polymorphic_shapes{"(n,)"})(dyn::ones<double>({3}));
+  CHECK(str(jt).find("    e:f64[a] f:f64[c] = for_loop[\n") != std::string::npos);
+  CHECK(str(jt).find("nimplicit=0") != std::string::npos);
+  auto x = dyn::arange<double>(3);
+  CHECK(dyn::array_equal(dyn::eval_jaxpr(jt, {x}).back().get<double>(), dyn::eager(twice)(x)));
+}
+
+TEST_CASE("a carry whose init value is an integer while the body returns a float: change the init value") {
+  // JAX's _check_carry_type: the rule, the difference by position, the fix.
+  // Converting the body's result back (astype<std::int32_t>) would truncate.
+  auto f = [](auto n) {
+    return dyn::for_loop(0, n, 1)([](auto i, auto acc) { return acc + dyn::astype<double>(i); })(0);
+  };
+  const std::string want =
+      "dyn::for_loop(): a carried value keeps the dtype of its init value, but they differ: carry input #0 has "
+      "type i32[] but body output #0 has type f64[], so the dtypes do not match; change the init value to f64 "
+      "(e.g. 0.0)";
+  CHECK(message_of<dyn::TypeError>([&] { dyn::make_jaxpr(f)(std::int64_t{3}); }) == want);
+  CHECK(message_of<dyn::TypeError>([&] { dyn::eager(f)(std::int64_t{3}); }) == want);
+  auto fixed = [](auto n) {
+    return dyn::for_loop(0, n, 1)([](auto i, auto acc) { return acc + dyn::astype<double>(i); })(0.0);
+  };
+  CHECK(dyn::eager(fixed)(std::int64_t{4}).data()[0] == 6.0);
+  // An array init, and a weak float meeting an integer carry (f32, as in JAX).
+  auto arr = [](auto x) {
+    return dyn::while_loop([](auto a) { return dyn::sum(a) < 10.0f; })([](auto a) { return a + 0.5; })(x);
+  };
+  CHECK(message_of<dyn::TypeError>([&] { dyn::make_jaxpr(arr)(dyn::zeros<std::int32_t>({3})); }) ==
+        "dyn::while_loop(): a carried value keeps the dtype of its init value, but they differ: carry input #0 has "
+        "type i32[3] but body output #0 has type f32[3], so the dtypes do not match; change the init value to f32 "
+        "(e.g. dyn::astype<float>(init))");
+}
+
 }  // TEST_SUITE

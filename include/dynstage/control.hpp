@@ -29,9 +29,13 @@
 //      ones fresh dimension variables of C); the caller gets the explicit
 //      outputs back (collapse).
 //
-// Beyond Catalyst, LoopOptions::infer_dimensions traces an unshared body
-// first to see which carried dimensions change, then traces again with only
-// those as loop variables (the others shared): see docs/control_flow.md.
+// Under preserve_dimensions=false, a carried dimension that the body never
+// changes is not a loop variable in the end: the body is traced again with
+// it shared, so the result keeps the caller's dimension (InDBIdx) rather
+// than a new implicit result (OutDBIdx). Beyond Catalyst,
+// LoopOptions::infer_dimensions traces a shared body first to see which
+// carried dimensions change, then traces again with only those as loop
+// variables (the others shared). See trace_loop and docs/control_flow.md.
 //
 // Outside any trace, with concrete values, the combinators just run: the loop
 // calls the body in C++, cond calls one branch. Inside a trace a combinator
@@ -57,10 +61,12 @@ namespace dyn {
 struct LoopOptions {
   // true (Catalyst's default): carried values keep the dimension sharing of
   // their initial values; bodies may mix carried values with captured arrays
-  // of the same size, and carried sizes cannot change. false: every dynamic
-  // dimension of a carried value is a loop variable of its own (`nimplicit`),
+  // of the same size, and carried sizes cannot change. false: the body sees
+  // every dynamic dimension of a carried value as a loop variable of its own,
   // so sizes may change per iteration, but no carried dimension equals a
-  // captured one.
+  // captured one. A result whose size the body never changes keeps the
+  // caller's dimension (found by a second trace of the body); only the sizes
+  // that change are `nimplicit` results.
   bool preserve_dimensions = true;
   // Beyond Catalyst: decide per dimension. Only the carried dimensions that
   // the body changes become loop variables; the others stay shared, so a body
@@ -453,8 +459,30 @@ inline std::string carry_count_error(const std::string& op, std::size_t got, std
   return op + ": the body returned " + std::to_string(got) + " values but the loop carries " +
          std::to_string(carried) + "; return the carried values in order (one bare, several as a std::tuple)";
 }
+// A body result of a wider dtype than the carry (JAX's promotion order, bool
+// < i32 < i64 < f32 < f64) is the body promoting the carry, as `acc + 0.5`
+// does to an init value of 0: the init value is what to change, not the
+// body's result (astype back would truncate). A narrower one (astype<float>
+// of an f64 carry) is the body's to undo. The first message follows JAX's
+// _check_carry_type: the rule, the difference by position, the fix.
 inline std::string carry_dtype_error(const std::string& op, std::size_t k, const Aval& got, const Aval& want) {
   const std::string pos = "#" + std::to_string(k);
+  if (dtype_rank(got.dtype) > dtype_rank(want.dtype)) {
+    const std::string to = std::string(dtype_name(got.dtype));
+    std::string example = "dyn::astype<" + std::string(dtype_cpp_name(got.dtype)) + ">(init)";
+    if (want.rank() == 0) {
+      switch (got.dtype) {
+        case DType::f64: example = "0.0"; break;
+        case DType::f32: example = "0.0f"; break;
+        case DType::i64: example = "std::int64_t{0}"; break;
+        case DType::i32: example = "0"; break;
+        case DType::bool_: break;
+      }
+    }
+    return op + ": a carried value keeps the dtype of its init value, but they differ: carry input " + pos +
+           " has type " + aval_str(want) + " but body output " + pos + " has type " + aval_str(got) +
+           ", so the dtypes do not match; change the init value to " + to + " (e.g. " + example + ")";
+  }
   return op + ": body output " + pos + " has type " + aval_str(got) + " but carry input " + pos + " has type " +
          aval_str(want) + "; return the same dtype (e.g. astype<" + std::string(dtype_cpp_name(want.dtype)) + ">)";
 }
@@ -631,64 +659,12 @@ inline void explain_loop_variables(const ShapeError& e, const NestedInput& in) {
   throw ShapeError(m);
 }
 
-// A loop body traced under `opts`: the input type and the body. With
-// infer_dimensions, traced first with every carried dimension shared; each
-// shared dimension the body changes becomes a loop variable, and the body is
-// traced again, until none changes (at most one more trace per dimension).
-struct LoopTrace {
-  NestedInput in;
-  NestedBody body;
-  std::optional<NestedBody> cond;
-};
-
-inline LoopTrace trace_loop(const char* what, TraceState& caller, const std::vector<Value>& init,
-                            const NestedFn* cond_fn, const NestedFn& body_fn, bool with_index,
-                            const LoopOptions& opts) {
-  auto cond_check = [&](TraceState&, const std::vector<Value>& res) {
-    if (res.size() != 1 || res[0].rank() != 0 || res[0].dtype() != DType::bool_)
-      fail<TypeError>(std::string(what) + "(): the condition must return one scalar bool, got " +
-                      (res.size() == 1 ? aval_str(res[0].aval()) : std::to_string(res.size()) + " values") +
-                      "; compare (e.g. dyn::dim_value(x.shape(0)) < 100)");
-    return std::vector<Value>{};
-  };
-  auto trace_with = [&](NestedInput in, bool preserve, std::vector<std::vector<char>>* changed) {
-    LoopTrace t{std::move(in), {}, std::nullopt};
-    try {
-      if (cond_fn) t.cond = trace_nested(t.in, false, *cond_fn, cond_check);
-      t.body = trace_nested(t.in, with_index, body_fn, [&](TraceState& b, const std::vector<Value>& res) {
-        return loop_results(what, t.in, b, res, preserve, changed);
-      });
-    } catch (const ShapeError& e) {
-      explain_loop_variables(e, t.in);
-      throw;
-    }
-    return t;
-  };
-  if (!opts.infer_dimensions)
-    return trace_with(deduce_input_type(caller, init, !opts.preserve_dimensions), opts.preserve_dimensions, nullptr);
-  std::vector<std::vector<char>> vary;
-  for (const Value& v : init) vary.emplace_back(static_cast<std::size_t>(v.rank()), 0);
-  for (;;) {
-    std::vector<std::vector<char>> changed = vary;
-    for (auto& c : changed) std::fill(c.begin(), c.end(), 0);
-    LoopTrace t = trace_with(deduce_input_type(caller, init, false, &vary), false, &changed);
-    bool more = false;
-    for (std::size_t k = 0; k < vary.size(); ++k)
-      for (std::size_t j = 0; j < vary[k].size(); ++j)
-        if (changed[k][j] && !vary[k][j]) vary[k][j] = more = true;
-    if (!more) return t;
-    // A changed static dimension cannot become a loop variable: report it.
-    for (std::size_t k = 0; k < vary.size(); ++k)
-      for (std::size_t j = 0; j < vary[k].size(); ++j)
-        if (vary[k][j] && init[k].shape()[j].is_static())
-          return trace_with(deduce_input_type(caller, init, false, &vary), false, nullptr);
-  }
-}
-
 // ---------------------------------------------------------------------------
-// Step 4's output types: a symbolic evaluation of the body's integer scalar
-// equations, so that an output dimension the body computes from the
-// operands' dimensions (n * n) is that expression in the caller.
+// A symbolic evaluation of a body's integer scalar equations, given the
+// dimensions its invars stand for (nullopt: unknown). Step 4's output types
+// use it, so that an output dimension the body computes from the operands'
+// dimensions (n * n) is that expression in the caller; so does the search
+// for loop-invariant loop variables below.
 
 inline std::optional<Dim> eval_dim(const Jaxpr& j, int var, const std::vector<std::optional<Dim>>& invar_dims,
                                    int depth = 0) {
@@ -736,6 +712,125 @@ inline std::optional<Dim> eval_dim(const Jaxpr& j, int var, const std::vector<st
     }
   }
   return std::nullopt;
+}
+
+// A loop body traced under `opts`: the input type and the body (and a while
+// loop's condition).
+//   - preserve_dimensions=true: one trace, every carried dimension shared.
+//   - preserve_dimensions=false: first traced with every dynamic carried
+//     dimension a loop variable (Catalyst); the loop variables the body
+//     provably never changes (invariant_loop_variables) are then shared, and
+//     the body traced again as below, so that those results keep the caller's
+//     dimension (InDBIdx) instead of coming back as implicit results.
+//   - infer_dimensions: first traced with every carried dimension shared.
+// Then, while some shared dimension changes in the body's results, it becomes
+// a loop variable and the body is traced again (at most one more trace per
+// dimension).
+struct LoopTrace {
+  NestedInput in;
+  NestedBody body;
+  std::optional<NestedBody> cond;
+};
+
+// After a trace with every dynamic carried dimension a loop variable: which
+// loop variables may change from one iteration to the next. The others
+// always hold their initial value, the caller's dimension: by induction, the
+// body returns for them, given the caller's values for its constants and
+// their own initial values, exactly those initial values. This covers
+//   - a dimension returned unchanged at its own place (`return a`),
+//   - a captured value of the same size returned instead (`return x`, x
+//     of a's initial size; of another size, the result's size depends on
+//     the trip count, so it stays a loop variable),
+//   - sizes computed from such dimensions only (two carried values of
+//     initial sizes n and 2 * n, the body returning (a, concatenate(a, a))),
+//   - and two values of equal initial size swapped.
+// Found as the greatest fixpoint: every loop variable is assumed invariant,
+// and one whose new value does not evaluate to its initial value under that
+// assumption is dropped, until none is. Returns true if any is invariant;
+// `vary` (carry k, dimension j) marks the others.
+inline bool invariant_loop_variables(const LoopTrace& t, const std::vector<Value>& init,
+                                     std::vector<std::vector<char>>& vary) {
+  const std::size_t nv = t.in.implicit.size(), nc = t.body.consts.size();
+  if (nv == 0) return false;
+  std::vector<Dim> start(nv);  // each loop variable's initial value
+  for (std::size_t k = 0; k < t.in.slot.size(); ++k)
+    for (std::size_t j = 0; j < t.in.slot[k].size(); ++j)
+      if (const int s = t.in.slot[k][j]; s >= 0) start[static_cast<std::size_t>(s)] = init[k].shape()[j];
+  Jaxpr body = *t.body.jaxpr;  // invars: consts, loop variables, [index], carried; outvars: loop variables first
+  to_no_const_form(body);
+  std::vector<char> invariant(nv, 1);
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    std::vector<std::optional<Dim>> invar_dims(body.invars.size());
+    for (std::size_t p = 0; p < nc; ++p) invar_dims[p] = t.body.consts[p].aval().dim_value;
+    for (std::size_t s = 0; s < nv; ++s)
+      if (invariant[s]) invar_dims[nc + s] = start[s];
+    for (std::size_t s = 0; s < nv; ++s) {
+      if (!invariant[s]) continue;
+      const Atom& o = body.outvars[s];
+      const std::optional<Dim> next = o.is_var() ? eval_dim(body, o.var, invar_dims) : std::optional<Dim>(Dim(o.lit.i));
+      if (!next || *next != start[s]) {
+        invariant[s] = 0;
+        dropped = true;
+      }
+    }
+  }
+  bool any = false;
+  for (std::size_t k = 0; k < t.in.slot.size(); ++k)
+    for (std::size_t j = 0; j < t.in.slot[k].size(); ++j)
+      if (const int s = t.in.slot[k][j]; s >= 0) {
+        vary[k][j] = !invariant[static_cast<std::size_t>(s)];
+        any = any || invariant[static_cast<std::size_t>(s)];
+      }
+  return any;
+}
+
+inline LoopTrace trace_loop(const char* what, TraceState& caller, const std::vector<Value>& init,
+                            const NestedFn* cond_fn, const NestedFn& body_fn, bool with_index,
+                            const LoopOptions& opts) {
+  auto cond_check = [&](TraceState&, const std::vector<Value>& res) {
+    if (res.size() != 1 || res[0].rank() != 0 || res[0].dtype() != DType::bool_)
+      fail<TypeError>(std::string(what) + "(): the condition must return one scalar bool, got " +
+                      (res.size() == 1 ? aval_str(res[0].aval()) : std::to_string(res.size()) + " values") +
+                      "; compare (e.g. dyn::dim_value(x.shape(0)) < 100)");
+    return std::vector<Value>{};
+  };
+  auto trace_with = [&](NestedInput in, bool preserve, std::vector<std::vector<char>>* changed) {
+    LoopTrace t{std::move(in), {}, std::nullopt};
+    try {
+      if (cond_fn) t.cond = trace_nested(t.in, false, *cond_fn, cond_check);
+      t.body = trace_nested(t.in, with_index, body_fn, [&](TraceState& b, const std::vector<Value>& res) {
+        return loop_results(what, t.in, b, res, preserve, changed);
+      });
+    } catch (const ShapeError& e) {
+      explain_loop_variables(e, t.in);
+      throw;
+    }
+    return t;
+  };
+  if (!opts.infer_dimensions && opts.preserve_dimensions)
+    return trace_with(deduce_input_type(caller, init, false), true, nullptr);
+  std::vector<std::vector<char>> vary;
+  for (const Value& v : init) vary.emplace_back(static_cast<std::size_t>(v.rank()), 0);
+  if (!opts.infer_dimensions) {
+    LoopTrace t = trace_with(deduce_input_type(caller, init, true), false, nullptr);
+    if (!invariant_loop_variables(t, init, vary)) return t;
+  }
+  for (;;) {
+    std::vector<std::vector<char>> changed = vary;
+    for (auto& c : changed) std::fill(c.begin(), c.end(), 0);
+    LoopTrace t = trace_with(deduce_input_type(caller, init, false, &vary), false, &changed);
+    bool more = false;
+    for (std::size_t k = 0; k < vary.size(); ++k)
+      for (std::size_t j = 0; j < vary[k].size(); ++j)
+        if (changed[k][j] && !vary[k][j]) vary[k][j] = more = true;
+    if (!more) return t;
+    // A changed static dimension cannot become a loop variable: report it.
+    for (std::size_t k = 0; k < vary.size(); ++k)
+      for (std::size_t j = 0; j < vary[k].size(); ++j)
+        if (vary[k][j] && init[k].shape()[j].is_static())
+          return trace_with(deduce_input_type(caller, init, false, &vary), false, nullptr);
+  }
 }
 
 // The output types of a loop: the carry's types, where a loop variable's

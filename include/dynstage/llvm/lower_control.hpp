@@ -11,7 +11,8 @@
 // iteration and the inliner folds it in. A result of a body is either
 //   - CALLER-SIZED: its dimensions are static or inputs of the body that the
 //     caller knows before the call (a loop's constants, or a carried size
-//     the body returns unchanged); the caller passes the buffer; or
+//     the body returns unchanged) and, for loop state, the initial value's
+//     dimensions too; the caller passes the buffer; or
 //   - a CELL: its size is computed inside (a carried size that changes, a
 //     size computed from the index); the body allocates it and writes
 //     {pointer, shape} into a cell the caller passes (backend.hpp, "Results
@@ -156,31 +157,40 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
   auto const_operand = [&](std::size_t q) { return is_for ? q : cnc + q; };  // body constant q
 
   // Which state values the body resizes (cells), and the size of the
-  // others from values known before the loop.
+  // others from values known before the loop. A fixed size must also be the
+  // operand's: after zero iterations the operand is copied into the fixed
+  // buffer. (A body may return a captured array of another size than the
+  // initial value, `return x` with preserve_dimensions=false: then the size
+  // depends on the trip count, and the state is a cell.)
   std::vector<bool> cell(nstate, false);
   std::vector<Dims> fixed_dims(nstate);
   for (std::size_t s = 0; s < nstate; ++s) {
     const Type& t = body->type_of(body->outvars[s]);
-    for (const JDim& d : t.shape) {
+    const Type& init_t = j_.type_of(e.inputs[state_operand(s)]);
+    for (std::size_t jd = 0; jd < t.shape.size(); ++jd) {
+      const JDim& d = t.shape[jd];
       if (d.is_static()) {
         fixed_dims[s].push_back(E.c64(d.value));
         continue;
       }
       const auto it = std::find(body->invars.begin(), body->invars.end(), d.var);
       const auto pos = static_cast<std::size_t>(it - body->invars.begin());
-      llvm::Value* v = nullptr;
+      const Atom* size = nullptr;  // the caller's operand holding the size
       if (it != body->invars.end() && pos < nc) {
-        v = scalar_i64(e.inputs[const_operand(pos)]);  // a loop constant
+        size = &e.inputs[const_operand(pos)];  // a loop constant
       } else if (it != body->invars.end() && pos >= nc && pos < nc + ni) {
         const std::size_t s2 = pos - nc;  // an implicit size: fixed if the body returns it unchanged
         const Atom& o = body->outvars[s2];
-        if (o.is_var() && o.var == d.var) v = scalar_i64(e.inputs[state_operand(s2)]);
+        if (o.is_var() && o.var == d.var) size = &e.inputs[state_operand(s2)];
       }
-      if (!v) {
+      const JDim& od = init_t.shape.at(jd);
+      const bool is_operands = size && (od.is_static() ? !size->is_var() && size->lit.i == od.value
+                                                       : size->is_var() && size->var == od.var);
+      if (!is_operands) {
         cell[s] = true;
         break;
       }
-      fixed_dims[s].push_back(v);
+      fixed_dims[s].push_back(scalar_i64(*size));
     }
   }
 
