@@ -298,6 +298,11 @@ TEST_CASE("sizes: dynamic_slice with integers, Dims, traced scalars and a mix") 
       for (i64 i : {-2, 0, 2, 100}) CHECK(dyn::array_equal(jf(n, i), dyn::eager(f)(n, i)));
     CHECK(jf.stats().compiles == 1);
   }
+  SUBCASE("a traced size not shown to fit the operand is refused") {
+    auto f = [](auto a, auto n) { return dyn::dynamic_slice(dyn::sum(a, {0}), {0}, {n}); };
+    CHECK(message_of<dyn::InconclusiveDimensionOperation>([&] { (void)dyn::make_jaxpr(f)(x34, i64{2}); })
+              .rfind("Symbolic dimension comparison '4' >= '_d0' is inconclusive.", 0) == 0);
+  }
   SUBCASE("Dim sizes with symbolic shapes and a constraint") {
     auto f = [](auto a) { return dyn::dynamic_slice(a, {1, 1}, {a.shape(0) - 1, 2}); };
     const dyn::polymorphic_shapes spec{"(a, b)"};
@@ -360,6 +365,19 @@ TEST_CASE("sizes: creation with integers, Dims, traced scalars and a mix") {
     CHECK(dyn::array_equal(std::get<2>(j), std::get<2>(e)));
     CHECK(dyn::array_equal(std::get<3>(j), std::get<3>(e)));
     CHECK(dyn::array_equal(std::get<4>(j), std::get<4>(e)));
+  }
+  SUBCASE("a Shape variable keeps the operand's kind; a symbolic one for an Array operand is refused") {
+    auto f = [](auto a) {
+      const dyn::Shape s = a.shape();  // static: an Array stays an Array
+      static_assert(std::is_same_v<decltype(dyn::reshape(x34, s)), Array<double>>);
+      return dyn::reshape(x34, s) + a;
+    };
+    CHECK(dyn::array_equal(dyn::jit(f)(x34), x34 + x34));
+    auto g = [](auto a) { return dyn::reshape(x34, dyn::Shape{a.shape(0), 4}) + a; };
+    CHECK(message_of<dyn::TypeError>([&] { (void)dyn::make_jaxpr(g, dyn::polymorphic_shapes{"(a, 4)"})(x34); }) ==
+          "reshape: the operand is a concrete dyn::Array but the shape (a, 4) is symbolic, so the result would be "
+          "traced; write the sizes in braces (e.g. {x.shape(0), 4}) to get a dyn::Tracer, or pass the array as an "
+          "argument of the traced function");
   }
   SUBCASE("a Dim or traced size outside a trace is a TypeError") {
     CHECK(message_of<dyn::TypeError>([&] { (void)dyn::zeros<double>(dyn::Sizes(dyn::Shape{dyn::Dim(3)})); }) ==
