@@ -86,7 +86,7 @@ void check_traced(const ClosedJaxpr& cj, const std::vector<std::string>& constra
 
 namespace dyn {
 namespace detail {
-namespace check {
+namespace verify {
 
 struct VarInfo {
   bool bound = false;
@@ -697,13 +697,13 @@ inline void run(const ClosedJaxpr& cj, const std::vector<std::string>& constrain
   Checker(j, scope).check(j, &cj.consts, seeds, true);
 }
 
-}  // namespace check
+}  // namespace verify
 
 void check_jaxpr(const ClosedJaxpr& cj, const std::vector<std::string>& constraints,
                  const std::vector<Dim>& invar_dims) {
   std::string msg;
   try {
-    check::run(cj, constraints, invar_dims);
+    verify::run(cj, constraints, invar_dims);
     return;
   } catch (const TypeError& e) {
     msg = e.what();
@@ -724,9 +724,9 @@ void check_traced(const ClosedJaxpr& cj, const std::vector<std::string>& constra
   if (!check_traces_enabled()) return;
   std::string msg;
   try {
-    check::run(cj, constraints, invar_dims);
+    verify::run(cj, constraints, invar_dims);
     return;
-  } catch (const TypeError& e) {
+  } catch (const Error& e) {  // a TypeError, or the checker's own failure
     msg = e.what();
   }
   internal_error("the traced jaxpr fails check_jaxpr (DYNSTAGE_CHECK_JAXPR is set): " + msg + "\nThe jaxpr:\n" +
