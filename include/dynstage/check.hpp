@@ -23,8 +23,9 @@
 //
 // Dimensions. A variable's type refers to i64[] variables, and shape rules
 // compute on Dims, so the checker gives every integer scalar variable a Dim:
-// the expression it was computed as, when the rule table's dimension
-// propagation says so (trace.hpp's propagate_dim: `c = add b 1` holds b + 1),
+// the expression it was computed as, when tracing's dimension propagation
+// says so (trace.hpp's propagate_dim: `c = add b 1` holds b + 1; and div/rem
+// of non-negative sizes, which is how a trace materialises floordiv/mod),
 // else a fresh symbolic variable of its own. A dimension that refers to
 // variable v is then v's Dim, and two types agree iff their Dims are equal as
 // symbolic expressions, exactly as when the program was traced. A body's
