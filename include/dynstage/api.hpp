@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "check.hpp"
 #include "interpret.hpp"
 #include "pytree.hpp"
 
@@ -354,6 +355,7 @@ Traced trace_with(const std::source_location& loc, const Options& opts, const Tr
                       "make_jaxpr/jit cannot capture outer tracers (pass them as arguments)");
     cj.consts.push_back(src.array);
   }
+  check_traced(cj, opts.constraints, poly ? poly->dim_args : std::vector<Dim>{});  // if DYNSTAGE_CHECK_JAXPR
   return Traced{std::move(cj), std::move(out_tree), scope.out_shapes(), std::move(poly), std::move(dim_leaves)};
 }
 #endif

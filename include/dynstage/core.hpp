@@ -24,5 +24,6 @@
 #include "pytree.hpp"
 #include "interpret.hpp"
 #include "print.hpp"
+#include "check.hpp"
 #include "api.hpp"
 #include "control.hpp"

@@ -200,6 +200,8 @@ int count_nodes(const Program& p) {
 
 int main(int argc, char** argv) {
   using namespace fuzz;
+  // Every traced program is verified (check.hpp); DYNSTAGE_CHECK_JAXPR=0 turns it off.
+  setenv("DYNSTAGE_CHECK_JAXPR", "1", /*overwrite=*/0);
   std::uint64_t seed = 1;
   long count = 100;
   int max_nodes = 12;
