@@ -690,25 +690,25 @@ inline std::optional<Dim> eval_dim(const Jaxpr& j, int var, const std::vector<st
         return false;
       }
     };
-    switch (e->prim) {
-      case Prim::add: return both([](const Dim& a, const Dim& b) { return a + b; });
-      case Prim::sub: return both([](const Dim& a, const Dim& b) { return a - b; });
-      case Prim::mul: return both([](const Dim& a, const Dim& b) { return a * b; });
-      case Prim::max: return both([](const Dim& a, const Dim& b) { return max_dim(a, b); });
-      case Prim::min: return both([](const Dim& a, const Dim& b) { return min_dim(a, b); });
-      case Prim::neg: {
+    switch (prim_info(e->prim).dim) {
+      case DimArith::add: return both([](const Dim& a, const Dim& b) { return a + b; });
+      case DimArith::sub: return both([](const Dim& a, const Dim& b) { return a - b; });
+      case DimArith::mul: return both([](const Dim& a, const Dim& b) { return a * b; });
+      case DimArith::max: return both([](const Dim& a, const Dim& b) { return max_dim(a, b); });
+      case DimArith::min: return both([](const Dim& a, const Dim& b) { return min_dim(a, b); });
+      case DimArith::neg: {
         auto a = arg(0);
         return a ? std::optional<Dim>(-*a) : std::nullopt;
       }
-      case Prim::convert_element_type:
+      case DimArith::same:
         return is_integer(j.type_of(e->inputs[0]).dtype) ? arg(0) : std::nullopt;
-      case Prim::div:
-      case Prim::rem: {
+      case DimArith::div:
+      case DimArith::rem: {
         auto a = arg(0), b = arg(1);
         if (!a || !b || !nonneg(*a) || !nonneg(*b - Dim(1))) return std::nullopt;
-        return e->prim == Prim::div ? floordiv(*a, *b) : mod(*a, *b);
+        return prim_info(e->prim).dim == DimArith::div ? floordiv(*a, *b) : mod(*a, *b);
       }
-      default: return std::nullopt;
+      case DimArith::none: return std::nullopt;
     }
   }
   return std::nullopt;
@@ -1134,7 +1134,10 @@ std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, 
       }
       return out;
     }
-    default: break;
+    DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("control_abstract_eval: " + std::string(prim_name(prim)) + " is not a control-flow primitive");
 }
@@ -1178,7 +1181,10 @@ std::vector<AnyArray> control_impl(Prim prim, const std::vector<AnyArray>& in, c
       const bool pred = scalar_of(in.at(0)).as<bool>();
       return eval_jaxpr(*p.branches[pred ? 0 : 1], {}, std::vector<AnyArray>(in.begin() + 1, in.end()));
     }
-    default: break;
+    DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("control_impl: " + std::string(prim_name(prim)) + " is not a control-flow primitive");
 }

@@ -3,8 +3,8 @@
 // impl validates and types its operands through abstract_eval, allocates the
 // outputs and fills them with plain loops over contiguous row-major data. The
 // element type is resolved once per call (visit_dtype); the per-primitive
-// arithmetic is a lambda instantiated into the loop, so there is no dispatch
-// per element. These kernels are the reference the compiled kernels are
+// arithmetic (an elementwise primitive's scalar function, below) is
+// instantiated into the loop, so there is no dispatch per element. These kernels are the reference the compiled kernels are
 // tested against, so they are deliberately simple and deterministic: sums
 // run left to right in the element type.
 //
@@ -684,129 +684,191 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
   return AnyArray(std::move(o));
 }
 
-}  // namespace kernels
+// ---------------------------------------------------------------------------
+// The scalar function of every unary, binary and compare primitive: what its
+// kernel maps over the elements, instantiated for the dtypes the
+// primitive's row allows (prims.hpp). One overload per primitive.
+
+auto scalar(PrimTag<Prim::neg>, auto v) { return wrap_neg(v); }
+auto scalar(PrimTag<Prim::abs>, auto v) {
+  if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
+  else return std::fabs(v);
+}
+auto scalar(PrimTag<Prim::sign>, auto v) {
+  using T = decltype(v);
+  if constexpr (std::is_integral_v<T>) return static_cast<T>((v > 0) - (v < 0));
+  else return v > 0 ? T(1) : v < 0 ? T(-1) : v;  // keeps -0.0, 0.0 and NaN
+}
+auto scalar(PrimTag<Prim::floor>, auto v) { return std::floor(v); }
+auto scalar(PrimTag<Prim::ceil>, auto v) { return std::ceil(v); }
+auto scalar(PrimTag<Prim::exp>, auto v) { return std::exp(v); }
+auto scalar(PrimTag<Prim::log>, auto v) { return std::log(v); }
+auto scalar(PrimTag<Prim::log1p>, auto v) { return std::log1p(v); }
+auto scalar(PrimTag<Prim::sqrt>, auto v) { return std::sqrt(v); }
+auto scalar(PrimTag<Prim::rsqrt>, auto v) { return decltype(v)(1) / std::sqrt(v); }
+auto scalar(PrimTag<Prim::sin>, auto v) { return std::sin(v); }
+auto scalar(PrimTag<Prim::cos>, auto v) { return std::cos(v); }
+auto scalar(PrimTag<Prim::tan>, auto v) { return std::tan(v); }
+auto scalar(PrimTag<Prim::tanh>, auto v) { return std::tanh(v); }
+auto scalar(PrimTag<Prim::logistic>, auto v) {
+  using T = decltype(v);
+  return T(1) / (T(1) + std::exp(-v));
+}
+auto scalar(PrimTag<Prim::not_>, auto v) {
+  if constexpr (std::is_same_v<decltype(v), bool>) return !v;
+  else return static_cast<decltype(v)>(~v);
+}
+
+auto scalar(PrimTag<Prim::add>, auto a, auto b) { return wrap_add(a, b); }
+auto scalar(PrimTag<Prim::sub>, auto a, auto b) { return wrap_sub(a, b); }
+auto scalar(PrimTag<Prim::mul>, auto a, auto b) { return wrap_mul(a, b); }
+auto scalar(PrimTag<Prim::div>, auto a, auto b) {
+  if constexpr (std::is_integral_v<decltype(a)>) return int_div(a, b);
+  else return a / b;
+}
+auto scalar(PrimTag<Prim::rem>, auto a, auto b) {
+  if constexpr (std::is_integral_v<decltype(a)>) return int_rem(a, b);
+  else return std::fmod(a, b);
+}
+auto scalar(PrimTag<Prim::pow>, auto a, auto b) {
+  if constexpr (std::is_integral_v<decltype(a)>) return int_pow(a, b);
+  else return std::pow(a, b);
+}
+auto scalar(PrimTag<Prim::max>, auto a, auto b) { return max_value(a, b); }
+auto scalar(PrimTag<Prim::min>, auto a, auto b) { return min_value(a, b); }
+auto scalar(PrimTag<Prim::atan2>, auto a, auto b) { return std::atan2(a, b); }
+auto scalar(PrimTag<Prim::and_>, auto a, auto b) { return a & b; }
+auto scalar(PrimTag<Prim::or_>, auto a, auto b) { return a | b; }
+
+auto scalar(PrimTag<Prim::eq>, auto a, auto b) { return a == b; }
+auto scalar(PrimTag<Prim::ne>, auto a, auto b) { return a != b; }
+auto scalar(PrimTag<Prim::lt>, auto a, auto b) { return a < b; }
+auto scalar(PrimTag<Prim::le>, auto a, auto b) { return a <= b; }
+auto scalar(PrimTag<Prim::gt>, auto a, auto b) { return a > b; }
+auto scalar(PrimTag<Prim::ge>, auto a, auto b) { return a >= b; }
 
 // ---------------------------------------------------------------------------
-// The table.
+// The registrations: impl_rule(PrimTag<P>, operands, output type, params)
+// computes the output of primitive P. The unary, binary and compare
+// primitives share theirs (their scalar function mapped over the elements);
+// the others have one each. A primitive with none fails to compile (the
+// unconstrained template, last). Control flow runs its bodies instead
+// (control_impl, control.hpp).
+
+template <Prim P>
+  requires(prim_kind(P) == Kind::unary)
+AnyArray impl_rule(PrimTag<P>, const std::vector<AnyArray>& in, const Aval& out, const params_of_t<P>&) {
+  return map_unary<prim_info(P).dtypes>(P, in[0], out, [](auto v) { return scalar(PrimTag<P>{}, v); });
+}
+template <Prim P>
+  requires(prim_kind(P) == Kind::binary || prim_kind(P) == Kind::compare)
+AnyArray impl_rule(PrimTag<P>, const std::vector<AnyArray>& in, const Aval& out, const params_of_t<P>&) {
+  return map_binary<prim_info(P).dtypes, prim_kind(P) == Kind::compare>(
+      P, in, out, [](auto a, auto b) { return scalar(PrimTag<P>{}, a, b); });
+}
+
+inline AnyArray impl_rule(PrimTag<Prim::round>, const std::vector<AnyArray>& in, const Aval& out,
+                          const RoundParams& rp) {
+  constexpr DTypeSet S = prim_info(Prim::round).dtypes;
+  if (rp.rounding_method == 0) return map_unary<S>(Prim::round, in[0], out, [](auto v) { return std::round(v); });
+  // Half to even: nearbyint under the default rounding mode.
+  return map_unary<S>(Prim::round, in[0], out, [](auto v) { return std::nearbyint(v); });
+}
+inline AnyArray impl_rule(PrimTag<Prim::select_n>, const std::vector<AnyArray>& in, const Aval& out,
+                          const NoParams&) {
+  return select_n_impl(in, out);
+}
+inline AnyArray impl_rule(PrimTag<Prim::convert_element_type>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ConvertParams&) {
+  return convert_impl(in[0], out);
+}
+
+inline AnyArray impl_rule(PrimTag<Prim::broadcast_in_dim>, const std::vector<AnyArray>& in, const Aval& out,
+                          const BroadcastInDimParams& p) {
+  return broadcast_in_dim_impl(in[0], out, p);
+}
+inline AnyArray impl_rule(PrimTag<Prim::reshape>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ReshapeParams&) {
+  return reshape_impl(in[0], out);
+}
+inline AnyArray impl_rule(PrimTag<Prim::squeeze>, const std::vector<AnyArray>& in, const Aval& out,
+                          const SqueezeParams&) {
+  return reshape_impl(in[0], out);
+}
+inline AnyArray impl_rule(PrimTag<Prim::transpose>, const std::vector<AnyArray>& in, const Aval& out,
+                          const TransposeParams& p) {
+  return transpose_impl(in[0], out, p);
+}
+inline AnyArray impl_rule(PrimTag<Prim::concatenate>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ConcatenateParams& p) {
+  return concatenate_impl(in, out, p);
+}
+inline AnyArray impl_rule(PrimTag<Prim::slice>, const std::vector<AnyArray>& in, const Aval& out,
+                          const SliceParams& p) {
+  return slice_impl(in, out, p);
+}
+inline AnyArray impl_rule(PrimTag<Prim::dynamic_slice>, const std::vector<AnyArray>& in, const Aval& out,
+                          const DynamicSliceParams& p) {
+  return dynamic_slice_impl(in, out, p);
+}
+inline AnyArray impl_rule(PrimTag<Prim::dynamic_update_slice>, const std::vector<AnyArray>& in, const Aval&,
+                          const NoParams&) {
+  return dynamic_update_slice_impl(in);
+}
+inline AnyArray impl_rule(PrimTag<Prim::iota>, const std::vector<AnyArray>&, const Aval& out, const IotaParams& p) {
+  return iota_impl(out, p);
+}
+
+inline AnyArray impl_rule(PrimTag<Prim::reduce_sum>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ReduceParams& p) {
+  return reduce_impl<prim_info(Prim::reduce_sum).dtypes>(
+      Prim::reduce_sum, in[0], out, p, [](auto) { return 0; }, [](auto a, auto b) { return wrap_add(a, b); });
+}
+inline AnyArray impl_rule(PrimTag<Prim::reduce_prod>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ReduceParams& p) {
+  return reduce_impl<prim_info(Prim::reduce_prod).dtypes>(
+      Prim::reduce_prod, in[0], out, p, [](auto) { return 1; }, [](auto a, auto b) { return wrap_mul(a, b); });
+}
+inline AnyArray impl_rule(PrimTag<Prim::reduce_max>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ReduceParams& p) {
+  return reduce_impl<prim_info(Prim::reduce_max).dtypes>(Prim::reduce_max, in[0], out, p, [](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();  // false for bool
+  }, [](auto a, auto b) { return max_value(a, b); });
+}
+inline AnyArray impl_rule(PrimTag<Prim::reduce_min>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ReduceParams& p) {
+  return reduce_impl<prim_info(Prim::reduce_min).dtypes>(Prim::reduce_min, in[0], out, p, [](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();  // true for bool
+  }, [](auto a, auto b) { return min_value(a, b); });
+}
+
+inline AnyArray impl_rule(PrimTag<Prim::dot_general>, const std::vector<AnyArray>& in, const Aval& out,
+                          const DotGeneralParams& p) {
+  return dot_general_impl(in, out, p);
+}
+
+template <Prim P>
+AnyArray impl_rule(PrimTag<P>, const std::vector<AnyArray>&, const Aval&, const params_of_t<P>&) {
+  static_assert(P != P, "no eager kernel for this primitive: define impl_rule(PrimTag<Prim::...>, ...) in "
+                        "eager.hpp (an elementwise one needs only its scalar(PrimTag<Prim::...>, ...))");
+  return {};
+}
+
+}  // namespace kernels
 
 std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params) {
-  using namespace kernels;
-  using S = DTypeSet;
-  if (prim_kind(prim) == Kind::control) return control_impl(prim, in, params);
-  const std::vector<Aval> outs = abstract_eval(prim, avals_of(prim, in), params);
-  const Aval& out = outs.at(0);
-  switch (prim) {
-    case Prim::neg: return {map_unary<S::numeric>(prim, in[0], out, [](auto v) { return wrap_neg(v); })};
-    case Prim::abs:
-      return {map_unary<S::numeric>(prim, in[0], out, [](auto v) {
-        if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
-        else return std::fabs(v);
-      })};
-    case Prim::sign:
-      return {map_unary<S::numeric>(prim, in[0], out, [](auto v) {
-        using T = decltype(v);
-        if constexpr (std::is_integral_v<T>) return static_cast<T>((v > 0) - (v < 0));
-        else return v > 0 ? T(1) : v < 0 ? T(-1) : v;  // keeps -0.0, 0.0 and NaN
-      })};
-    case Prim::floor: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::floor(v); })};
-    case Prim::ceil: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::ceil(v); })};
-    case Prim::round:
-      if (std::get<RoundParams>(params).rounding_method == 0)
-        return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::round(v); })};
-      // Half to even: nearbyint under the default rounding mode.
-      return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::nearbyint(v); })};
-    case Prim::exp: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::exp(v); })};
-    case Prim::log: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::log(v); })};
-    case Prim::log1p: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::log1p(v); })};
-    case Prim::sqrt: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::sqrt(v); })};
-    case Prim::rsqrt:
-      return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return decltype(v)(1) / std::sqrt(v); })};
-    case Prim::sin: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::sin(v); })};
-    case Prim::cos: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::cos(v); })};
-    case Prim::tan: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::tan(v); })};
-    case Prim::tanh: return {map_unary<S::floating>(prim, in[0], out, [](auto v) { return std::tanh(v); })};
-    case Prim::logistic:
-      return {map_unary<S::floating>(prim, in[0], out, [](auto v) {
-        using T = decltype(v);
-        return T(1) / (T(1) + std::exp(-v));
-      })};
-    case Prim::not_:
-      return {map_unary<S::integer_or_bool>(prim, in[0], out, [](auto v) {
-        if constexpr (std::is_same_v<decltype(v), bool>) return !v;
-        else return static_cast<decltype(v)>(~v);
-      })};
-
-    case Prim::add: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return wrap_add(a, b); })};
-    case Prim::sub: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return wrap_sub(a, b); })};
-    case Prim::mul: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return wrap_mul(a, b); })};
-    case Prim::div:
-      return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) {
-        if constexpr (std::is_integral_v<decltype(a)>) return int_div(a, b);
-        else return a / b;
-      })};
-    case Prim::rem:
-      return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) {
-        if constexpr (std::is_integral_v<decltype(a)>) return int_rem(a, b);
-        else return std::fmod(a, b);
-      })};
-    case Prim::pow:
-      return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) {
-        if constexpr (std::is_integral_v<decltype(a)>) return int_pow(a, b);
-        else return std::pow(a, b);
-      })};
-    case Prim::max: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return max_value(a, b); })};
-    case Prim::min: return {map_binary<S::numeric, false>(prim, in, out, [](auto a, auto b) { return min_value(a, b); })};
-    case Prim::atan2:
-      return {map_binary<S::floating, false>(prim, in, out, [](auto a, auto b) { return std::atan2(a, b); })};
-    case Prim::and_: return {map_binary<S::integer_or_bool, false>(prim, in, out, [](auto a, auto b) { return a & b; })};
-    case Prim::or_: return {map_binary<S::integer_or_bool, false>(prim, in, out, [](auto a, auto b) { return a | b; })};
-
-    case Prim::eq: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a == b; })};
-    case Prim::ne: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a != b; })};
-    case Prim::lt: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a < b; })};
-    case Prim::le: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a <= b; })};
-    case Prim::gt: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a > b; })};
-    case Prim::ge: return {map_binary<S::any, true>(prim, in, out, [](auto a, auto b) { return a >= b; })};
-
-    case Prim::select_n: return {select_n_impl(in, out)};
-    case Prim::convert_element_type: return {convert_impl(in[0], out)};
-
-    case Prim::broadcast_in_dim: return {broadcast_in_dim_impl(in[0], out, std::get<BroadcastInDimParams>(params))};
-    case Prim::reshape:
-    case Prim::squeeze: return {reshape_impl(in[0], out)};
-    case Prim::transpose: return {transpose_impl(in[0], out, std::get<TransposeParams>(params))};
-    case Prim::concatenate: return {concatenate_impl(in, out, std::get<ConcatenateParams>(params))};
-    case Prim::slice: return {slice_impl(in, out, std::get<SliceParams>(params))};
-    case Prim::dynamic_slice: return {dynamic_slice_impl(in, out, std::get<DynamicSliceParams>(params))};
-    case Prim::dynamic_update_slice: return {dynamic_update_slice_impl(in)};
-    case Prim::iota: return {iota_impl(out, std::get<IotaParams>(params))};
-
-    case Prim::reduce_sum:
-      return {reduce_impl<S::numeric>(prim, in[0], out, std::get<ReduceParams>(params), [](auto) { return 0; },
-                                      [](auto a, auto b) { return wrap_add(a, b); })};
-    case Prim::reduce_prod:
-      return {reduce_impl<S::numeric>(prim, in[0], out, std::get<ReduceParams>(params), [](auto) { return 1; },
-                                      [](auto a, auto b) { return wrap_mul(a, b); })};
-    case Prim::reduce_max:
-      return {reduce_impl<S::any>(prim, in[0], out, std::get<ReduceParams>(params), [](auto t) {
-        using T = decltype(t);
-        if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-        else return std::numeric_limits<T>::lowest();  // false for bool
-      }, [](auto a, auto b) { return max_value(a, b); })};
-    case Prim::reduce_min:
-      return {reduce_impl<S::any>(prim, in[0], out, std::get<ReduceParams>(params), [](auto t) {
-        using T = decltype(t);
-        if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-        else return std::numeric_limits<T>::max();  // true for bool
-      }, [](auto a, auto b) { return min_value(a, b); })};
-
-    case Prim::dot_general: return {dot_general_impl(in, out, std::get<DotGeneralParams>(params))};
-
-    case Prim::for_loop:
-    case Prim::while_loop:
-    case Prim::cond: break;  // control_impl, above
-  }
-  internal_error("impl: unknown primitive tag " + std::to_string(static_cast<int>(prim)));
+  return visit_prim(prim, [&]<Prim P>(PrimTag<P> tag) -> std::vector<AnyArray> {
+    if constexpr (prim_kind(P) == Kind::control) {
+      return control_impl(P, in, params);  // its output types come from running its bodies
+    } else {
+      const std::vector<Aval> outs = abstract_eval(P, kernels::avals_of(P, in), params);
+      return {kernels::impl_rule(tag, in, outs.at(0), std::get<params_of_t<P>>(params))};
+    }
+  });
 }
 
 }  // namespace dyn::detail

@@ -176,19 +176,9 @@ void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo
 // ---------------------------------------------------------------------------
 // Elementwise families.
 
-bool is_float_only(Prim p);
-#ifdef DYNSTAGE_IMPLEMENTATION
-bool is_float_only(Prim p) {
-  switch (p) {
-    case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::rsqrt:
-    case Prim::sin: case Prim::cos: case Prim::tan: case Prim::tanh: case Prim::logistic:
-    case Prim::atan2:
-      return true;
-    default:
-      return false;
-  }
-}
-#endif
+// Float-only functions compute bool and integer operands in the default
+// float (the table's `floating` dtype rule, prims.hpp).
+inline bool is_float_only(Prim p) { return prim_info(p).dtypes == DTypeSet::floating; }
 
 // The dtype an operand of a float-only op is computed in: ints and bools go
 // to the default float f32 (jnp.sin(int32) is float32).
@@ -198,7 +188,7 @@ Value unary(Prim p, const Value& x);
 #ifdef DYNSTAGE_IMPLEMENTATION
 Value unary(Prim p, const Value& x) {
   if (is_float_only(p)) return bind1(p, {convert(x, inexact(x.type_info()).dtype, x.weak)});
-  if ((p == Prim::floor || p == Prim::ceil || p == Prim::round) && !is_float(x.dtype())) return x;
+  if (prim_info(p).dtypes == DTypeSet::rounding && !is_float(x.dtype())) return x;  // jnp.floor(int32)
   if (p == Prim::round) return bind1(p, {x}, RoundParams{1});
   return bind1(p, {x});
 }

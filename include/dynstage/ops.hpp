@@ -28,6 +28,10 @@ using promoted_t = element_t<promote_types(info_of<A>(), info_of<B>()).dtype>;
 template <class T>
 using inexact_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
 
+// A unary function's result element type, from its primitive's dtype rule.
+template <Prim P, class T>
+using unary_result_t = std::conditional_t<prim_info(P).dtypes == DTypeSet::floating, inexact_t<T>, T>;
+
 template <class A, class B>
 concept BinaryOperands = Operand<A> && Operand<B> && (ArrayLike<A> || ArrayLike<B>);
 
@@ -95,27 +99,30 @@ auto operator!(const X& x) { return detail::un<detail::Prim::not_, detail::elem_
 // ---------------------------------------------------------------------------
 // Elementwise functions.
 
-#define DYN_UNARY(name, prim, ResultT)                                               \
-  template <ArrayLike X>                                                             \
-  auto name(const X& x, detail::Loc loc = detail::Loc::current()) {                  \
-    return detail::un<detail::Prim::prim, ResultT>(x, loc);                          \
+// The result's element type follows the primitive's dtype rule (prims.hpp):
+// a float-only function computes integers and bools in f32 (jnp.exp(int32)).
+#define DYN_UNARY(name)                                                                           \
+  template <ArrayLike X>                                                                          \
+  auto name(const X& x, detail::Loc loc = detail::Loc::current()) {                               \
+    using R = detail::unary_result_t<detail::Prim::name, detail::elem_t<X>>;                      \
+    return detail::un<detail::Prim::name, R>(x, loc);                                             \
   }
-DYN_UNARY(neg, neg, detail::elem_t<X>)
-DYN_UNARY(abs, abs, detail::elem_t<X>)
-DYN_UNARY(sign, sign, detail::elem_t<X>)
-DYN_UNARY(floor, floor, detail::elem_t<X>)
-DYN_UNARY(ceil, ceil, detail::elem_t<X>)
-DYN_UNARY(round, round, detail::elem_t<X>)
-DYN_UNARY(exp, exp, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(log, log, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(log1p, log1p, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(sqrt, sqrt, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(rsqrt, rsqrt, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(sin, sin, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(cos, cos, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(tan, tan, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(tanh, tanh, detail::inexact_t<detail::elem_t<X>>)
-DYN_UNARY(logistic, logistic, detail::inexact_t<detail::elem_t<X>>)
+DYN_UNARY(neg)
+DYN_UNARY(abs)
+DYN_UNARY(sign)
+DYN_UNARY(floor)
+DYN_UNARY(ceil)
+DYN_UNARY(round)
+DYN_UNARY(exp)
+DYN_UNARY(log)
+DYN_UNARY(log1p)
+DYN_UNARY(sqrt)
+DYN_UNARY(rsqrt)
+DYN_UNARY(sin)
+DYN_UNARY(cos)
+DYN_UNARY(tan)
+DYN_UNARY(tanh)
+DYN_UNARY(logistic)
 #undef DYN_UNARY
 
 template <class A, class B> requires detail::BinaryOperands<A, B>

@@ -1,11 +1,16 @@
 // dynstage: the per-primitive rule tables, declared.
 //
-// Two rules per primitive, both a `switch` over Prim with no `default:`:
-//   abstract_eval  (shape_rules.hpp): output types from input types and params;
-//                  it is the one place that checks operand dtypes, ranks and
-//                  shapes, for tracing and eager execution alike.
-//   impl           (eager.hpp): the eager kernel, computing concrete outputs.
-// The LLVM lowering rules (llvm/) follow the same pattern.
+// Two rules per primitive, each found by primitive through one registration
+// per primitive (prims.hpp: visit_prim calls the overload for PrimTag<P>; a
+// primitive without one fails to compile):
+//   abstract_eval  (shape_rules.hpp, shape_rule): output types from input
+//                  types and params; it is the one place that checks operand
+//                  dtypes, ranks and shapes, for tracing and eager execution
+//                  alike.
+//   impl           (eager.hpp, impl_rule; an elementwise primitive's is its
+//                  scalar function): the eager kernel, computing concrete
+//                  outputs.
+// The LLVM lowering (llvm/) is a `switch` over Prim with no `default:`.
 #pragma once
 
 #include <optional>

@@ -30,23 +30,10 @@
 
 namespace dyn::detail::rule_util {
 
-// Dtype classes accepted by primitives.
-enum class DTypeSet : std::uint8_t {
-  any,              // bool, i32, i64, f32, f64
-  numeric,          // i32, i64, f32, f64
-  floating,         // f32, f64
-  integer_or_bool,  // bool, i32, i64 (bitwise on integers, logical on bool)
-};
-
-constexpr bool dtype_in(DType d, DTypeSet s) {
-  switch (s) {
-    case DTypeSet::any: return true;
-    case DTypeSet::numeric: return !is_bool(d);
-    case DTypeSet::floating: return is_float(d);
-    case DTypeSet::integer_or_bool: return !is_float(d);
-  }
-  return false;
-}
+// The dtype classes of the table's dtypes column (prims.hpp), under the names
+// the rules and their tests have always used.
+using detail::DTypeSet;
+using detail::dtype_in;
 
 }  // namespace dyn::detail::rule_util
 
@@ -114,7 +101,8 @@ inline const char* dtype_set_str(DTypeSet s) {
   switch (s) {
     case DTypeSet::any: return "any dtype";
     case DTypeSet::numeric: return "a numeric dtype (i32, i64, f32 or f64)";
-    case DTypeSet::floating: return "a floating-point dtype";
+    case DTypeSet::floating:
+    case DTypeSet::rounding: return "a floating-point dtype";
     case DTypeSet::integer_or_bool: return "a boolean or integer dtype";
   }
   return "?";
@@ -201,7 +189,9 @@ inline Shape resolve_dynamic_shape(Prim p, const char* what, const std::vector<s
 }
 
 // ---------------------------------------------------------------------------
-// Rules, one per kind of primitive.
+// Rules. Each is registered as the shape_rule of its primitive(s): the
+// elementwise, reduction and control primitives share theirs (the
+// registrations at the end), the others have one each.
 
 inline std::vector<Aval> unary_rule(Prim p, const std::vector<Aval>& in, DTypeSet s) {
   check_arity(p, in, 1);
@@ -226,7 +216,7 @@ inline std::vector<Aval> binary_rule(Prim p, const std::vector<Aval>& in, DTypeS
 }
 
 // select_n(pred, case0, case1): case0 where pred is false.
-inline std::vector<Aval> select_n_rule(const std::vector<Aval>& in) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::select_n>, const std::vector<Aval>& in, const NoParams&) {
   if (in.size() != 3)
     fail<TypeError>("select_n takes a predicate and 2 cases, got " + std::to_string(in.size()) + " operands");
   const Aval &pred = in[0], &c0 = in[1], &c1 = in[2];
@@ -243,12 +233,12 @@ inline std::vector<Aval> select_n_rule(const std::vector<Aval>& in) {
   return {make_aval(c0.dtype, c0.shape, c0.weak && c1.weak)};
 }
 
-inline std::vector<Aval> convert_rule(const std::vector<Aval>& in, const ConvertParams& cp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::convert_element_type>, const std::vector<Aval>& in, const ConvertParams& cp) {
   check_arity(Prim::convert_element_type, in, 1);
   return {make_aval(cp.new_dtype, in[0].shape, cp.weak_type)};
 }
 
-inline std::vector<Aval> broadcast_in_dim_rule(const std::vector<Aval>& in, const BroadcastInDimParams& bp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::broadcast_in_dim>, const std::vector<Aval>& in, const BroadcastInDimParams& bp) {
   const Prim p = Prim::broadcast_in_dim;
   Shape out = resolve_dynamic_shape(p, "shape", bp.shape, in, 1);
   const Aval& x = in[0];
@@ -276,7 +266,7 @@ inline std::vector<Aval> broadcast_in_dim_rule(const std::vector<Aval>& in, cons
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
-inline std::vector<Aval> reshape_rule(const std::vector<Aval>& in, const ReshapeParams& rp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::reshape>, const std::vector<Aval>& in, const ReshapeParams& rp) {
   Shape out = resolve_dynamic_shape(Prim::reshape, "new_sizes", rp.new_sizes, in, 1);
   const Aval& x = in[0];
   if (const Dim a = numel(x.shape), b = numel(out); a != b)
@@ -285,7 +275,7 @@ inline std::vector<Aval> reshape_rule(const std::vector<Aval>& in, const Reshape
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
-inline std::vector<Aval> transpose_rule(const std::vector<Aval>& in, const TransposeParams& tp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::transpose>, const std::vector<Aval>& in, const TransposeParams& tp) {
   check_arity(Prim::transpose, in, 1);
   const Aval& x = in[0];
   const auto& perm = tp.permutation;
@@ -303,7 +293,7 @@ inline std::vector<Aval> transpose_rule(const std::vector<Aval>& in, const Trans
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
-inline std::vector<Aval> squeeze_rule(const std::vector<Aval>& in, const SqueezeParams& sp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::squeeze>, const std::vector<Aval>& in, const SqueezeParams& sp) {
   const Prim p = Prim::squeeze;
   check_arity(p, in, 1);
   const Aval& x = in[0];
@@ -319,7 +309,7 @@ inline std::vector<Aval> squeeze_rule(const std::vector<Aval>& in, const Squeeze
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
-inline std::vector<Aval> concatenate_rule(const std::vector<Aval>& in, const ConcatenateParams& cp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::concatenate>, const std::vector<Aval>& in, const ConcatenateParams& cp) {
   const Prim p = Prim::concatenate;
   if (in.empty()) fail<TypeError>("concatenate takes at least one operand, got 0");
   check_same_dtypes(p, in);
@@ -346,7 +336,7 @@ inline std::vector<Aval> concatenate_rule(const std::vector<Aval>& in, const Con
 
 // start_indices and limit_indices may hold kDynamicDim: their values come,
 // in that order, from the integer scalar operands after the operand.
-inline std::vector<Aval> slice_rule(const std::vector<Aval>& in, const SliceParams& sp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::slice>, const std::vector<Aval>& in, const SliceParams& sp) {
   if (in.empty()) fail<TypeError>("slice takes 1 operand, got 0");
   const Aval& x = in[0];
   const auto n = static_cast<std::size_t>(x.rank());
@@ -386,7 +376,7 @@ inline std::vector<Aval> slice_rule(const std::vector<Aval>& in, const SlicePara
 
 // slice_sizes may hold kDynamicDim: their values come from the integer
 // scalar operands after the start indices.
-inline std::vector<Aval> dynamic_slice_rule(const std::vector<Aval>& in, const DynamicSliceParams& dp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::dynamic_slice>, const std::vector<Aval>& in, const DynamicSliceParams& dp) {
   const Prim p = Prim::dynamic_slice;
   if (in.empty()) fail<TypeError>("dynamic_slice takes an operand and one start index per operand axis, got 0 operands");
   const Aval& x = in[0];
@@ -409,7 +399,7 @@ inline std::vector<Aval> dynamic_slice_rule(const std::vector<Aval>& in, const D
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
-inline std::vector<Aval> dynamic_update_slice_rule(const std::vector<Aval>& in) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::dynamic_update_slice>, const std::vector<Aval>& in, const NoParams&) {
   const Prim p = Prim::dynamic_update_slice;
   if (in.size() < 2)
     fail<TypeError>("dynamic_update_slice takes an operand, an update and one start index per operand axis, got " +
@@ -434,9 +424,9 @@ inline std::vector<Aval> dynamic_update_slice_rule(const std::vector<Aval>& in) 
   return {make_aval(x.dtype, x.shape, x.weak)};
 }
 
-inline std::vector<Aval> iota_rule(const std::vector<Aval>& in, const IotaParams& ip) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::iota>, const std::vector<Aval>& in, const IotaParams& ip) {
   const Prim p = Prim::iota;
-  check_dtype(p, ip.dtype, DTypeSet::numeric);
+  check_dtype(p, ip.dtype, prim_info(p).dtypes);
   Shape out = resolve_dynamic_shape(p, "shape", ip.shape, in, 0);
   if (ip.dimension < 0 || ip.dimension >= static_cast<std::int64_t>(out.size()))
     fail<IndexError>("iota dimension must be between 0 and len(shape), got dimension=" +
@@ -462,14 +452,14 @@ inline Shape dims_at(const Shape& s, const std::vector<std::int64_t>& axes) {
   return r;
 }
 
-inline std::vector<Aval> dot_general_rule(const std::vector<Aval>& in, const DotGeneralParams& dp) {
+inline std::vector<Aval> shape_rule(PrimTag<Prim::dot_general>, const std::vector<Aval>& in, const DotGeneralParams& dp) {
   const Prim p = Prim::dot_general;
   check_arity(p, in, 2);
   const Aval &l = in[0], &r = in[1];
   if (l.dtype != r.dtype)
     fail<TypeError>("dot_general requires operands of the same dtype, got " + dtype_str(l.dtype) + ", " +
                     dtype_str(r.dtype));
-  check_dtype(p, l.dtype, DTypeSet::numeric);
+  check_dtype(p, l.dtype, prim_info(p).dtypes);
   if (dp.lhs_batch.size() != dp.rhs_batch.size())
     fail<ShapeError>("dot_general requires equal numbers of lhs_batch and rhs_batch dimensions, got lhs_batch " +
                      ints_str(dp.lhs_batch) + " and rhs_batch " + ints_str(dp.rhs_batch));
@@ -508,81 +498,55 @@ inline std::vector<Aval> dot_general_rule(const std::vector<Aval>& in, const Dot
   return {make_aval(l.dtype, std::move(out), l.weak && r.weak)};
 }
 
+// ---------------------------------------------------------------------------
+// The shared registrations. shape_rule(PrimTag<P>, operands, params) is the
+// rule of primitive P, with its typed params: the overloads above for the
+// primitives with a rule of their own, these templates for the kinds whose
+// primitives share one (the dtypes come from the primitive's row,
+// prims.hpp). A primitive with neither fails to compile (the unconstrained
+// template, last).
+
+template <Prim P>
+  requires(prim_kind(P) == Kind::unary)
+std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>&) {
+  return unary_rule(P, in, prim_info(P).dtypes);
+}
+template <Prim P>
+  requires(prim_kind(P) == Kind::binary || prim_kind(P) == Kind::compare)
+std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>&) {
+  return binary_rule(P, in, prim_info(P).dtypes, prim_kind(P) == Kind::compare);
+}
+template <Prim P>
+  requires(prim_kind(P) == Kind::reduction)
+std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>& rp) {
+  return reduce_rule(P, in, rp, prim_info(P).dtypes);
+}
+// Output types from the bodies' types (control.hpp).
+template <Prim P>
+  requires(prim_kind(P) == Kind::control)
+std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>& p) {
+  return control_abstract_eval(P, in, p);
+}
+
+inline std::vector<Aval> shape_rule(PrimTag<Prim::round>, const std::vector<Aval>& in, const RoundParams& rp) {
+  if (rp.rounding_method != 0 && rp.rounding_method != 1)
+    fail<TypeError>("round rounding_method must be 0 (away from zero) or 1 (to nearest even), got " +
+                    std::to_string(rp.rounding_method));
+  return unary_rule(Prim::round, in, prim_info(Prim::round).dtypes);
+}
+template <Prim P>
+std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>&, const params_of_t<P>&) {
+  static_assert(P != P, "no shape rule for this primitive: define shape_rule(PrimTag<Prim::...>, ...) in "
+                        "shape_rules.hpp (or give it a Kind whose rule it shares)");
+  return {};
+}
+
 }  // namespace rule_util
 
-// ---------------------------------------------------------------------------
-// The table.
-
 std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params) {
-  using namespace rule_util;
-  using S = DTypeSet;
-  switch (prim) {
-    case Prim::neg:
-    case Prim::abs:
-    case Prim::sign: return unary_rule(prim, in, S::numeric);
-    case Prim::round:
-      if (auto m = params_as<RoundParams>(prim, params).rounding_method; m != 0 && m != 1)
-        fail<TypeError>("round rounding_method must be 0 (away from zero) or 1 (to nearest even), got " +
-                        std::to_string(m));
-      return unary_rule(prim, in, S::floating);
-    case Prim::floor:
-    case Prim::ceil:
-    case Prim::exp:
-    case Prim::log:
-    case Prim::log1p:
-    case Prim::sqrt:
-    case Prim::rsqrt:
-    case Prim::sin:
-    case Prim::cos:
-    case Prim::tan:
-    case Prim::tanh:
-    case Prim::logistic: return unary_rule(prim, in, S::floating);
-    case Prim::not_: return unary_rule(prim, in, S::integer_or_bool);
-
-    case Prim::add:
-    case Prim::sub:
-    case Prim::mul:
-    case Prim::div:
-    case Prim::rem:
-    case Prim::pow:
-    case Prim::max:
-    case Prim::min: return binary_rule(prim, in, S::numeric, false);
-    case Prim::atan2: return binary_rule(prim, in, S::floating, false);
-    case Prim::and_:
-    case Prim::or_: return binary_rule(prim, in, S::integer_or_bool, false);
-
-    case Prim::eq:
-    case Prim::ne:
-    case Prim::lt:
-    case Prim::le:
-    case Prim::gt:
-    case Prim::ge: return binary_rule(prim, in, S::any, true);
-
-    case Prim::select_n: return select_n_rule(in);
-    case Prim::convert_element_type: return convert_rule(in, params_as<ConvertParams>(prim, params));
-
-    case Prim::broadcast_in_dim: return broadcast_in_dim_rule(in, params_as<BroadcastInDimParams>(prim, params));
-    case Prim::reshape: return reshape_rule(in, params_as<ReshapeParams>(prim, params));
-    case Prim::transpose: return transpose_rule(in, params_as<TransposeParams>(prim, params));
-    case Prim::squeeze: return squeeze_rule(in, params_as<SqueezeParams>(prim, params));
-    case Prim::concatenate: return concatenate_rule(in, params_as<ConcatenateParams>(prim, params));
-    case Prim::slice: return slice_rule(in, params_as<SliceParams>(prim, params));
-    case Prim::dynamic_slice: return dynamic_slice_rule(in, params_as<DynamicSliceParams>(prim, params));
-    case Prim::dynamic_update_slice: return dynamic_update_slice_rule(in);
-    case Prim::iota: return iota_rule(in, params_as<IotaParams>(prim, params));
-
-    case Prim::reduce_sum:
-    case Prim::reduce_prod: return reduce_rule(prim, in, params_as<ReduceParams>(prim, params), S::numeric);
-    case Prim::reduce_max:
-    case Prim::reduce_min: return reduce_rule(prim, in, params_as<ReduceParams>(prim, params), S::any);
-
-    case Prim::dot_general: return dot_general_rule(in, params_as<DotGeneralParams>(prim, params));
-
-    case Prim::for_loop:
-    case Prim::while_loop:
-    case Prim::cond: return control_abstract_eval(prim, in, params);
-  }
-  internal_error("abstract_eval: unknown primitive tag " + std::to_string(static_cast<int>(prim)));
+  return visit_prim(prim, [&]<Prim P>(PrimTag<P> tag) {
+    return rule_util::shape_rule(tag, in, rule_util::params_as<params_of_t<P>>(P, params));
+  });
 }
 
 }  // namespace dyn::detail

@@ -420,15 +420,17 @@ void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& ou
   // arithmetic" (found by dynstage_fuzz: INT64_MAX - (-97) on i64 scalars).
   // Likewise a static value that does not fit the (i32) result.
   try {
-    switch (prim) {
-      case Prim::add: out[0].dim_value = d(0) + d(1); break;
-      case Prim::sub: out[0].dim_value = d(0) - d(1); break;
-      case Prim::mul: out[0].dim_value = d(0) * d(1); break;
-      case Prim::neg: out[0].dim_value = -d(0); break;
-      case Prim::max: out[0].dim_value = max_dim(d(0), d(1)); break;
-      case Prim::min: out[0].dim_value = min_dim(d(0), d(1)); break;
-      case Prim::convert_element_type: out[0].dim_value = d(0); break;
-      default: break;
+    switch (prim_info(prim).dim) {
+      case DimArith::add: out[0].dim_value = d(0) + d(1); break;
+      case DimArith::sub: out[0].dim_value = d(0) - d(1); break;
+      case DimArith::mul: out[0].dim_value = d(0) * d(1); break;
+      case DimArith::neg: out[0].dim_value = -d(0); break;
+      case DimArith::max: out[0].dim_value = max_dim(d(0), d(1)); break;
+      case DimArith::min: out[0].dim_value = min_dim(d(0), d(1)); break;
+      case DimArith::same: out[0].dim_value = d(0); break;
+      case DimArith::div:  // truncate, where Dim's floordiv/mod round down: not
+      case DimArith::rem:  // the same for negative operands, unchecked here
+      case DimArith::none: break;
     }
   } catch (const ArithmeticError&) {
     out[0].dim_value.reset();

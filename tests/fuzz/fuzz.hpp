@@ -14,6 +14,7 @@
 #include <dynstage/core.hpp>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,14 @@ struct Verdict {
 Verdict run_case(const Case& c, Outcome* eager = nullptr, Outcome* interp = nullptr, Outcome* jit = nullptr);
 // The values of the top-level slots in eager mode (for the shrinker); empty on error.
 std::vector<dyn::AnyArray> eager_slots(const Case& c);
+
+// The primitives of a case's jaxpr (make_jaxpr of the interpreter, every body
+// included); empty if tracing raises a dyn::Error.
+std::set<dyn::detail::Prim> traced_primitives(const Case& c);
+// The primitives the fuzzer generates: those of the programs of seeds
+// first .. first + count - 1 (tests/test_prim_table_jit.cpp checks that
+// every primitive is among them).
+std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count, int max_nodes = 12);
 
 // fuzz_gen.cpp
 Case generate(std::uint64_t seed, int max_nodes);

@@ -543,6 +543,49 @@ Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
   return v;
 }
 
+namespace {
+
+void collect_primitives(const dyn::Jaxpr& j, std::set<dyn::detail::Prim>& out) {
+  using namespace dyn::detail;
+  for (const dyn::Eqn& e : j.eqns) {
+    out.insert(e.prim);
+    if (const auto* p = std::get_if<ForLoopParams>(&e.params)) collect_primitives(*p->body_jaxpr, out);
+    if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
+      collect_primitives(*p->cond_jaxpr, out);
+      collect_primitives(*p->body_jaxpr, out);
+    }
+    if (const auto* p = std::get_if<CondParams>(&e.params))
+      for (const auto& b : p->branches) collect_primitives(*b, out);
+  }
+}
+
+}  // namespace
+
+std::set<dyn::detail::Prim> traced_primitives(const Case& c) {
+  Bundle poly, stat;
+  for (std::size_t j = 0; j < c.inputs.size(); ++j)
+    pack<Kind<Array>>(c.poly[j] ? poly : stat, from_any<Kind<Array>>(c.inputs[j]));
+  const Fn f{&c};
+  std::set<dyn::detail::Prim> r;
+  try {
+    const dyn::ClosedJaxpr cj = c.symbolic ? dyn::make_jaxpr(f, dyn::polymorphic_shapes({"(n, ...)", "..."}))(poly, stat)
+                                           : dyn::make_jaxpr(f)(poly, stat);
+    collect_primitives(*cj.jaxpr, r);
+  } catch (const dyn::Error&) {
+    r.clear();
+  }
+  return r;
+}
+
+std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count, int max_nodes) {
+  std::set<dyn::detail::Prim> r;
+  for (int k = 0; k < count; ++k) {
+    const std::set<dyn::detail::Prim> p = traced_primitives(generate(first + static_cast<std::uint64_t>(k), max_nodes));
+    r.insert(p.begin(), p.end());
+  }
+  return r;
+}
+
 std::vector<dyn::AnyArray> eager_slots(const Case& c) {
   using K = Kind<Array>;
   try {

@@ -7,10 +7,11 @@
 //                      its consumer asks for, inside the consumer's loop nest
 //
 // Fusion rule (what the LLVM lowering relies on):
-//  1. Fusible primitives: elementwise (unary, binary, compare, select_n,
-//     convert_element_type) and index remaps (broadcast_in_dim, reshape,
-//     squeeze, transpose, slice, dynamic_slice, iota). They never get a
-//     buffer of their own unless rule 3 says so.
+//  1. Fusible primitives: those whose table row says `fused` (prims.hpp):
+//     elementwise (unary, binary, compare, select_n, convert_element_type)
+//     and index remaps (broadcast_in_dim, reshape, squeeze, transpose,
+//     slice, dynamic_slice, iota). They never get a buffer of their own
+//     unless rule 3 says so.
 //  2. Materialisation points (own loop nests): jaxpr inputs and outputs,
 //     reductions, dot_general, concatenate, dynamic_update_slice.
 //     A dot_general operand must be a buffer: if it is not one (possibly
@@ -20,7 +21,8 @@
 //     branch's results), never written into a result slot in place.
 //  3. Recomputation guard: a fused value that is EXPENSIVE (its inline
 //     expression, up to the buffers it reads, contains a transcendental or
-//     costs >= kExpensiveCost simple operations) is materialised when it would
+//     costs >= kExpensiveCost simple operations; the cost column of the
+//     table) is materialised when it would
 //     be computed more than once per element: it is reached from two loop
 //     nests, or from one nest through two different index maps, or through a
 //     broadcast that expands it. A fused rank-0 value read by a nest of rank
@@ -106,48 +108,18 @@ inline SymNumel sym_numel(const Type& t) { return sym_numel(t.shape); }
 // decisions taken for "not 1" stay correct when it is 1 at run time).
 inline bool is_unit(const JDim& d) { return d.is_static() && d.value == 1; }
 
-inline bool is_fusible(Prim p) {
-  switch (prim_kind(p)) {
-    case Kind::unary:
-    case Kind::binary:
-    case Kind::compare:
-    case Kind::select:
-    case Kind::convert: return true;
-    case Kind::structural: return p != Prim::concatenate && p != Prim::dynamic_update_slice;
-    case Kind::reduction:
-    case Kind::contraction:
-    case Kind::control: return false;
-  }
-  return false;
-}
+// The table's columns (prims.hpp) this pass reads.
+inline bool is_fusible(Prim p) { return prim_info(p).fused; }
+inline bool is_transcendental(Prim p) { return prim_info(p).cost == Cost::transcendental; }
 
-inline bool is_transcendental(Prim p) {
-  switch (p) {
-    case Prim::exp:
-    case Prim::log:
-    case Prim::log1p:
-    case Prim::sin:
-    case Prim::cos:
-    case Prim::tan:
-    case Prim::tanh:
-    case Prim::logistic:
-    case Prim::pow:
-    case Prim::atan2: return true;
-    default: return false;
-  }
-}
-
-// The inputs of an equation that carry data; the rest are the values of the
-// kDynamicDim entries of its shape parameters (broadcast_in_dim, reshape,
-// iota, slice), which the lowering reads as dimensions.
+// The inputs of an equation that carry data (the row's arity; -1: all); the
+// rest are the values of the kDynamicDim entries of its shape parameters
+// (broadcast_in_dim, reshape, iota, slice), which the lowering reads as
+// dimensions.
 inline std::size_t num_data_inputs(const Eqn& e) {
-  switch (e.prim) {
-    case Prim::broadcast_in_dim:
-    case Prim::reshape:
-    case Prim::slice: return std::min<std::size_t>(1, e.inputs.size());
-    case Prim::iota: return 0;
-    default: return e.inputs.size();
-  }
+  const int arity = prim_info(e.prim).arity;
+  if (arity == kVariadic) return e.inputs.size();
+  return std::min(static_cast<std::size_t>(arity), e.inputs.size());
 }
 
 // ---------------------------------------------------------------------------
@@ -275,14 +247,12 @@ inline constexpr int kExpensiveCost = 20;
 namespace fusion_detail {
 
 inline int op_cost(Prim p) {
-  if (is_transcendental(p)) return kExpensiveCost;
-  switch (p) {
-    case Prim::div:
-    case Prim::rem:
-    case Prim::sqrt:
-    case Prim::rsqrt: return 4;
-    default: return 1;
+  switch (prim_info(p).cost) {
+    case Cost::simple: return 1;
+    case Cost::costly: return 4;
+    case Cost::transcendental: return kExpensiveCost;
   }
+  return 1;
 }
 
 // State of one analysis round.
@@ -364,9 +334,7 @@ struct Walk {
     const SymNumel space = sym_numel(j.types[static_cast<std::size_t>(e.outputs[0])]);
     switch (e.prim) {
       case Prim::dot_general:
-      case Prim::for_loop:
-      case Prim::while_loop:
-      case Prim::cond:
+      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
         for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
         return;
       case Prim::concatenate:
@@ -379,13 +347,19 @@ struct Walk {
         for (std::size_t k = 1; k < e.inputs.size(); ++k)
           visit(e.inputs[k], ei, -2 - static_cast<int>(k), sym_numel(j.type_of(e.inputs[k])), ei);
         return;
-      default:
-        if (prim_kind(e.prim) == Kind::reduction) {
-          visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
-          return;
-        }
-        // A fusible primitive whose output is materialised: its own expression
-        // is the nest's body.
+      DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+        visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
+        return;
+      // A fusible primitive whose output is materialised: its own expression
+      // is the nest's body (an index remap's operands under its own key).
+      DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+      case Prim::broadcast_in_dim:
+      case Prim::reshape:
+      case Prim::transpose:
+      case Prim::squeeze:
+      case Prim::slice:
+      case Prim::dynamic_slice:
+      case Prim::iota:
         for (std::size_t i = 0; i < num_data_inputs(e); ++i) {
           const int key = prim_kind(e.prim) == Kind::structural ? ei : -1;
           visit(e.inputs[i], ei, key, space, ei);
@@ -489,22 +463,17 @@ struct RowWalk {
   void eqn(const Eqn& e, const std::vector<int>& tags) {
     const std::vector<JDim>& od = j.types[static_cast<std::size_t>(e.outputs[0])].shape;
     auto dims_of = [&](const Atom& x) { return j.type_of(x).shape; };
-    switch (prim_kind(e.prim)) {
-      case Kind::unary:
-      case Kind::binary:
-      case Kind::compare:
-      case Kind::select:
-      case Kind::convert:
+    const Atom x = e.inputs.empty() ? Atom{} : e.inputs[0];  // an index remap's operand
+    switch (e.prim) {
+      DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
         for (const Atom& in : e.inputs) visit(in, j.type_of(in).rank() == 0 ? std::vector<int>{} : tags);
         return;
-      case Kind::reduction:
-      case Kind::contraction:
-      case Kind::control: return;  // never fused
-      case Kind::structural: break;
-    }
-    if (e.prim == Prim::iota || e.inputs.empty()) return;
-    const Atom& x = e.inputs[0];
-    switch (e.prim) {
+      case Prim::iota: return;  // reads no array
+      case Prim::concatenate:
+      case Prim::dynamic_update_slice:
+      DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+      case Prim::dot_general:
+      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) return;  // never fused
       case Prim::broadcast_in_dim: {
         if (!x.is_var()) return;
         const auto xd = dims_of(x);
@@ -584,7 +553,6 @@ struct RowWalk {
           for (std::size_t k = 1; k < e.inputs.size(); ++k) visit(e.inputs[k], {});
         return visit(x, xt);
       }
-      default: return;  // concatenate, dynamic_update_slice: never fused
     }
   }
 };

@@ -327,15 +327,20 @@ private:
     if (r >= 0) return r != 0;
     const Eqn& e = def_eqn(a.var);
     bool need = false;
-    switch (prim_kind(e.prim)) {
-      case Kind::structural:
-        if (e.prim == Prim::reshape || e.prim == Prim::squeeze) need = false;
-        else if (e.prim == Prim::broadcast_in_dim) need = e.inputs[0].is_var() && type(e.inputs[0].var).rank() > 0;
-        else if (e.prim == Prim::iota) need = true;
-        else if (!e.inputs[0].is_var() || type(e.inputs[0].var).rank() == 0) need = false;
-        else need = true;
-        break;
-      default:
+    switch (e.prim) {
+      case Prim::reshape:
+      case Prim::squeeze: need = false; break;
+      case Prim::iota: need = true; break;
+      case Prim::broadcast_in_dim:
+      case Prim::transpose:
+      case Prim::slice:
+      case Prim::dynamic_slice:
+      case Prim::concatenate:
+      case Prim::dynamic_update_slice: need = e.inputs[0].is_var() && type(e.inputs[0].var).rank() > 0; break;
+      DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+      case Prim::dot_general:
+      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
         for (const Atom& in : e.inputs) need = need || needs_multi(in);
     }
     r = need ? 1 : 0;
@@ -395,6 +400,7 @@ private:
 
   llvm::Value* fused(const Eqn& e, Ix& ix);
   llvm::Value* libm(const char* name, DType d, std::vector<llvm::Value*> args);
+  llvm::Value* vector_math(Prim p, DType d, std::vector<llvm::Value*> args);
   llvm::Value* int_divrem(bool rem, llvm::Value* x, llvm::Value* y, DType d);
   llvm::Value* int_pow(llvm::Value* x, llvm::Value* y, DType d);
   llvm::Value* convert(DType from, DType to, llvm::Value* x);
@@ -447,6 +453,18 @@ inline llvm::Value* Lowering::libm(const char* name, DType d, std::vector<llvm::
   c->setDoesNotAccessMemory();
   c->setDoesNotThrow();
   return c;
+}
+
+// A primitive's vector math function (the vmath column of its row,
+// prims.hpp): the intrinsic llvm.<name> or a call of libm's <name>. Both
+// vectorise into libmvec calls (session.hpp, vector_functions).
+inline llvm::Value* Lowering::vector_math(Prim p, DType d, std::vector<llvm::Value*> args) {
+  const VectorMath& vm = prim_info(p).vector_math;
+  if (!vm) internal_error("LLVM lowering: " + std::string(prim_name(p)) + " has no vector math function");
+  if (!vm.intrinsic) return libm(vm.name, d, std::move(args));
+  const llvm::Intrinsic::ID id = llvm::Function::lookupIntrinsicID(std::string("llvm.") + vm.name);
+  if (id == llvm::Intrinsic::not_intrinsic) internal_error(std::string("LLVM lowering: no intrinsic llvm.") + vm.name);
+  return b.CreateIntrinsic(id, {E.reg_type(d)}, args);
 }
 
 // Integer div/rem as eager: y == 0 raises a fault bit (the result is then
@@ -544,15 +562,15 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::round:
       return un(std::get<RoundParams>(e.params).rounding_method == 0 ? llvm::Intrinsic::round
                                                                       : llvm::Intrinsic::roundeven);
-    case Prim::exp: return un(llvm::Intrinsic::exp);
-    case Prim::log: return un(llvm::Intrinsic::log);
-    case Prim::log1p: return libm("log1p", d0, {in(0)});
+    case Prim::exp:
+    case Prim::log:
+    case Prim::log1p: return vector_math(e.prim, d0, {in(0)});
     case Prim::sqrt: return un(llvm::Intrinsic::sqrt);
     case Prim::rsqrt: return b.CreateFDiv(one(), un(llvm::Intrinsic::sqrt));
-    case Prim::sin: return un(llvm::Intrinsic::sin);
-    case Prim::cos: return un(llvm::Intrinsic::cos);
-    case Prim::tan: return libm("tan", d0, {in(0)});
-    case Prim::tanh: return libm("tanh", d0, {in(0)});
+    case Prim::sin:
+    case Prim::cos:
+    case Prim::tan:
+    case Prim::tanh: return vector_math(e.prim, d0, {in(0)});
     case Prim::logistic:
       return b.CreateFDiv(one(), b.CreateFAdd(one(), b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(in(0)))));
     case Prim::not_: return b.CreateNot(in(0));
@@ -563,7 +581,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::mul: return fl ? b.CreateFMul(in(0), in(1)) : d0 == DType::bool_ ? b.CreateAnd(in(0), in(1)) : b.CreateMul(in(0), in(1));
     case Prim::div: return fl ? b.CreateFDiv(in(0), in(1)) : int_divrem(false, in(0), in(1), d0);
     case Prim::rem: return fl ? b.CreateFRem(in(0), in(1)) : int_divrem(true, in(0), in(1), d0);
-    case Prim::pow: return fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, in(0), in(1)) : int_pow(in(0), in(1), d0);
+    case Prim::pow: return fl ? vector_math(e.prim, d0, {in(0), in(1)}) : int_pow(in(0), in(1), d0);
     case Prim::max:
     case Prim::min: {
       llvm::Value *x = in(0), *y = in(1);
@@ -573,7 +591,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
       if (d0 == DType::bool_) return mx ? b.CreateOr(x, y) : b.CreateAnd(x, y);
       return b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, x, y);
     }
-    case Prim::atan2: return libm("atan2", d0, {in(0), in(1)});
+    case Prim::atan2: return vector_math(e.prim, d0, {in(0), in(1)});
     case Prim::and_: return b.CreateAnd(in(0), in(1));
     case Prim::or_: return b.CreateOr(in(0), in(1));
 
@@ -710,12 +728,20 @@ inline bool Lowering::flat_root(const Eqn& e) {
     case Prim::slice:
     case Prim::dynamic_slice:
     case Prim::iota: return false;
-    default: {
+    DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    case Prim::reshape:
+    case Prim::squeeze: {
       bool flat = true;
       for (std::size_t i = 0; i < num_data_inputs(e); ++i) flat = flat && !needs_multi(e.inputs[i]);
       return flat;
     }
+    case Prim::concatenate:
+    case Prim::dynamic_update_slice:
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    case Prim::dot_general:
+    DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
   }
+  internal_error("LLVM lowering: flat_root of " + std::string(prim_name(e.prim)) + ", which is not fused");
 }
 
 // Fusion rule 4: one loop over the rows of the group's row axes; per row,
@@ -862,8 +888,12 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, acc, v);
       case Prim::reduce_min:
         return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, acc, v);
-      default: internal_error("emit_reduction: not a reduction");
+      DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
     }
+    internal_error("emit_reduction: " + std::string(prim_name(p)) + " is not a reduction");
   };
 
   const std::size_t r = xd.size();

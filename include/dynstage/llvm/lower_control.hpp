@@ -124,8 +124,12 @@ inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
     case Prim::for_loop:
     case Prim::while_loop: return emit_loop(ei, free_after);
     case Prim::cond: return emit_cond(ei, free_after);
-    default: internal_error("LLVM lowering: emit_control on " + std::string(prim_name(j_.eqns[ei].prim)));
+    DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL) break;
   }
+  internal_error("LLVM lowering: emit_control on " + std::string(prim_name(j_.eqns[ei].prim)));
 }
 
 // for_loop and while_loop.

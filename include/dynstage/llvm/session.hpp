@@ -39,6 +39,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "../errors.hpp"
+#include "../prims.hpp"
 
 namespace dyn::detail::llvmjit {
 
@@ -143,47 +144,44 @@ public:
 };
 
 // ---------------------------------------------------------------------------
-// Vector math: glibc libmvec's variants, gated by the host's ISA. LLVM 19's
-// LIBMVEC-X86 table has only sin/cos/tan/exp/log/pow at 2 and 4 lanes (f64);
-// we also map log1p, tanh, atan2 and the AVX-512 8-lane (f64) / 16-lane (f32)
-// `_ZGVe` variants. VecDesc holds StringRefs: the names live in a static table.
+// Vector math: glibc libmvec's variants, gated by the host's ISA, of the
+// primitives whose row has a vector math function (prims.hpp, vmath). LLVM
+// 19's LIBMVEC-X86 table has only sin/cos/tan/exp/log/pow at 2 and 4 lanes
+// (f64); we map every such function, scalar libm call and intrinsic alike,
+// and the AVX-512 8-lane (f64) / 16-lane (f32) `_ZGVe` variants too. VecDesc
+// holds StringRefs: the names live in a static vector.
 
 inline const std::vector<llvm::VecDesc>& vector_functions() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     const Host& h = host();
     if (!h.libmvec) return n;
-    struct Fn {
-      const char* scalar;      // libm name (f64)
-      const char* intrinsic;   // llvm intrinsic base name, or nullptr
-      int arity;
-    };
-    static const Fn fns[] = {{"sin", "llvm.sin", 1},  {"cos", "llvm.cos", 1},   {"tan", nullptr, 1},
-                             {"exp", "llvm.exp", 1},  {"log", "llvm.log", 1},   {"log1p", nullptr, 1},
-                             {"tanh", nullptr, 1},    {"pow", "llvm.pow", 2},   {"atan2", nullptr, 2}};
     struct Isa {
       char letter;
       int bits;
       bool ok;
     };
     const Isa isas[] = {{'b', 128, true}, {'d', 256, h.avx2}, {'e', 512, h.avx512}};
-    for (const Fn& f : fns)
+    for (const PrimInfo& p : kPrimTable) {
+      const VectorMath& vm = p.vector_math;
+      if (!vm) continue;
       for (const Isa& isa : isas) {
         if (!isa.ok) continue;
         for (int f32 = 0; f32 < 2; ++f32) {
           const int lanes = isa.bits / (f32 ? 32 : 64);
-          const std::string v = f.arity == 1 ? "v" : "vv";
-          const std::string sname = std::string(f.scalar) + (f32 ? "f" : "");
+          const std::string v = p.arity == 1 ? "v" : "vv";
+          const std::string sname = std::string(vm.name) + (f32 ? "f" : "");
           const std::string vname = std::string("_ZGV") + isa.letter + "N" + std::to_string(lanes) + v + "_" + sname;
           const std::string prefix = "_ZGV_LLVM_N" + std::to_string(lanes) + v;
           // Triples: scalar name, vector name, VABI prefix, lanes.
           n.push_back(sname), n.push_back(vname), n.push_back(prefix), n.push_back(std::to_string(lanes));
-          if (f.intrinsic) {
-            n.push_back(std::string(f.intrinsic) + (f32 ? ".f32" : ".f64"));
+          if (vm.intrinsic) {
+            n.push_back(std::string("llvm.") + vm.name + (f32 ? ".f32" : ".f64"));
             n.push_back(vname), n.push_back(prefix), n.push_back(std::to_string(lanes));
           }
         }
       }
+    }
     return n;
   }();
   static const std::vector<llvm::VecDesc> descs = [] {

@@ -1,0 +1,183 @@
+// One small program per primitive, for the tests that walk every Prim
+// (test_prim_table.cpp: printer, shape rule, eager kernel; test_prim_table_jit.cpp:
+// LLVM lowering, fuzzer coverage).
+//
+// sample_of(p) is a closed jaxpr with an equation of p and arguments for it.
+// The elementwise primitives get theirs from their table row (operand dtype
+// from the dtype rule, operand count from the arity, default params); every
+// other primitive is a case of the `switch` below, so a new one fails to
+// compile here (-Werror=switch) until it has a sample.
+#pragma once
+
+#include <dynstage/core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prim_samples {
+
+using namespace dyn;
+using namespace dyn::detail;
+
+struct Sample {
+  ClosedJaxpr jaxpr;
+  std::vector<AnyArray> args;
+};
+
+// 0.5, 1.0, 1.5, ...: in the domain of every float function here (log,
+// sqrt, rsqrt, log1p, pow), and away from rounding ties.
+inline AnyArray sample_array(DType d, std::vector<std::int64_t> shape) {
+  return visit_dtype(d, [&](auto t) -> AnyArray {
+    using T = decltype(t);
+    Array<T> a(shape);
+    T* p = a.mutable_data();
+    for (std::int64_t i = 0; i < a.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) p[i] = i % 2 == 0;
+      else if constexpr (std::is_floating_point_v<T>) p[i] = static_cast<T>(0.5 * static_cast<double>(i + 1) + 0.1);
+      else p[i] = static_cast<T>(i + 1);
+    }
+    return AnyArray(a);
+  });
+}
+
+// A jaxpr of one equation `outs = p[params] ins`, typed by abstract_eval.
+struct OneEqn {
+  Jaxpr j;
+  std::vector<AnyArray> args;
+
+  Atom in(DType d, std::vector<std::int64_t> shape) {
+    Type t{d, {}, false};
+    for (auto n : shape) t.shape.push_back(JDim{n, -1});
+    const int v = j.new_var(t);
+    j.invars.push_back(v);
+    args.push_back(sample_array(d, shape));
+    return Atom::of_var(v);
+  }
+  // An integer scalar input holding `value` (start indices).
+  Atom index(std::int64_t value) {
+    const int v = j.new_var(Type{DType::i64, {}, false});
+    j.invars.push_back(v);
+    args.push_back(AnyArray(Array<std::int64_t>::scalar(value)));
+    return Atom::of_var(v);
+  }
+  Sample eqn(Prim p, std::vector<Atom> ins, Params params) {
+    std::vector<Aval> avals;
+    for (const Atom& a : ins) {
+      const Type& t = j.type_of(a);
+      Aval av{t.dtype, {}, false, std::nullopt};
+      for (const JDim& d : t.shape) av.shape.push_back(Dim(d.value));
+      avals.push_back(av);
+    }
+    std::vector<int> outs;
+    for (const Aval& o : abstract_eval(p, avals, params)) {
+      Type t{o.dtype, {}, o.weak};
+      for (const Dim& d : o.shape) t.shape.push_back(JDim{d.value(), -1});
+      outs.push_back(j.new_var(t));
+    }
+    j.eqns.push_back(Eqn{p, std::move(ins), outs, std::move(params)});
+    for (int v : outs) j.outvars.push_back(Atom::of_var(v));
+    return Sample{ClosedJaxpr{std::make_shared<const Jaxpr>(j), {}}, args};
+  }
+};
+
+// The dtype a sample operand of a dtype rule has.
+inline DType sample_dtype(DTypeSet s) {
+  switch (s) {
+    case DTypeSet::any:
+    case DTypeSet::numeric:
+    case DTypeSet::floating:
+    case DTypeSet::rounding: return DType::f64;
+    case DTypeSet::integer_or_bool: return DType::i32;
+  }
+  return DType::f64;
+}
+
+// Default-constructed params of p's params type.
+inline Params default_params(Prim p) {
+  return visit_prim(p, []<Prim P>(PrimTag<P>) -> Params { return params_of_t<P>{}; });
+}
+
+template <class F>
+Sample traced(F f, const AnyArray& x) {
+  return Sample{make_jaxpr(f)(x.get<double>()), {x}};
+}
+
+inline Sample sample_of(Prim p) {
+  const PrimInfo& info = prim_info(p);
+  OneEqn b;
+  switch (p) {
+    DYN_UNARY_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_BINARY_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_COMPARE_PRIMITIVES(DYN_CASE_LABEL) {
+      std::vector<Atom> ins;
+      for (int k = 0; k < info.arity; ++k) ins.push_back(b.in(sample_dtype(info.dtypes), {2, 3}));
+      return b.eqn(p, ins, default_params(p));
+    }
+    case Prim::select_n: {
+      const Atom pred = b.in(DType::bool_, {2, 3});
+      const Atom c0 = b.in(DType::f32, {2, 3});
+      return b.eqn(p, {pred, c0, b.in(DType::f32, {2, 3})}, NoParams{});
+    }
+    case Prim::convert_element_type: return b.eqn(p, {b.in(DType::f64, {2, 3})}, ConvertParams{DType::i32, false});
+    case Prim::broadcast_in_dim:
+      return b.eqn(p, {b.in(DType::f64, {3})}, BroadcastInDimParams{{2, 3}, {1}});
+    case Prim::reshape: return b.eqn(p, {b.in(DType::i32, {2, 3})}, ReshapeParams{{3, 2}});
+    case Prim::transpose: return b.eqn(p, {b.in(DType::f32, {2, 3})}, TransposeParams{{1, 0}});
+    case Prim::squeeze: return b.eqn(p, {b.in(DType::f64, {2, 1, 3})}, SqueezeParams{{1}});
+    case Prim::concatenate: {
+      const Atom x = b.in(DType::i64, {2, 3});
+      return b.eqn(p, {x, b.in(DType::i64, {2, 2})}, ConcatenateParams{1});
+    }
+    case Prim::slice: return b.eqn(p, {b.in(DType::f64, {4, 5})}, SliceParams{{1, 0}, {4, 5}, {2, 2}});
+    case Prim::dynamic_slice: {
+      const Atom x = b.in(DType::f64, {4, 5});
+      const Atom i = b.index(1);
+      return b.eqn(p, {x, i, b.index(7)}, DynamicSliceParams{{2, 3}});  // 7: clamped to 2
+    }
+    case Prim::dynamic_update_slice: {
+      const Atom x = b.in(DType::f32, {4, 5});
+      const Atom u = b.in(DType::f32, {2, 2});
+      const Atom i = b.index(1);
+      return b.eqn(p, {x, u, i, b.index(2)}, NoParams{});
+    }
+    case Prim::iota: return b.eqn(p, {}, IotaParams{DType::i32, {2, 3}, 1});
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+      return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})}, ReduceParams{{0, 2}});
+    case Prim::dot_general: {
+      const Atom x = b.in(DType::f64, {2, 3, 4});
+      return b.eqn(p, {x, b.in(DType::f64, {2, 4, 5})}, DotGeneralParams{{2}, {1}, {0}, {0}});
+    }
+    case Prim::for_loop:
+      return traced([](auto x) { return for_loop(0, 3, 1)([](auto, auto c) { return c * 2.0; })(x); },
+                    sample_array(DType::f64, {3}));
+    case Prim::while_loop:
+      return traced(
+          [](auto x) {
+            return while_loop([](auto c) { return dyn::sum(c) < 100.0; })([](auto c) { return c * 2.0; })(x);
+          },
+          sample_array(DType::f64, {3}));
+    case Prim::cond:
+      return traced(
+          [](auto x) {
+            return dyn::cond(dyn::sum(x) > 1.0, [](auto c) { return c + 1.0; }, [](auto c) { return c - 1.0; })(x);
+          },
+          sample_array(DType::f64, {3}));
+  }
+  throw std::logic_error("prim_samples: bad primitive tag");
+}
+
+// The equation of p in a sample (the first at top level).
+inline const Eqn& eqn_of(const Sample& s, Prim p) {
+  for (const Eqn& e : s.jaxpr.jaxpr->eqns)
+    if (e.prim == p) return e;
+  throw std::logic_error("prim_samples: the sample of " + std::string(prim_name(p)) + " has no equation of it");
+}
+
+inline std::vector<Prim> all_prims() {
+  std::vector<Prim> r;
+  for (const PrimInfo& i : kPrimTable) r.push_back(i.prim);
+  return r;
+}
+
+}  // namespace prim_samples
