@@ -146,7 +146,10 @@ struct DotGeneralParams {
 //              branches[0] runs when pred is true, branches[1] otherwise.
 // With preserve_dimensions a loop has no implicit operands (nimplicit=0):
 // carried dimensions are body constants and cannot change. Without, each
-// dynamic dimension of the carried values is its own implicit loop variable.
+// dynamic dimension of the carried values that the body changes is its own
+// implicit loop variable; one the body leaves unchanged stays a body
+// constant, the caller's dimension (docs/control_flow.md, "Sizes the body
+// does not change").
 // Params compare by body identity (a body is immutable once traced).
 struct ForLoopParams {
   std::shared_ptr<const Jaxpr> body_jaxpr;
