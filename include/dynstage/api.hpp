@@ -19,6 +19,8 @@
 
 #include "interpret.hpp"
 #include "pytree.hpp"
+#include "symbolic.hpp"
+#include "symbolic_spec.hpp"
 
 namespace dyn {
 
