@@ -1,4 +1,4 @@
-// Typed signatures of nested programs (include/dynstage/signature.hpp): the
+// Typed signatures of nested programs (tests/signature_oracle.hpp): the
 // input/output types of references 000 and 004 with their DBIdx / InDBIdx /
 // OutDBIdx references, the steps expand_args / initialize / collapse /
 // expand_results, their errors, and the jaxpr-level conversions.
@@ -11,7 +11,8 @@
 #include <doctest/doctest.h>
 
 #include <dynstage/print.hpp>
-#include <dynstage/signature.hpp>
+
+#include "signature_oracle.hpp"
 
 #include <sstream>
 #include <string>

@@ -1,4 +1,11 @@
-// dynstage: typed signatures of nested programs (references 000 and 004).
+// A test oracle: typed signatures of nested programs (references 000 and 004).
+//
+// Not part of the library. control.hpp runs the bind algorithm on symbolic
+// dimensions directly; this header spells the reference's types and steps as
+// the references spell them, so that the tests can read a loop body's types
+// off its jaxpr (input_type_of, output_type_of) and compare them with the
+// reference's texts (test_control.cpp), and check the steps themselves
+// against the references' examples (test_signature.cpp).
 //
 // A nested program (a loop body, a cond branch) is traced in a scope of its
 // own. Its arguments and results cross the scope boundary as *types*: lists
@@ -76,9 +83,9 @@
 #include <utility>
 #include <vector>
 
-#include "dtype.hpp"
-#include "errors.hpp"
-#include "jaxpr.hpp"
+#include <dynstage/dtype.hpp>
+#include <dynstage/errors.hpp>
+#include <dynstage/jaxpr.hpp>
 
 namespace dyn {
 
