@@ -5,8 +5,6 @@
 // test_jit_control.cpp.)
 #include <dynstage/core.hpp>
 
-#include "signature_oracle.hpp"
-
 #include <doctest/doctest.h>
 
 #include <cstdint>

@@ -19,6 +19,7 @@
 #include "array.hpp"
 #include "prims.hpp"
 #include "jaxpr.hpp"
+#include "nested_types.hpp"
 #include "rules.hpp"
 #include "shape_rules.hpp"
 #include "eager.hpp"
