@@ -4,7 +4,6 @@
 // the control-flow issue. (dyn::jit runs the same programs in
 // test_jit_control.cpp.)
 #include <dynstage/core.hpp>
-#include <dynstage/signature.hpp>
 
 #include <doctest/doctest.h>
 

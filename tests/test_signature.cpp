@@ -1,7 +1,9 @@
-// Typed signatures of nested programs (include/dynstage/signature.hpp): the
-// input/output types of references 000 and 004 with their DBIdx / InDBIdx /
-// OutDBIdx references, the steps expand_args / initialize / collapse /
-// expand_results, their errors, and the jaxpr-level conversions.
+// Typed signatures of nested programs: the input/output types of references
+// 000 and 004 with their DBIdx / InDBIdx / OutDBIdx references, their
+// printing, check() and input_type_of / output_type_of (public:
+// include/dynstage/nested_types.hpp), the steps expand_args / initialize /
+// collapse / expand_results (the test oracle tests/signature_oracle.hpp),
+// their errors, and the jaxpr-level conversions.
 //
 // Expected texts: API.md §5 fixes the list format
 // `[(i64[], false), (f64[DBIdx(0)], true)]` (reference 000 prints the same
@@ -11,7 +13,8 @@
 #include <doctest/doctest.h>
 
 #include <dynstage/print.hpp>
-#include <dynstage/signature.hpp>
+
+#include "signature_oracle.hpp"
 
 #include <sstream>
 #include <string>

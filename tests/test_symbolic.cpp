@@ -11,6 +11,9 @@
 #include <vector>
 
 #include <dynstage/dim.hpp>
+#include <dynstage/symbolic.hpp>
+#include <dynstage/symbolic_decision.hpp>
+#include <dynstage/symbolic_spec.hpp>
 
 #include "test_util.hpp"
 

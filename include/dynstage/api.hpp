@@ -20,6 +20,8 @@
 #include "check.hpp"
 #include "interpret.hpp"
 #include "pytree.hpp"
+#include "symbolic.hpp"
+#include "symbolic_spec.hpp"
 
 namespace dyn {
 

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "api.hpp"
+#include "symbolic.hpp"
 
 namespace dyn {
 

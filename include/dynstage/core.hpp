@@ -11,9 +11,15 @@
 #include "errors.hpp"
 #include "dtype.hpp"
 #include "dim.hpp"
+// The symbolic layers (dim.hpp's comment), up to the top one: the
+// implementation TU gets every definition of the engine from here.
+#include "symbolic.hpp"
+#include "symbolic_decision.hpp"
+#include "symbolic_spec.hpp"
 #include "array.hpp"
 #include "prims.hpp"
 #include "jaxpr.hpp"
+#include "nested_types.hpp"
 #include "rules.hpp"
 #include "shape_rules.hpp"
 #include "eager.hpp"

@@ -10,9 +10,22 @@
 //
 // Cost model: a static Dim is a plain int64 with a null expression pointer,
 // and every operation below takes an inline fast path when all operands are
-// static. Only symbolic operands reach the engine in symbolic.hpp (included
-// at the end of this header), which holds expressions as shared immutable
-// `detail::DimExpr` nodes.
+// static. Only symbolic operands reach the engine, through the sym_* entry
+// points declared below.
+//
+// Layers. This header is the bottom of the symbolic headers and includes none
+// of them; each layer includes only the ones below it:
+//
+//   dim.hpp                the Dim value type; declares the sym_* entry points
+//   symbolic.hpp           canonical expressions (`detail::DimExpr`), scopes
+//   symbolic_decision.hpp  comparisons: bounds and the decision procedure
+//   symbolic_spec.hpp      spec parsing, constraints, call-time solving
+//
+// A header that names a type or function of a layer includes that layer
+// itself. The engine's definitions (all under DYNSTAGE_IMPLEMENTATION) call
+// upward through declarations (dim.hpp's sym_*, symbolic.hpp's
+// bounds_decision and SymbolicScope::make); the umbrella headers include the
+// top layer, so the implementation TU compiles every definition once.
 #pragma once
 
 #include <cstdint>
@@ -240,7 +253,3 @@ inline Dim min_dim(const Dim& a, const Dim& b) {
 }
 
 }  // namespace dyn
-
-// The symbolic engine: canonical expressions, decisions, spec parsing and
-// call-time solving. Included here so that every user of Dim gets it.
-#include "symbolic.hpp"

@@ -27,6 +27,7 @@
 #include <unordered_map>
 
 #include "print.hpp"
+#include "symbolic.hpp"
 
 namespace dyn::detail {
 

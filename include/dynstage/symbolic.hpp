@@ -30,6 +30,10 @@
 //   ArithmeticError                 division by a static 0, int64 overflow
 //   ShapeAssertionError             call-time shape checks; unsolvable specs
 //                                   (trace time); unknown variables in evaluate
+//
+// The second layer of the symbolic headers (see dim.hpp): it includes only
+// dim.hpp. Comparisons are symbolic_decision.hpp, spec parsing and solving
+// symbolic_spec.hpp.
 #pragma once
 
 #include <cstdint>
@@ -140,7 +144,9 @@ struct CachedBounds {
 };
 
 // Variables by name, constraints, and the decision procedure's caches.
-// Create with make(); the fields are internals of the engine.
+// Create with make(); the fields are internals of the engine. The member
+// functions parse and check constraints, so they are defined with the parser
+// (symbolic_spec.hpp).
 struct SymbolicScope : std::enable_shared_from_this<SymbolicScope> {
   // A scope with these constraints ("a >= b", "b <= 16", "floordiv(a, b) == c").
   // Throws ShapeError for a malformed or unsatisfiable constraint.
@@ -176,8 +182,7 @@ inline std::size_t dim_hash(const Dim& d) {
 // ---------------------------------------------------------------------------
 // The engine's functions. Declared here; defined once per program, in the
 // translation unit that defines DYNSTAGE_IMPLEMENTATION (below), so a user
-// file that only includes <dynstage/dim.hpp> neither parses the engine nor
-// instantiates the containers it uses.
+// file neither parses the engine nor instantiates the containers it uses.
 
 // JAX's __str__: "2*b", "a + 1", "floordiv(a, 2)".
 std::string expr_str(const DimExpr& e);
@@ -198,12 +203,11 @@ Dim max_dims(const Dim& d1, const Dim& d2);
 Dim min_dims(const Dim& d1, const Dim& d2);
 
 // Bounds of a Dim from "every variable >= 1", the constraints and the
-// implicit bounds of floordiv/mod/max/min (symbolic_decision.hpp).
+// implicit bounds of floordiv/mod/max/min. The decision procedure's entry
+// point, defined in symbolic_decision.hpp; declared here because the
+// canonical forms call it (max_dims/min_dims simplify with it, sym_geq
+// decides with it).
 std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec);
-// The bounds of a dimension as the decision procedure sees them (kNegInf /
-// kPosInf when unbounded); for diagnostics and for shape rules that want to
-// reason about ranges themselves.
-std::pair<Bound, Bound> dim_bounds(const Dim& d);
 
 // The variables of an expression, sorted (JAX `_get_vars`).
 std::set<std::string> dim_vars(const Dim& d);
@@ -668,10 +672,6 @@ std::pair<Dim, Dim> divmod_dims(const Dim& a, const Dim& b) {
   return {add_dims(quotient, Dim(floordiv_int(d, b.value()))), Dim(mod_int(d, b.value()))};
 }
 
-// Bounds of a Dim from "every variable >= 1", the constraints and the
-// implicit bounds of floordiv/mod/max/min (symbolic_decision.hpp).
-std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec);
-
 // JAX `core.max_dim` / `core.min_dim`: decided where the bounds allow.
 Dim max_dims(const Dim& d1, const Dim& d2) {
   if (d1.is_static() && d2.is_static()) return d1.value() >= d2.value() ? d1 : d2;
@@ -838,6 +838,3 @@ std::int64_t evaluate(const Dim& d, const Bindings& env) {
 }  // namespace dyn::detail
 
 #endif  // DYNSTAGE_IMPLEMENTATION
-
-// The rest of the engine, in dependency order.
-#include "symbolic_decision.hpp"

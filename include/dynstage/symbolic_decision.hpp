@@ -19,12 +19,27 @@
 // Where dynstage differs from JAX: bounds are exact int64 (JAX uses floats
 // for the divisions), 0 * inf is 0, and the bounds of f^k for a factor that
 // may be negative account for the sign (JAX takes lb^k, ub^k).
+//
+// The third layer of the symbolic headers (see dim.hpp): it includes
+// symbolic.hpp only. The whole decision procedure is compiled once per
+// program, in the translation unit that defines DYNSTAGE_IMPLEMENTATION.
+// Its entry point bounds_decision is declared in symbolic.hpp, whose
+// canonical forms call it; orderings of Dims (`a >= b`) reach it through
+// dim.hpp's sym_geq.
 #pragma once
 
-// The whole decision procedure is compiled once per program, in the
-// translation unit that defines DYNSTAGE_IMPLEMENTATION; symbolic.hpp
-// declares its entry points (bounds_decision, dim_bounds).
+#include <utility>
+
 #include "symbolic.hpp"
+
+namespace dyn::detail {
+
+// The bounds of a dimension as the decision procedure sees them (kNegInf /
+// kPosInf when unbounded); for diagnostics and for shape rules that want to
+// reason about ranges themselves.
+std::pair<Bound, Bound> dim_bounds(const Dim& d);
+
+}  // namespace dyn::detail
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -410,13 +425,8 @@ std::pair<Bound, Bound> bounds_decision(const Dim& e, BoundsPrecision prec) {
   return decision.bounds(e, prec, true);
 }
 
-// The bounds of a dimension as the decision procedure sees them (kNegInf /
-// kPosInf when unbounded); for diagnostics and for shape rules that want to
-// reason about ranges themselves.
 std::pair<Bound, Bound> dim_bounds(const Dim& d) { return bounds_decision(d, BoundsPrecision::best); }
 
 }  // namespace dyn::detail
 
 #endif  // DYNSTAGE_IMPLEMENTATION
-
-#include "symbolic_spec.hpp"

@@ -18,17 +18,23 @@
 // The plan (which variable from which equation, in which order) is computed
 // once, when the function is traced (DimSolver's constructor, which rejects
 // unsolvable specs); solve() then runs it on integers at every call.
+//
+// The top layer of the symbolic headers (see dim.hpp): it includes
+// symbolic.hpp and symbolic_decision.hpp (checking a scope's constraints
+// runs the decision procedure). It also defines SymbolicScope's member
+// functions, declared in symbolic.hpp, since they parse constraints.
 #pragma once
-
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "symbolic.hpp"
+#include "symbolic_decision.hpp"
 
 namespace dyn::detail {
 
@@ -154,9 +160,6 @@ Bindings solve_dim_vars(const std::vector<DimValue>& dims, const std::vector<Arg
 
 #include <algorithm>
 #include <cctype>
-#include <set>
-
-#include "symbolic_decision.hpp"
 
 namespace dyn::detail {
 

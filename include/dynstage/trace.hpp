@@ -25,6 +25,7 @@
 
 #include "jaxpr.hpp"
 #include "rules.hpp"
+#include "symbolic.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include <functional>  // order_jaxpr (out of line): users need not parse it

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Checks of dynstage's own include graph (the `#include "..."` lines).
+
+    include_graph.py INCLUDE_ROOT     check include/dynstage under INCLUDE_ROOT
+    include_graph.py --self-test      check that the checks can fail
+
+1. The graph is acyclic. A header that includes one that includes it back only
+   works by the accident of #pragma once and include order, and "compiles on
+   its own" (tests/compile_fail/run.sh headers) stops meaning anything.
+   dim.hpp and the symbolic headers used to form two such circles; they are
+   now layers (dim.hpp's comment).
+2. The umbrella headers reach every header, so that the implementation TU
+   (src/core.cpp, src/dynstage.cpp: DYNSTAGE_IMPLEMENTATION, then the
+   umbrella) compiles every definition under that guard: dynstage.hpp reaches
+   all headers, core.hpp all but the LLVM backend's (CORE_EXCLUDED).
+
+Every `#include "..."` line counts, also one under #ifdef: a cycle through
+an #ifdef'd include is still a cycle in the implementation TU. Includes are
+resolved as the compiler resolves quoted includes: first beside the including
+file, then under INCLUDE_ROOT. <...> includes (system, Boost, LLVM) are not
+dynstage's graph and are ignored.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+# Headers core.hpp does not reach, by design: the jit backend (LLVM).
+CORE_EXCLUDED_PREFIXES = ("dynstage/llvm/",)
+CORE_EXCLUDED = {"dynstage/dynstage.hpp", "dynstage/jit.hpp", "dynstage/jit_impl.hpp"}
+
+
+def read_graph(root):
+    """{header: [included header, ...]} with paths relative to root, and errors."""
+    graph, errors = {}, []
+    base = os.path.join(root, "dynstage")
+    for dirpath, _, files in os.walk(base):
+        for name in files:
+            if not name.endswith(".hpp"):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+            deps = []
+            with open(path, encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    m = INCLUDE_RE.match(line)
+                    if not m:
+                        continue
+                    target = None
+                    for cand in (os.path.join(dirpath, m.group(1)), os.path.join(root, m.group(1))):
+                        if os.path.isfile(cand):
+                            target = os.path.relpath(os.path.normpath(cand), root)
+                            break
+                    if target is None:
+                        errors.append(f'{rel}:{lineno}: #include "{m.group(1)}" names no file')
+                    else:
+                        deps.append(target)
+            graph[rel] = deps
+    return graph, errors
+
+
+def find_cycle(graph):
+    """A cycle as a list [h0, h1, ..., h0], or None."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    color = {h: WHITE for h in graph}
+    for start in sorted(graph):
+        if color[start] != WHITE:
+            continue
+        # Iterative DFS; `path` is the grey chain from start.
+        path, stack = [start], [iter(graph[start])]
+        color[start] = GREY
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                color[path.pop()] = BLACK
+                stack.pop()
+            elif color.get(nxt, BLACK) == GREY:
+                return path[path.index(nxt):] + [nxt]
+            elif color.get(nxt) == WHITE:
+                color[nxt] = GREY
+                path.append(nxt)
+                stack.append(iter(graph[nxt]))
+    return None
+
+
+def reachable(graph, start):
+    seen, todo = set(), [start]
+    while todo:
+        h = todo.pop()
+        if h in seen:
+            continue
+        seen.add(h)
+        todo.extend(graph.get(h, ()))
+    return seen
+
+
+def check(root):
+    """The list of problems (empty when all is well)."""
+    graph, problems = read_graph(root)
+    if not graph:
+        return [f"no headers under {root}/dynstage"]
+    cycle = find_cycle(graph)
+    if cycle:
+        problems.append("include cycle: " + " -> ".join(cycle))
+    for umbrella, wanted in (
+        ("dynstage/dynstage.hpp", set(graph)),
+        ("dynstage/core.hpp",
+         {h for h in graph if h not in CORE_EXCLUDED and not h.startswith(CORE_EXCLUDED_PREFIXES)}),
+    ):
+        if umbrella not in graph:
+            problems.append(f"umbrella header {umbrella} is missing")
+            continue
+        missed = sorted(wanted - reachable(graph, umbrella))
+        if missed:
+            problems.append(f"{umbrella} does not reach (so its implementation TU does not compile "
+                            f"their DYNSTAGE_IMPLEMENTATION definitions): " + ", ".join(missed))
+    return problems
+
+
+def self_test():
+    """The checks catch what they are for, on small made-up trees."""
+    def tree(d, files):
+        for rel, incs in files.items():
+            p = os.path.join(d, "dynstage", rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w", encoding="utf-8") as f:
+                f.write("#pragma once\n" + "".join(f"#include {i}\n" for i in incs))
+        return d
+
+    good = {"dynstage.hpp": ['"core.hpp"', '"jit.hpp"'], "core.hpp": ['"a.hpp"', '"b.hpp"'],
+            "jit.hpp": ['"llvm/x.hpp"', "<vector>"], "llvm/x.hpp": ['"../a.hpp"'],
+            "a.hpp": [], "b.hpp": ['"a.hpp"']}
+    cases = [
+        ("a layered tree", good, None),
+        ("a circle of two", {**good, "a.hpp": ['"b.hpp"']},
+         "include cycle: dynstage/a.hpp -> dynstage/b.hpp -> dynstage/a.hpp"),
+        ("an #ifdef'd back edge", {**good, "a.hpp": ["\"c.hpp\"\n#ifdef X\n#include \"b.hpp\"\n#endif"],
+                                   "c.hpp": []}, "include cycle:"),
+        ("a header no umbrella reaches", {**good, "lone.hpp": []}, "does not reach"),
+        ("a core header core.hpp misses", {**good, "core.hpp": ['"a.hpp"']},
+         "dynstage/core.hpp does not reach"),
+        ("an include of nothing", {**good, "b.hpp": ['"nothere.hpp"']}, "names no file"),
+    ]
+    ok = True
+    for what, files, expected in cases:
+        with tempfile.TemporaryDirectory(prefix="include_graph_") as d:
+            problems = check(tree(d, files))
+        text = "\n".join(problems)
+        if expected is None and problems:
+            print(f"FAIL: {what}: unexpected problems:\n{text}")
+            ok = False
+        elif expected is not None and expected not in text:
+            print(f"FAIL: {what}: expected '{expected}', got:\n{text or '(no problems)'}")
+            ok = False
+        else:
+            print(f"ok: {what}" + (f": {text}" if text else ""))
+    return ok
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return 0 if self_test() else 1
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    problems = check(argv[1])
+    for p in problems:
+        print("FAIL: " + p)
+    if problems:
+        return 1
+    graph, _ = read_graph(argv[1])
+    print(f"ok: {len(graph)} headers, {sum(map(len, graph.values()))} includes, no cycle; "
+          "core.hpp and dynstage.hpp reach every header they must")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
