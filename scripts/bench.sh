@@ -19,7 +19,9 @@
 #   5. scripts/bench_report.py turns all that into docs/benchmarks.md.
 #
 # Environment: DYNSTAGE_BENCH_BUILD (build dir), DYNSTAGE_BENCH_REPS (5),
-# DYNSTAGE_BENCH_MD (docs/benchmarks.md), CXX (g++), JOBS (2).
+# DYNSTAGE_BENCH_MD (docs/benchmarks.md), CXX (g++), JOBS (2),
+# DYNSTAGE_BENCH_BEFORE (an earlier run's bench.json: adds a before/after
+# section comparing the jit's ratios run by run).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -148,6 +150,12 @@ done
 # 5. Report.
 extra=()
 if [ -f "$fresh" ]; then extra+=(--softmax-fresh "$fresh"); fi
+# DYNSTAGE_BENCH_BEFORE=<bench.json of an earlier run> adds a before/after
+# section (labels: DYNSTAGE_BENCH_BEFORE_LABEL, DYNSTAGE_BENCH_AFTER_LABEL).
+if [ -n "${DYNSTAGE_BENCH_BEFORE:-}" ]; then
+  extra+=(--before "$DYNSTAGE_BENCH_BEFORE" --before-label "${DYNSTAGE_BENCH_BEFORE_LABEL:-before}"
+          --after-label "${DYNSTAGE_BENCH_AFTER_LABEL:-after}")
+fi
 python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" --user-compile-pch "$user_pch" "${extra[@]}" \
   --command "$command_line" --cxx "$("$cxx" --version | head -1)" >"$md.tmp"
 mv "$md.tmp" "$md"

@@ -156,6 +156,9 @@ def main():
     ap.add_argument("--softmax-fresh", help="the softmax benchmarks re-run in a fresh process")
     ap.add_argument("--command", default="scripts/bench.sh")
     ap.add_argument("--cxx", default="")
+    ap.add_argument("--before", help="bench.json of an earlier run, compared in a before/after section")
+    ap.add_argument("--before-label", default="before", help="what the earlier run measured (a commit)")
+    ap.add_argument("--after-label", default="after", help="what this run measured")
     args = ap.parse_args()
 
     ctx, runs = load_runs(args.json)
@@ -580,7 +583,39 @@ def main():
     # Insert the summary before the first case section.
     first_case = next(i for i, line in enumerate(out) if line.startswith("## "))
     out[first_case:first_case] = summary
+    if args.before:
+        out += before_after(args.before, runs, args.before_label, args.after_label)
     sys.stdout.write("\n".join(out) + "\n")
+
+
+def before_after(path, runs, before_label, after_label):
+    """A section comparing the jit's ratios to the baselines of its own run,
+    before and after: each run's ratio is taken within that run, so a
+    difference in machine load between the runs cancels."""
+    _, before = load_runs(path)
+    lines = [f"## Before / after: {before_label} vs {after_label}", "",
+             "Each ratio is baseline median / jit median (CPU time) **within one run**, so the two runs "
+             "are compared by ratios, not by absolute times (the machine is shared; the runs met different "
+             "loads). Change = after ratio / before ratio - 1: negative means the jit lost ground.", "",
+             "| benchmark | jit variant | baseline | ratio before | ratio after | change |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]
+    base_order = ["loops", "eigen", "eager"]
+    for key in sorted(k for k in runs if k[1].startswith("jit") and k in before):
+        case, variant, arg = key
+        for base in base_order:
+            bkey = (case, base, arg)
+            if bkey not in runs or bkey not in before:
+                continue
+            def r(rs):
+                j, b = rs[key].get("median"), rs[bkey].get("median")
+                return ns(b) / ns(j) if j and b and ns(j) > 0 else None
+            rb, ra = r(before), r(runs)
+            if rb and ra:
+                lines.append(f"| {case}/{arg} | {variant} | {base} | {fmt_ratio(rb)} | {fmt_ratio(ra)} | "
+                             f"{100 * (ra / rb - 1):+.0f}% |")
+            break
+    lines.append("")
+    return lines
 
 
 if __name__ == "__main__":

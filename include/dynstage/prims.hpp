@@ -261,8 +261,9 @@ inline constexpr int kVariadic = -1;
 //   eager        impl_rule(PrimTag<Prim::x>, ...)   eager.hpp; a unary, binary
 //                or compare primitive needs only its scalar function,
 //                scalar(PrimTag<Prim::x>, ...)
+//   index map    layout primitives: a case of index_map, index_map.hpp
 //   LLVM         a case of Lowering::fused (fused primitives) or emit_root
-//                (the others), llvm/lower.hpp
+//                (the others), llvm/lower_expr.hpp, llvm/lower_roots.hpp
 //   printer      the params struct's overload in print.hpp (param_kvs)
 // A missing one fails to compile. docs/architecture.md, "Adding a primitive",
 // walks through an example.

@@ -32,8 +32,11 @@
 #include "emit.hpp"
 #include "fusion.hpp"
 #include "lower.hpp"
+#include "lower_body.hpp"
 #include "lower_control.hpp"
 #include "lower_dot.hpp"
+#include "lower_expr.hpp"
+#include "lower_roots.hpp"
 #include "session.hpp"
 
 namespace dyn::detail {

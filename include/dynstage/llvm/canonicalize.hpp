@@ -1,0 +1,106 @@
+// dynstage: canonicalize_dots, the jaxpr rewrite before fusion planning:
+// every dot_general becomes a batched matrix product (B,M,K) x (B,K,N) on
+// reshaped/transposed operands (no LLVM here).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "../jaxpr.hpp"
+#include "fusion_plan.hpp"
+
+namespace dyn::detail {
+
+// ---------------------------------------------------------------------------
+// canonicalize_dots
+//
+// 1. For dot_general(lhs, rhs): lhs axes in the order batch, free,
+//    contracting and rhs axes in the order batch, contracting, free.
+// 2. Insert a transpose where that order is not the identity, and a reshape
+//    to (B,M,K) / (B,K,N) where the rank or shape differs.
+// 3. The dot keeps its output variable and type: (B,M,N) in row-major order is
+//    exactly the layout of [batch..., lhs free..., rhs free...].
+// The lowering then handles only dot_general((B,M,K), (B,K,N)).
+
+inline bool is_canonical_dot(const DotGeneralParams& p) {
+  return p.lhs_contracting == std::vector<std::int64_t>{2} && p.rhs_contracting == std::vector<std::int64_t>{1} &&
+         p.lhs_batch == std::vector<std::int64_t>{0} && p.rhs_batch == std::vector<std::int64_t>{0};
+}
+
+inline Jaxpr canonicalize_dots(const Jaxpr& in) {
+  Jaxpr j = in;
+  j.eqns.clear();
+  // A product of dimensions as one JDim: static, a dimension variable, or a
+  // new i64[] `mul` equation over the variables (runtime dimensions), so the
+  // (B,M,K)/(B,K,N) operand types stay closed jaxpr types.
+  auto prod = [&](const std::vector<JDim>& dims, const std::vector<std::int64_t>& axes) -> JDim {
+    std::int64_t k = 1;
+    std::vector<int> vars;
+    for (auto a : axes) {
+      const JDim& d = dims[static_cast<std::size_t>(a)];
+      if (d.is_static()) k *= d.value;
+      else vars.push_back(d.var);
+    }
+    if (vars.empty() || k == 0) return JDim{k, -1};
+    if (vars.size() == 1 && k == 1) return JDim::of_var(vars[0]);
+    const Type i64s{DType::i64, {}, false};
+    Atom acc = Atom::of_var(vars[0]);
+    auto mul = [&](Atom y) {
+      const int v = j.new_var(i64s);
+      j.eqns.push_back(Eqn{Prim::mul, {acc, y}, {v}, NoParams{}});
+      acc = Atom::of_var(v);
+    };
+    for (std::size_t i = 1; i < vars.size(); ++i) mul(Atom::of_var(vars[i]));
+    if (k != 1) mul(Atom::literal(Scalar::of<std::int64_t>(k)));
+    return JDim::of_var(acc.var);
+  };
+  // Bring operand `x` to axis order `perm` and shape `target`.
+  auto canon = [&](const Atom& x, const std::vector<std::int64_t>& perm, const std::vector<JDim>& target) -> Atom {
+    const Type t = j.type_of(x);
+    Atom cur = x;
+    bool identity = true;
+    for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<std::int64_t>(i);
+    std::vector<JDim> pdims;
+    for (auto a : perm) pdims.push_back(t.shape[static_cast<std::size_t>(a)]);
+    if (!identity) {
+      const int v = j.new_var(Type{t.dtype, pdims, false});
+      j.eqns.push_back(Eqn{Prim::transpose, {cur}, {v}, TransposeParams{perm}});
+      cur = Atom::of_var(v);
+    }
+    if (pdims != target) {
+      const int v = j.new_var(Type{t.dtype, target, false});
+      ReshapeParams rp;
+      std::vector<Atom> ins{cur};
+      for (const JDim& d : target) {
+        rp.new_sizes.push_back(d.is_static() ? d.value : kDynamicDim);
+        if (!d.is_static()) ins.push_back(Atom::of_var(d.var));
+      }
+      j.eqns.push_back(Eqn{Prim::reshape, std::move(ins), {v}, std::move(rp)});
+      cur = Atom::of_var(v);
+    }
+    return cur;
+  };
+  for (const Eqn& e : in.eqns) {
+    if (e.prim != Prim::dot_general) {
+      j.eqns.push_back(e);
+      continue;
+    }
+    const auto& p = std::get<DotGeneralParams>(e.params);
+    const std::vector<JDim> ld = j.type_of(e.inputs[0]).shape, rd = j.type_of(e.inputs[1]).shape;
+    const auto lf = dot_free_axes(static_cast<int>(ld.size()), p.lhs_batch, p.lhs_contracting);
+    const auto rf = dot_free_axes(static_cast<int>(rd.size()), p.rhs_batch, p.rhs_contracting);
+    const JDim B = prod(ld, p.lhs_batch), M = prod(ld, lf), K = prod(ld, p.lhs_contracting), N = prod(rd, rf);
+    std::vector<std::int64_t> lperm = p.lhs_batch, rperm = p.rhs_batch;
+    lperm.insert(lperm.end(), lf.begin(), lf.end());
+    lperm.insert(lperm.end(), p.lhs_contracting.begin(), p.lhs_contracting.end());
+    rperm.insert(rperm.end(), p.rhs_contracting.begin(), p.rhs_contracting.end());
+    rperm.insert(rperm.end(), rf.begin(), rf.end());
+    Eqn d = e;
+    d.inputs = {canon(e.inputs[0], lperm, {B, M, K}), canon(e.inputs[1], rperm, {B, K, N})};
+    d.params = DotGeneralParams{{2}, {1}, {0}, {0}};
+    j.eqns.push_back(std::move(d));
+  }
+  return j;
+}
+
+}  // namespace dyn::detail

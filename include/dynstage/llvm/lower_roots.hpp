@@ -1,0 +1,351 @@
+// dynstage: materialisation points: the loop nest of every root.
+// Part of the backend implementation (DYNSTAGE_IMPLEMENTATION): members of
+// Lowering (lower.hpp). emit_root and the nests of the roots
+// that are not one flat elementwise loop: row groups (fusion rule 4),
+// reductions, window writes (concatenate, dynamic_update_slice), dot_general.
+#pragma once
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lower.hpp"
+
+namespace dyn::detail::llvmjit {
+
+// ---------------------------------------------------------------------------
+// Materialisation points.
+
+inline void Lowering::emit_root(std::size_t ei) {
+  const Eqn& e = j_.eqns[ei];
+  const int v = e.outputs[0];
+  llvm::Value* out = buf_[static_cast<std::size_t>(v)];
+  const Dims dims = dims_of(v);
+  switch (prim_kind(e.prim)) {
+    case Kind::reduction: emit_reduction(e, out); return;
+    case Kind::contraction: emit_dot(e, out); return;
+    case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
+    case Kind::structural:
+      // The layout primitives that are never fused write windows.
+      if (!is_fusible(e.prim)) return emit_window_root(e, out);
+      [[fallthrough]];
+    case Kind::unary:
+    case Kind::binary:
+    case Kind::compare:
+    case Kind::select:
+    case Kind::convert: {
+      const DType od = type(v).dtype;
+      nest(dims, flat_root(e), [&](Ix& ix) { E.store(out, od, lin(ix), fused(e, ix)); });
+      return;
+    }
+  }
+}
+
+// Whether a fusible root's nest can be one flat loop (no multi-index needed).
+inline bool Lowering::flat_root(const Eqn& e) {
+  if (!is_fusible(e.prim))
+    internal_error("LLVM lowering: flat_root of " + std::string(prim_name(e.prim)) + ", which is not fused");
+  if (is_layout(e.prim) && index_map(j_, e).form != IndexMap::Form::linear) return false;
+  bool flat = true;
+  for (std::size_t i = 0; i < num_data_inputs(e); ++i) flat = flat && !needs_multi(e.inputs[i]);
+  return flat;
+}
+
+// Fusion rule 4: one loop over the rows of the group's row axes; per row,
+// each member's nest over that row, in order. One-row buffers start at
+// row * (their row length) in the linear index space (rowoff_).
+inline void Lowering::emit_group(const RowGroup& g) {
+  const std::size_t t = g.row_dims.size();
+  const Dims rows = dims_of(Type{DType::i64, g.row_dims, false});
+  std::vector<llvm::Value*> multi(t);
+  loops(rows, 0, t, multi, E.c64(0), [&](llvm::Value* l) {
+    const Row row{multi, l};
+    for (int ei : g.members) {
+      const int v = j_.eqns[static_cast<std::size_t>(ei)].outputs[0];
+      if (plan_.row_local[static_cast<std::size_t>(v)])
+        rowoff_[static_cast<std::size_t>(v)] = b.CreateMul(l, numel(dims_of(v), t), "", true, true);
+    }
+    for (int ei : g.members) {
+      const Eqn& e = j_.eqns[static_cast<std::size_t>(ei)];
+      llvm::Value* out = buf_[static_cast<std::size_t>(e.outputs[0])];
+      if (prim_kind(e.prim) == Kind::reduction) emit_reduction(e, out, &row);
+      else emit_row_elementwise(e, out, row);
+    }
+  });
+  for (int ei : g.members) rowoff_[static_cast<std::size_t>(j_.eqns[static_cast<std::size_t>(ei)].outputs[0])] = nullptr;
+}
+
+// A fusible member's nest over one row: flat over the row's linear index
+// when no multi-index is needed or the row has one axis, else nested loops.
+inline void Lowering::emit_row_elementwise(const Eqn& e, llvm::Value* out, const Row& row) {
+  const int v = e.outputs[0];
+  const Dims dims = dims_of(v);
+  const std::size_t t = row.multi.size();
+  const std::size_t inner_rank = dims.size() - t;
+  llvm::Value* n = numel(dims, t);
+  const DType od = type(v).dtype;
+  llvm::Value* base = b.CreateMul(row.lin, n, "", true, true);
+  if (inner_rank <= 1 || flat_root(e)) {
+    E.loop(n, [&](llvm::Value* i) {
+      Ix& ix = body_ix(dims, {}, b.CreateAdd(base, i, "", true, true));
+      ix.prefix = row.multi;
+      ix.inner_lin = i;
+      E.store(out, od, local(v, ix.lin), fused(e, ix));
+    });
+    return;
+  }
+  std::vector<llvm::Value*> multi = row.multi;
+  multi.resize(dims.size());
+  loops(dims, t, dims.size(), multi, row.lin, [&](llvm::Value* l) {
+    Ix& ix = body_ix(dims, multi, l);
+    E.store(out, od, local(v, l), fused(e, ix));
+  });
+}
+
+// acc + v for a float sum whose order is free: a product v = a * b just
+// computed for this sum (no other use) becomes llvm.fmuladd(a, b, acc), one
+// rounding instead of two; reassoc lets the vectoriser keep partial sums.
+inline llvm::Value* Lowering::accumulate_sum(llvm::Value* acc, llvm::Value* v) {
+  auto* m = llvm::dyn_cast<llvm::BinaryOperator>(v);
+  if (m && m->getOpcode() == llvm::Instruction::FMul && m->use_empty()) {
+    llvm::Value* r = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {v->getType()}, {m->getOperand(0), m->getOperand(1), acc});
+    for (auto it = memo_.begin(); it != memo_.end();) it = it->second == m ? memo_.erase(it) : std::next(it);
+    m->eraseFromParent();
+    Emitter::contract(r);
+    return Emitter::reassoc(r);
+  }
+  return Emitter::reassoc(b.CreateFAdd(acc, v));
+}
+
+// Reductions iterate the operand in row-major order. The innermost run of
+// reduced axes accumulates in a register (float sum/prod reassociable there
+// only, so it vectorises); reduced axes further out combine into the output
+// element, which then behaves like an elementwise update and vectorises over
+// the kept inner axes.
+inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* row) {
+  const Atom& x = e.inputs[0];
+  const DType d = dtype_of(x);
+  const bool fl = is_float(d);
+  const Dims xd = x.is_var() ? dims_of(x.var) : Dims{};
+  const auto& axes = std::get<ReduceParams>(e.params).axes;
+  auto reduced = [&](std::size_t a) {
+    return std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(a)) != axes.end();
+  };
+  const Prim p = e.prim;
+  auto identity = [&]() -> llvm::Value* {
+    switch (d) {
+      case DType::bool_: return b.getInt1(p == Prim::reduce_min || p == Prim::reduce_prod);
+      case DType::i32:
+      case DType::i64: {
+        const unsigned bits = d == DType::i32 ? 32 : 64;
+        llvm::Type* t = E.reg_type(d);
+        if (p == Prim::reduce_max) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(bits));
+        if (p == Prim::reduce_min) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMaxValue(bits));
+        return llvm::ConstantInt::get(t, p == Prim::reduce_prod ? 1 : 0);
+      }
+      case DType::f32:
+      case DType::f64: {
+        llvm::Type* t = E.reg_type(d);
+        if (p == Prim::reduce_max) return llvm::ConstantFP::getInfinity(t, true);
+        if (p == Prim::reduce_min) return llvm::ConstantFP::getInfinity(t, false);
+        return llvm::ConstantFP::get(t, p == Prim::reduce_prod ? 1.0 : 0.0);
+      }
+    }
+    return nullptr;
+  };
+  auto combine = [&](llvm::Value* acc, llvm::Value* v, bool may_reassoc) -> llvm::Value* {
+    if (d == DType::bool_) {
+      const bool is_or = p == Prim::reduce_max || p == Prim::reduce_sum;
+      return is_or ? b.CreateOr(acc, v) : b.CreateAnd(acc, v);
+    }
+    switch (p) {
+      case Prim::reduce_sum: {
+        if (!fl) return b.CreateAdd(acc, v);
+        if (may_reassoc) return accumulate_sum(acc, v);
+        return b.CreateFAdd(acc, v);
+      }
+      case Prim::reduce_prod:
+        // Never reassociable: `reassoc` on the accumulator lets LLVM fold
+        // pow(a, y) * pow(b, y) into pow(a * b, y), finite for negative a, b
+        // where eager's product is NaN (found by dynstage_fuzz). Float
+        // products are multiplied in loop order, and do not vectorise.
+        return fl ? b.CreateFMul(acc, v) : b.CreateMul(acc, v);
+      case Prim::reduce_max:
+        return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, acc, v);
+      case Prim::reduce_min:
+        return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, acc, v);
+      DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
+    }
+    internal_error("emit_reduction: " + std::string(prim_name(p)) + " is not a reduction");
+  };
+
+  const std::size_t r = xd.size();
+  llvm::Value* xn = numel(xd);
+  llvm::Value* on = numel(dims_of(e.outputs[0]));
+  // Empty operand: the identity everywhere (never in a row group). With
+  // runtime dimensions the nests below give the same for an empty operand.
+  if (Emitter::is_k(xn, 0)) {
+    E.loop(on, [&](llvm::Value* i) { E.store(out, d, i, identity()); });
+    return;
+  }
+  // Axes [t, r): the innermost run of reduced (or size-1) axes.
+  std::size_t t = r;
+  while (t > 0 && (reduced(t - 1) || unit(xd[t - 1]))) --t;
+  // (A runtime dimension counts as > 1: the output is then initialised to
+  // the identity and combined into, which is right for any size. So does a
+  // reduced axis of size 0: its loop never runs, and only that initialisation
+  // writes the output. The empty-operand case above misses it when another
+  // axis is a runtime dimension: dynstage_fuzz found sum(f64[0,n], {0}) giving
+  // uninitialised memory.)
+  bool outer_reduced = false;
+  for (std::size_t a = 0; a < t; ++a) {
+    const auto k = Emitter::konst(xd[a]);
+    outer_reduced = outer_reduced || (reduced(a) && (!k || *k != 1));
+  }
+  llvm::Value* inner_n = numel(xd, t);
+  // Output strides of the outer axes (0 where reduced).
+  Dims ostride(t, E.c64(0));
+  {
+    llvm::Value* acc_ = E.c64(1);
+    for (std::size_t a = r; a-- > 0;)
+      if (!reduced(a)) {
+        if (a < t) ostride[a] = acc_;
+        acc_ = E.mul(acc_, xd[a]);
+      }
+  }
+  if (outer_reduced) E.loop(on, [&](llvm::Value* i) { E.store(out, d, i, identity()); });
+  const bool flat_inner = !needs_multi(x);
+  llvm::Value* run = flat_inner ? inner_n : xd.empty() ? E.c64(1) : xd.back();  // the innermost loop's trip count
+  // A run of runtime length interleaves 8 accumulators (runtime dimensions
+  // stand for data sizes), 4 inside a row group (rows are usually short).
+  const auto run_k = Emitter::konst(run);
+  const LoopHint inner_hint = calls_transcendental(x) ? LoopHint::normal
+                              : run_k ? (*run_k < kLongReduction ? LoopHint::reduction : LoopHint::long_reduction)
+                              : row   ? LoopHint::reduction
+                                      : LoopHint::long_reduction;
+  llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
+
+  std::vector<llvm::Value*> multi(r, nullptr);
+  auto body = [&](llvm::Value* outer_lin, llvm::Value* olin) {
+    // Inner reduction of inner_n elements starting at linear index outer_lin * inner_n.
+    llvm::Value* base = b.CreateMul(outer_lin, inner_n, "", true, true);
+    auto element = [&](Ix& ix) { return operand(x, ix); };
+    llvm::Value* result;
+    if (unit(inner_n)) {
+      Ix& ix = body_ix(xd, {}, base);
+      if (!multi.empty() && multi[0]) {
+        ix.multi = multi;
+        for (std::size_t a = t; a < r; ++a) ix.multi[a] = E.c64(0);
+      }
+      // Eager folds even a single element into the identity: a float sum
+      // of -0.0 over only size-1 axes is 0.0 + -0.0 = +0.0.
+      result = combine(outer_reduced ? E.load(out, d, olin) : identity(), element(ix), false);
+      E.store(out, d, olin, result);
+      return;
+    }
+    b.CreateStore(identity(), acc);
+    auto accumulate = [&](Ix& ix) { b.CreateStore(combine(b.CreateLoad(E.reg_type(d), acc), element(ix), true), acc); };
+    if (flat_inner)
+      E.loop(inner_n, [&](llvm::Value* i) { accumulate(body_ix(xd, {}, b.CreateAdd(base, i, "", true, true))); }, inner_hint);
+    else
+      loops(xd, t, r, multi, outer_lin, [&](llvm::Value* l) { accumulate(body_ix(xd, multi, l)); }, inner_hint);
+    result = b.CreateLoad(E.reg_type(d), acc);
+    if (outer_reduced) result = combine(E.load(out, d, olin), result, false);
+    E.store(out, d, olin, result);
+  };
+  // Outer axes [0, t): the operand's outer linear index, and the output's
+  // linear index from the kept axes.
+  auto outer = [&](llvm::Value* l) {
+    llvm::Value* o = E.c64(0);
+    for (std::size_t a = 0; a < t; ++a)
+      if (!Emitter::is_k(ostride[a], 0)) o = b.CreateAdd(o, b.CreateMul(multi[a], ostride[a], "", true, true), "", true, true);
+    body(l, o);
+  };
+  if (!x.is_var()) {  // reduction of a literal scalar (folded into the identity, as above)
+    E.store(out, d, E.c64(0), combine(identity(), E.constant(x.lit.dtype, x.lit.f, x.lit.i), false));
+    return;
+  }
+  if (row) {
+    // One row of a row group: the reduced axes are exactly the trailing ones
+    // after the row axes (axes in [t, row axes) have size 1), so the
+    // operand's outer linear index and the output's index are the row's.
+    if (outer_reduced) internal_error("emit_reduction: a row group member reduces a row axis");
+    for (std::size_t a = 0; a < t; ++a) multi[a] = row->multi[a];
+    body(row->lin, local(e.outputs[0], row->lin));
+    return;
+  }
+  loops(xd, 0, t, multi, E.c64(0), outer);
+}
+
+// Input k of a window primitive written into its box of the output (the
+// window form of its index map): output index = input index + start.
+inline void Lowering::emit_window(const Eqn& e, std::size_t k, llvm::Value* out) {
+  const Dims od = dims_of(e.outputs[0]);
+  const DType d = type(e.outputs[0]).dtype;
+  const Atom& u = e.inputs[k];
+  const Dims ud = u.is_var() ? dims_of(u.var) : Dims{};
+  const IndexMap m = index_map(j_, e, k);
+  begin_body();
+  std::vector<llvm::Value*> start;
+  for (std::size_t i = 0; i < ud.size(); ++i) {
+    const AxisMap& a = m.axes[i];
+    start.push_back(start_of(e, a, i, a.start == AxisMap::Start::clamped ? b.CreateSub(od[i], ud[i]) : nullptr));
+  }
+  const auto ost = strides_of(od);
+  nest(ud, false, [&](Ix& ix) {
+    llvm::Value* o = E.c64(0);
+    for (std::size_t i = 0; i < ud.size(); ++i) {
+      llvm::Value* at = Emitter::is_k(start[i], 0) ? axis(ix, i) : b.CreateAdd(axis(ix, i), start[i], "", true, true);
+      o = b.CreateAdd(o, b.CreateMul(at, ost[i], "", true, true), "", true, true);
+    }
+    E.store(out, d, o, operand(u, ix));
+  });
+}
+
+// concatenate: each operand into its box. dynamic_update_slice: the operand
+// (read at the output's own index), then the update over its box.
+inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out) {
+  if (e.prim == Prim::concatenate) {
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) emit_window(e, k, out);
+    return;
+  }
+  const Atom& x = e.inputs[0];
+  const DType d = type(e.outputs[0]).dtype;
+  nest(dims_of(e.outputs[0]), !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
+  emit_window(e, 1, out);
+}
+
+inline llvm::Value* Lowering::buffer_through_reshapes(const Atom& a) {
+  int v = a.var;
+  while (!buf_[static_cast<std::size_t>(v)]) {
+    const Eqn& d = def_eqn(v);
+    if (d.prim != Prim::reshape && d.prim != Prim::squeeze)
+      internal_error("LLVM lowering: dot_general operand is not a buffer");
+    v = d.inputs[0].var;
+  }
+  return buf_[static_cast<std::size_t>(v)];
+}
+
+inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
+  if (!is_canonical_dot(std::get<DotGeneralParams>(e.params)))
+    internal_error("LLVM lowering: dot_general not canonicalised");
+  const Dims ld = dims_of(e.inputs[0].var), rd = dims_of(e.inputs[1].var);
+  DotShape s{ld[0], ld[1], ld[2], rd[2]};
+  emit_matmul(E, type(e.outputs[0]).dtype, s, buffer_through_reshapes(e.inputs[0]),
+              buffer_through_reshapes(e.inputs[1]), out);
+}
+
+inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
+  llvm::Value* bytes = bytes_of(dims_of(t), t.dtype);
+  const auto k = Emitter::konst(bytes);
+  if (!k || *k > 0) b.CreateMemCpy(dst, llvm::MaybeAlign(), src, llvm::MaybeAlign(), bytes);
+}
+
+}  // namespace dyn::detail::llvmjit
+
+#endif  // DYNSTAGE_IMPLEMENTATION
