@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using test_util::message_of;
 using test_util::str;

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 

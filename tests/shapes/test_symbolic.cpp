@@ -15,7 +15,7 @@
 #include <dynstage/symbolic_decision.hpp>
 #include <dynstage/symbolic_spec.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace dyn;
 using test_util::message_of;

@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 

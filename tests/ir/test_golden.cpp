@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using test_util::str;
 
