@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../test_util.hpp"
+#include "programs.hpp"
 
 using test_util::message_of;
 using test_util::str;
@@ -26,32 +27,11 @@ T scalar_at(const dyn::AnyArray& a) {
   return a.get<T>().data()[0];
 }
 
-// Reference 004's g: the loop body either mixes the carried value with the
-// captured x ([1], preserve_dimensions=true) or resizes it ([2], false).
-auto g_mix = [](auto x, auto y) {
-  auto loop = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a * x; });
-  return dyn::sum(loop(y));
-};
-auto g_resize = [](auto x, auto y) {
-  (void)x;
-  auto loop = dyn::for_loop(0, 10, 1, {.preserve_dimensions = false})(
-      [&](auto, auto a) { return dyn::ones<double>({a.shape(0) + 1}); });
-  return dyn::sum(loop(y));
-};
-
-// Reference 004's overview circuit.
-auto circuit = [](auto sz) {
-  auto a0 = dyn::ones<double>({sz});
-  auto loop = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a + a0; });
-  auto a2 = loop(a0);
-  return a0 + a2;
-};
-
-// A while loop doubling an array until its size exceeds 100.
-auto doubling = [](auto x) {
-  return dyn::while_loop([](auto a) { return dyn::dim_value(a.shape(0)) <= 100; },
-                         {.preserve_dimensions = false})([](auto a) { return dyn::concatenate({a, a}, 0); })(x);
-};
+using control_programs::arange_or_zeros;
+using control_programs::circuit;
+using control_programs::doubling;
+using control_programs::g_mix;
+using control_programs::g_resize;
 
 }  // namespace
 
@@ -59,20 +39,7 @@ TEST_SUITE("control") {
 
 TEST_CASE("reference 004: the overview circuit captures a0 and its dimension") {
   auto j = dyn::make_jaxpr(circuit)(std::int64_t{3});
-  CHECK(str(j) ==
-        "{ lambda ; a:i64[]. let\n"
-        "    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]\n"
-        "      a\n"
-        "    c:f64[a] = for_loop[\n"
-        "      body_jaxpr={ lambda ; d:i64[] e:f64[d] f:i64[] g:f64[d]. let\n"
-        "          h:f64[d] = add g e\n"
-        "        in (h,) }\n"
-        "      body_nconsts=2\n"
-        "      nimplicit=0\n"
-        "      preserve_dimensions=True\n"
-        "    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] b\n"
-        "    i:f64[a] = add b c\n"
-        "  in (i,) }");
+  CHECK(str(j) == control_programs::circuit_jaxpr);
   for (std::int64_t sz : {0, 1, 5}) {
     auto r = dyn::eval_jaxpr(j, {i64(sz)});
     auto e = dyn::eager(circuit)(sz);
@@ -375,26 +342,9 @@ TEST_CASE("nested for loops with a captured dynamic array") {
 }
 
 TEST_CASE("cond returns arange(n) or zeros(n*n): the size is an implicit output") {
-  auto f = [](auto p, auto n) {
-    return dyn::cond(p, [&]() { return dyn::arange<double>(n); }, [&]() { return dyn::zeros<double>({n * n}); })();
-  };
+  auto f = arange_or_zeros;
   auto j = dyn::make_jaxpr(f)(true, std::int64_t{4});
-  CHECK(str(j) ==
-        "{ lambda ; a:bool[] b:i64[]. let\n"
-        "    c:i64[] d:f64[c] = cond[\n"
-        "      branch_jaxprs=(\n"
-        "        { lambda ; e:i64[]. let\n"
-        "            f:f64[e] = iota[dimension=0 dtype=float64 shape=(None,)] e\n"
-        "          in (e, f) }\n"
-        "        { lambda ; g:i64[]. let\n"
-        "            h:i64[] = mul g g\n"
-        "            i:f64[h] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 0.0:f64[]\n"
-        "              h\n"
-        "          in (h, i) }\n"
-        "      )\n"
-        "      nimplicit_outputs=1\n"
-        "    ] a b\n"
-        "  in (c, d) }");
+  CHECK(str(j) == control_programs::arange_or_zeros_jaxpr);
   for (bool p : {true, false})
     for (std::int64_t n : {0, 3}) {
       auto r = dyn::eval_jaxpr(j, {dyn::AnyArray(dyn::Array<bool>::scalar(p)), i64(n)});
