@@ -44,7 +44,7 @@ void check_same(const Array<T>& jit, const dyn::AnyArray& interp, const Array<T>
 
 }  // namespace
 
-TEST_CASE("jit control: reference 004's g, preserve_dimensions true and false, one compile for every size") {
+TEST_CASE("jit control: the Catalyst dynamic-arrays doc's g, preserve_dimensions true and false, one compile for every size") {
   auto g1 = control_programs::g_mix;
   auto g2 = control_programs::g_resize;
   const dyn::polymorphic_shapes spec{"(n,)", "(n,)"};
@@ -77,7 +77,7 @@ TEST_CASE("jit control: reference 004's g, preserve_dimensions true and false, o
   CHECK(j2.stats().compiles == 1);
 }
 
-TEST_CASE("jit control: reference 004's overview circuit at sz = 0, 1, 5") {
+TEST_CASE("jit control: the Catalyst dynamic-arrays doc's overview circuit at sz = 0, 1, 5") {
   auto circuit = control_programs::circuit;
   auto jc = dyn::jit(circuit);
   for (i64 sz : {0, 1, 5}) {

@@ -258,7 +258,7 @@ TEST_CASE("jit: polymorphic_shapes: reductions, row groups, matmul and shape ops
   CHECK(jf.stats().compiles == 1);
 }
 
-TEST_CASE("jit: reference 003's examples through jit") {
+TEST_CASE("jit: the examples of JAX's shape-polymorphism doc through jit") {
   SUBCASE("concatenate along axis 1 gives (a, 2*b)") {
     auto jf = dyn::jit([](auto x) { return dyn::concatenate({x, x}, 1); }, dyn::polymorphic_shapes{"a, b"});
     auto x = iota_array<std::int32_t>({3, 4});
