@@ -182,7 +182,7 @@ TEST_CASE("jit: a failed trace leaves the function usable and its cache intact")
   CHECK(jf.stats().cache_hits == 1);
 }
 
-// Concurrency (8 threads, mixed signatures, clear_cache races) and the soak: tests/test_concurrency.cpp.
+// Concurrency (8 threads, mixed signatures, clear_cache races) and the soak: tests/jit/test_concurrency.cpp.
 
 TEST_CASE("jit: explain_miss says which argument changed how") {
   using dyn::detail::LeafSig;

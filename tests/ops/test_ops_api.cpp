@@ -3,7 +3,7 @@
 // arguments, and the value semantics of dyn::Array (helpers and the
 // three-way check in ops_test.hpp).
 //
-// Golden jaxpr texts live in test_golden.cpp; here jaxprs are only inspected
+// Golden jaxpr texts live in ir/test_golden.cpp; here jaxprs are only inspected
 // structurally (output types, invars, primitive names).
 #include "ops_test.hpp"
 
