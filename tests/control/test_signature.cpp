@@ -3,7 +3,7 @@
 // "Sources") with their DBIdx / InDBIdx / OutDBIdx references, their
 // printing, check() and input_type_of / output_type_of (public:
 // include/dynstage/nested_types.hpp), the steps expand_args / initialize /
-// collapse / expand_results (the test oracle tests/signature_oracle.hpp),
+// collapse / expand_results (the test oracle signature_oracle.hpp),
 // their errors, and the jaxpr-level conversions.
 //
 // Expected texts: API.md §5 fixes the list format
