@@ -4,7 +4,7 @@
 # after the normal build; docs/reliability.md "Sanitizers").
 #   asan   build-asan: both doctest executables (-Dtest_set=unit) with
 #          AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on
-#   tsan   build-tsan: tests/test_concurrency.cpp alone
+#   tsan   build-tsan: tests/jit/test_concurrency.cpp alone
 #          (-Dtest_set=concurrency) with ThreadSanitizer
 # Only the test executables and what they link are built (no examples,
 # benchmarks, compile checks or subproject test), with line tables only

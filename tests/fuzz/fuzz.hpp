@@ -157,7 +157,7 @@ std::vector<dyn::AnyArray> eager_slots(const Case& c);
 // included); empty if tracing raises a dyn::Error.
 std::set<dyn::detail::Prim> traced_primitives(const Case& c);
 // The primitives the fuzzer generates: those of the programs of seeds
-// first .. first + count - 1 (tests/test_prim_table_jit.cpp checks that
+// first .. first + count - 1 (tests/ir/test_prim_table_jit.cpp checks that
 // every primitive is among them).
 std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count, int max_nodes = 12);
 

@@ -12,9 +12,9 @@
 #include <set>
 #include <string>
 
-#include "fuzz/fuzz.hpp"
+#include "../fuzz/fuzz.hpp"
 #include "prim_samples.hpp"
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 

@@ -1,8 +1,10 @@
-// Control flow through the bind algorithm (references 000 and 004): golden
-// jaxprs with the references' structure, the numbers they produce through
-// eval_jaxpr and eager, the error cases, and the dynamic-shape programs of
-// the control-flow issue. (dyn::jit runs the same programs in
-// test_jit_control.cpp.)
+// Control flow through the bind algorithm (the Catalyst tracing note and the
+// Catalyst dynamic-arrays doc, listed in docs/architecture.md, "Sources"):
+// golden jaxprs with the structure of those documents' jaxprs, the numbers
+// they produce through eval_jaxpr and eager, the error cases, and the
+// dynamic-shape programs of the control-flow issue. (dyn::jit runs the same
+// programs in test_jit_control.cpp; programs several files run are in
+// programs.hpp.)
 #include <dynstage/core.hpp>
 
 #include <doctest/doctest.h>
@@ -12,7 +14,8 @@
 #include <tuple>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
+#include "programs.hpp"
 
 using test_util::message_of;
 using test_util::str;
@@ -26,53 +29,19 @@ T scalar_at(const dyn::AnyArray& a) {
   return a.get<T>().data()[0];
 }
 
-// Reference 004's g: the loop body either mixes the carried value with the
-// captured x ([1], preserve_dimensions=true) or resizes it ([2], false).
-auto g_mix = [](auto x, auto y) {
-  auto loop = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a * x; });
-  return dyn::sum(loop(y));
-};
-auto g_resize = [](auto x, auto y) {
-  (void)x;
-  auto loop = dyn::for_loop(0, 10, 1, {.preserve_dimensions = false})(
-      [&](auto, auto a) { return dyn::ones<double>({a.shape(0) + 1}); });
-  return dyn::sum(loop(y));
-};
-
-// Reference 004's overview circuit.
-auto circuit = [](auto sz) {
-  auto a0 = dyn::ones<double>({sz});
-  auto loop = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a + a0; });
-  auto a2 = loop(a0);
-  return a0 + a2;
-};
-
-// A while loop doubling an array until its size exceeds 100.
-auto doubling = [](auto x) {
-  return dyn::while_loop([](auto a) { return dyn::dim_value(a.shape(0)) <= 100; },
-                         {.preserve_dimensions = false})([](auto a) { return dyn::concatenate({a, a}, 0); })(x);
-};
+using control_programs::arange_or_zeros;
+using control_programs::circuit;
+using control_programs::doubling;
+using control_programs::g_mix;
+using control_programs::g_resize;
 
 }  // namespace
 
 TEST_SUITE("control") {
 
-TEST_CASE("reference 004: the overview circuit captures a0 and its dimension") {
+TEST_CASE("Catalyst dynamic-arrays doc: the overview circuit captures a0 and its dimension") {
   auto j = dyn::make_jaxpr(circuit)(std::int64_t{3});
-  CHECK(str(j) ==
-        "{ lambda ; a:i64[]. let\n"
-        "    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]\n"
-        "      a\n"
-        "    c:f64[a] = for_loop[\n"
-        "      body_jaxpr={ lambda ; d:i64[] e:f64[d] f:i64[] g:f64[d]. let\n"
-        "          h:f64[d] = add g e\n"
-        "        in (h,) }\n"
-        "      body_nconsts=2\n"
-        "      nimplicit=0\n"
-        "      preserve_dimensions=True\n"
-        "    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] b\n"
-        "    i:f64[a] = add b c\n"
-        "  in (i,) }");
+  CHECK(str(j) == control_programs::circuit_jaxpr);
   for (std::int64_t sz : {0, 1, 5}) {
     auto r = dyn::eval_jaxpr(j, {i64(sz)});
     auto e = dyn::eager(circuit)(sz);
@@ -83,7 +52,7 @@ TEST_CASE("reference 004: the overview circuit captures a0 and its dimension") {
   }
 }
 
-TEST_CASE("reference 004 example 1: preserve_dimensions=true mixes the carry with a constant, gives 3.0") {
+TEST_CASE("Catalyst dynamic-arrays doc, example 1: preserve_dimensions=true mixes the carry with a constant, gives 3.0") {
   auto j = dyn::make_jaxpr(g_mix, dyn::polymorphic_shapes{"(n,)", "(n,)"})(dyn::ones<double>({3}),
                                                                          dyn::ones<double>({3}));
   CHECK(str(j) ==
@@ -106,7 +75,7 @@ TEST_CASE("reference 004 example 1: preserve_dimensions=true mixes the carry wit
   CHECK(dyn::eager(g_mix)(dyn::ones<double>({3}), dyn::ones<double>({3})).data()[0] == 3.0);
 }
 
-TEST_CASE("reference 004 example 2: preserve_dimensions=false resizes the carry, gives 13.0") {
+TEST_CASE("Catalyst dynamic-arrays doc, example 2: preserve_dimensions=false resizes the carry, gives 13.0") {
   auto j = dyn::make_jaxpr(g_resize, dyn::polymorphic_shapes{"(n,)", "(n,)"})(dyn::ones<double>({3}),
                                                                             dyn::ones<double>({3}));
   CHECK(str(j) ==
@@ -123,8 +92,8 @@ TEST_CASE("reference 004 example 2: preserve_dimensions=false resizes the carry,
         "    ] a 0:i64[] 10:i64[] 1:i64[] 0:i64[] c\n"
         "    k:f64[] = reduce_sum[axes=(0,)] e\n"
         "  in (k,) }");
-  // The body's types in the references' spelling: the carried size is
-  // DBIdx(0) on the way in and OutDBIdx(0) on the way out.
+  // The body's types as the Catalyst documents write them: the carried size
+  // is DBIdx(0) on the way in and OutDBIdx(0) on the way out.
   const dyn::Jaxpr& body = *std::get<dyn::detail::ForLoopParams>(j.jaxpr->eqns.at(0).params).body_jaxpr;
   CHECK(str(dyn::input_type_of(body)) == "[(i64[], false), (i64[], true), (f64[DBIdx(0)], true)]");
   CHECK(str(dyn::output_type_of(body)) == "[(i64[], false), (f64[OutDBIdx(0)], true)]");
@@ -140,7 +109,7 @@ TEST_CASE("reference 004 example 2: preserve_dimensions=false resizes the carry,
   CHECK(dyn::array_equal(dyn::eval_jaxpr(jn, {dyn::arange<double>(4)}).back().get<double>(), dyn::arange<double>(4)));
 }
 
-TEST_CASE("reference 000: the circuit's body captures sz once, as a size and as a value") {
+TEST_CASE("Catalyst tracing note: the circuit's body captures sz once, as a size and as a value") {
   auto c0 = [](auto sz) {
     auto a0 = dyn::ones<double>({sz});
     auto a2 = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a * sz; })(a0);
@@ -167,7 +136,7 @@ TEST_CASE("reference 000: the circuit's body captures sz once, as a size and as 
   CHECK(r.at(0).get<double>().data()[1] == 1.0 + 1024.0);
 }
 
-TEST_CASE("reference 000: preserve_dimensions=true keeps the sharing pattern of the carried values") {
+TEST_CASE("Catalyst tracing note: preserve_dimensions=true keeps the sharing pattern of the carried values") {
   auto ok = [](auto sz) {
     auto a0 = dyn::ones<double>({sz});
     return dyn::for_loop(0, 10, 1)([&](auto, auto a, auto a_) { return std::make_tuple(a_, a + a_); })(a0, a0);
@@ -190,7 +159,7 @@ TEST_CASE("reference 000: preserve_dimensions=true keeps the sharing pattern of 
     auto a0 = dyn::ones<double>({sz});
     return dyn::for_loop(0, 10, 1)([&](auto, auto a, auto) {
       auto b = dyn::ones<double>({sz + 1});
-      return std::make_tuple(a, b);  // reference 000: "ERROR: dimensions are not the same any more"
+      return std::make_tuple(a, b);  // the Catalyst tracing note: "ERROR: dimensions are not the same any more"
     })(a0, a0);
   };
   CHECK(message_of<dyn::TypeError>([&] { dyn::make_jaxpr(a_b)(std::int64_t{3}); }) ==
@@ -200,7 +169,7 @@ TEST_CASE("reference 000: preserve_dimensions=true keeps the sharing pattern of 
         "{.infer_dimensions = true})");
 }
 
-TEST_CASE("reference 000: under preserve_dimensions=false a carried value never matches a captured one") {
+TEST_CASE("Catalyst tracing note: under preserve_dimensions=false a carried value never matches a captured one") {
   auto mix = [](auto sz) {
     auto a0 = dyn::ones<double>({sz});
     return dyn::for_loop(0, 10, 1, {.preserve_dimensions = false})([&](auto, auto a) { return a + a0; })(a0);
@@ -375,26 +344,9 @@ TEST_CASE("nested for loops with a captured dynamic array") {
 }
 
 TEST_CASE("cond returns arange(n) or zeros(n*n): the size is an implicit output") {
-  auto f = [](auto p, auto n) {
-    return dyn::cond(p, [&]() { return dyn::arange<double>(n); }, [&]() { return dyn::zeros<double>({n * n}); })();
-  };
+  auto f = arange_or_zeros;
   auto j = dyn::make_jaxpr(f)(true, std::int64_t{4});
-  CHECK(str(j) ==
-        "{ lambda ; a:bool[] b:i64[]. let\n"
-        "    c:i64[] d:f64[c] = cond[\n"
-        "      branch_jaxprs=(\n"
-        "        { lambda ; e:i64[]. let\n"
-        "            f:f64[e] = iota[dimension=0 dtype=float64 shape=(None,)] e\n"
-        "          in (e, f) }\n"
-        "        { lambda ; g:i64[]. let\n"
-        "            h:i64[] = mul g g\n"
-        "            i:f64[h] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 0.0:f64[]\n"
-        "              h\n"
-        "          in (h, i) }\n"
-        "      )\n"
-        "      nimplicit_outputs=1\n"
-        "    ] a b\n"
-        "  in (c, d) }");
+  CHECK(str(j) == control_programs::arange_or_zeros_jaxpr);
   for (bool p : {true, false})
     for (std::int64_t n : {0, 3}) {
       auto r = dyn::eval_jaxpr(j, {dyn::AnyArray(dyn::Array<bool>::scalar(p)), i64(n)});
@@ -598,8 +550,8 @@ TEST_CASE("infer_dimensions: only the carried sizes that change become loop vari
   CHECK_THROWS_AS(dyn::make_jaxpr(shared, dyn::polymorphic_shapes{"(n,)", "(n,)"})(x, x), dyn::TypeError);
 }
 
-// Issue 14 (reference 000, "Adding dynamic dimensions"; reference 004, output
-// types with InDBIdx): under preserve_dimensions=false the body sees every
+// Issue 14 (the Catalyst tracing note, "Adding dynamic dimensions"; the
+// Catalyst dynamic-arrays doc, output types with InDBIdx): under preserve_dimensions=false the body sees every
 // carried dimension as a loop variable, but a result whose size the body
 // never changes keeps the caller's dimension (InDBIdx); only the sizes the
 // body computes are implicit results (OutDBIdx).
@@ -647,8 +599,8 @@ TEST_CASE("preserve_dimensions=false: a size the body returns unchanged keeps th
   }
 }
 
-TEST_CASE("reference 000's loop over (a, b, b_) under preserve_dimensions=false: shared sizes are shared after it") {
-  // Reference 000: "`b + b_` is not possible" inside the body, since b and b_
+TEST_CASE("Catalyst tracing note: the loop over (a, b, b_) under preserve_dimensions=false: shared sizes are shared after it") {
+  // The Catalyst tracing note: "`b + b_` is not possible" inside the body, since b and b_
   // are loop variables of their own. The body returns them unchanged, so
   // after the loop they have b0's size again, and a2 has a0's.
   auto r000 = [](auto sz) {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 
@@ -1247,7 +1247,7 @@ TEST_CASE("backend: runtime dims: transpose, reshape, slices, concatenate, iota,
   for (std::int64_t b : {2, 3, 17, 100}) sets.push_back({arr<double>({b, 4}, 21), arr<double>({b}, 22)});
   CHECK(check_sizes(cj, sets, 0) == 4);
 
-  // Reference 003: (a, 2*b) concatenation and the 4*b flattening, with the
+  // JAX's shape-polymorphism doc: (a, 2*b) concatenation and the 4*b flattening, with the
   // implicit results (the materialised sizes) written by the kernel.
   auto cat = make_jaxpr([](auto x) { return dyn::concatenate({x, x}, 1); }, polymorphic_shapes{"a, b"})(
       Array<std::int32_t>({3, 4}));

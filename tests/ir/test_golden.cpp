@@ -1,5 +1,7 @@
 // Golden jaxpr text: what make_jaxpr prints for each primitive family, and
-// the worked examples of references 001 (constants) and 002 (tracing).
+// the worked examples of JAX's constants doc ("Handling of closed-over
+// constants") and JAX's tracing doc ("Tracing"); docs/architecture.md,
+// "Sources", lists them.
 #include <dynstage/core.hpp>
 
 #include <doctest/doctest.h>
@@ -7,11 +9,11 @@
 #include <sstream>
 #include <string>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using test_util::str;
 
-TEST_CASE("reference 002: dot(x + 1, y + 1)") {
+TEST_CASE("JAX's tracing doc: dot(x + 1, y + 1)") {
   auto f = [](auto x, auto y) { return dyn::dot(x + 1, y + 1); };
   dyn::Array<float> x({3, 4}), y({4});
   CHECK(str(dyn::make_jaxpr(f)(x, y)) ==
@@ -29,7 +31,7 @@ TEST_CASE("reference 002: dot(x + 1, y + 1)") {
         "  in (e,) }");
 }
 
-TEST_CASE("reference 002: tracers print their type") {
+TEST_CASE("JAX's tracing doc: tracers print their type") {
   std::string seen_x, seen_y, seen_r;
   auto f = [&](auto x, auto y) {
     seen_x = str(x);
@@ -44,7 +46,7 @@ TEST_CASE("reference 002: tracers print their type") {
   CHECK(seen_r == "Tracer<f64[3]>");
 }
 
-TEST_CASE("reference 002: a static argument picks the branch at trace time") {
+TEST_CASE("JAX's tracing doc: a static argument picks the branch at trace time") {
   auto f = [](auto x, bool neg) { return neg ? -x : x; };
   auto neg = dyn::make_jaxpr(f, dyn::static_argnums<1>{})(1, true);
   CHECK(str(neg) ==
@@ -53,7 +55,7 @@ TEST_CASE("reference 002: a static argument picks the branch at trace time") {
   CHECK(str(pos) == "{ lambda ; a:i32[]. let  in (a,) }");
 }
 
-TEST_CASE("reference 001: array constants are constvars, uniquified by identity; scalars are literals") {
+TEST_CASE("JAX's constants doc: array constants are constvars, uniquified by identity; scalars are literals") {
   auto a = dyn::ones<float>({16});
   // a is used twice but is one constvar; 2.0 and 142.0 are literals; the
   // product a * 2.0 of two concrete operands is computed at trace time (its

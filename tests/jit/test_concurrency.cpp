@@ -28,7 +28,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 // ASan's quarantine and TSan's shadow memory grow the resident set by

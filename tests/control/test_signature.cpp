@@ -1,15 +1,17 @@
-// Typed signatures of nested programs: the input/output types of references
-// 000 and 004 with their DBIdx / InDBIdx / OutDBIdx references, their
+// Typed signatures of nested programs: the input/output types of the Catalyst
+// tracing note and the Catalyst dynamic-arrays doc (docs/architecture.md,
+// "Sources") with their DBIdx / InDBIdx / OutDBIdx references, their
 // printing, check() and input_type_of / output_type_of (public:
 // include/dynstage/nested_types.hpp), the steps expand_args / initialize /
-// collapse / expand_results (the test oracle tests/signature_oracle.hpp),
+// collapse / expand_results (the test oracle signature_oracle.hpp),
 // their errors, and the jaxpr-level conversions.
 //
 // Expected texts: API.md §5 fixes the list format
-// `[(i64[], false), (f64[DBIdx(0)], true)]` (reference 000 prints the same
-// lists as `[(i64, True), (f64[DBIdx(0)], False)]`, with the explicitness
-// flags swapped, see reference/README.md); python_repr reproduces the tuple
-// reference 004 prints byte for byte.
+// `[(i64[], false), (f64[DBIdx(0)], true)]` (the Catalyst tracing note prints
+// the same lists as `[(i64, True), (f64[DBIdx(0)], False)]`, with the
+// explicitness flags swapped: dynstage follows JAX, where true marks an
+// argument the user wrote); python_repr reproduces the tuple the Catalyst
+// dynamic-arrays doc prints byte for byte.
 #include <doctest/doctest.h>
 
 #include <dynstage/print.hpp>
@@ -82,7 +84,7 @@ Atom var(int v) { return Atom::of_var(v); }
 std::string text(const Jaxpr& j) { return dyn::detail::format_jaxpr(j); }
 
 // The jaxpr as JAX prints a body after its constants became leading
-// arguments (body_nconsts of reference 004).
+// arguments (body_nconsts in the Catalyst dynamic-arrays doc).
 Jaxpr constvars_to_invars(Jaxpr j) {
   std::vector<bool> flags(j.constvars.size(), true);
   for (std::size_t i = 0; i < j.invars.size(); ++i) flags.push_back(j.in_explicit.empty() || j.in_explicit[i]);
@@ -99,12 +101,12 @@ Jaxpr constvars_to_invars(Jaxpr j) {
 // ---------------------------------------------------------------------------
 // Printing.
 
-TEST_CASE("signature: printing of input and output types (API.md, reference 000)") {
+TEST_CASE("signature: printing of input and output types (API.md, the Catalyst tracing note)") {
   // API.md §5, verbatim.
   InputType in{E(i64, {}, false), E(f64, {DB(0)}, true)};
   CHECK(to_string(in) == "[(i64[], false), (f64[DBIdx(0)], true)]");
 
-  // Reference 000's output type example (flags in JAX's convention).
+  // The Catalyst tracing note's output type example (flags in JAX's convention).
   OutputType out{E(i64, {}, false), E(f64, {Out(0)}, true), E(f64, {In(1)}, true)};
   CHECK(to_string(out) == "[(i64[], false), (f64[OutDBIdx(0)], true), (f64[InDBIdx(1)], true)]");
 
@@ -125,8 +127,8 @@ TEST_CASE("signature: printing of input and output types (API.md, reference 000)
   CHECK(out.num_implicit() == 1);
 }
 
-TEST_CASE("signature: python_repr is reference 004's tuple byte for byte") {
-  // Reference 004, "Input Type and Output Type": a program returning a 3D
+TEST_CASE("signature: python_repr is the Catalyst dynamic-arrays doc's tuple byte for byte") {
+  // The Catalyst dynamic-arrays doc, "Input Type and Output Type": a program returning a 3D
   // tensor along with two of its three dynamic dimensions; the third is the
   // program's first input.
   OutputType t{E(i64, {}, false), E(i64, {}, false), E(f64, {Out(0), Out(1), In(0)}, true)};
@@ -146,7 +148,7 @@ TEST_CASE("signature: python_repr is reference 004's tuple byte for byte") {
 // ---------------------------------------------------------------------------
 // expand_args.
 
-TEST_CASE("signature: expand_args shares dimensions (reference 000)") {
+TEST_CASE("signature: expand_args shares dimensions (the Catalyst tracing note)") {
   // a:f64[d], b:f64[d] becomes d:i64[], a:f64[d], b:f64[d]
   const ValueDesc a = val(1, f64, {V(0)}), b = val(2, f64, {V(0)});
   auto ex = expand_args({a, b}, ArgDims::shared);
@@ -200,7 +202,7 @@ TEST_CASE("signature: expand_args with preserve_dimensions=false forgets sharing
   CHECK(to_string(e2.type) == "[(i64[], false), (i64[], true), (f64[DBIdx(0)], true)]");
 }
 
-TEST_CASE("signature: expand_args captures dimensions (reference 004, preserve_dimensions=true)") {
+TEST_CASE("signature: expand_args captures dimensions (the Catalyst dynamic-arrays doc, preserve_dimensions=true)") {
   // loop(y) with y:f64[a] (a = variable 0) and the loop index 0.
   auto ex = expand_args({literal_i64(), val(2, f64, {V(0)})}, ArgDims::captured);
   CHECK(to_string(ex.type) == "[(i64[], true), (f64[Outer(0)], true)]");
@@ -254,7 +256,7 @@ TEST_CASE("signature: initialize creates the body's arguments in order") {
 // ---------------------------------------------------------------------------
 // expand_results.
 
-TEST_CASE("signature: expand_results, reference 000's worked example") {
+TEST_CASE("signature: expand_results, the Catalyst tracing note's worked example") {
   // Arguments: v:i64[], d:i64[], a:f64[d], b:f64[d]
   // Results:   e:i64[], a:f64[e], b:f64[d]
   const ValueDesc v = val(0, i64), d = val(1, i64), a = val(2, f64, {V(1)}), b = val(3, f64, {V(1)});
@@ -265,7 +267,7 @@ TEST_CASE("signature: expand_results, reference 000's worked example") {
   CHECK(collapse(er.type, er.values) == std::vector<ValueDesc>{a2, b});
 }
 
-TEST_CASE("signature: expand_results, reference 004's three-dimensional result") {
+TEST_CASE("signature: expand_results, the Catalyst dynamic-arrays doc's three-dimensional result") {
   // A program returning a 3D tensor with two of its three dynamic dimensions;
   // the third is the first input of the program.
   auto er = expand_results({}, {val(0, i64)}, {val(3, f64, {V(1), V(2), V(0)})});
@@ -278,7 +280,7 @@ TEST_CASE("signature: expand_results, reference 004's three-dimensional result")
         ")");
 }
 
-TEST_CASE("signature: expand_results, implicit results of f(sz) = ones(sz + 1) (references 000, 004)") {
+TEST_CASE("signature: expand_results, implicit results of f(sz) = ones(sz + 1) (both Catalyst documents)") {
   // { lambda ; a:i64[]. let b:i64[] = add a 1; c:f64[b] = ... in (b, c) }
   auto er = expand_results({}, {val(0, i64)}, {val(2, f64, {V(1)})});
   CHECK(to_string(er.type) == "[(i64[], false), (f64[OutDBIdx(0)], true)]");
@@ -288,7 +290,7 @@ TEST_CASE("signature: expand_results, implicit results of f(sz) = ones(sz + 1) (
   CHECK(to_string(same.type) == "[(f64[InDBIdx(0)], true)]");
 }
 
-TEST_CASE("signature: expand_results, sharing in loop bodies (reference 000, loop expansion specifics)") {
+TEST_CASE("signature: expand_results, sharing in loop bodies (the Catalyst tracing note, loop expansion specifics)") {
   const ValueDesc b = val(9, f64, {V(8)});  // b = jnp.ones([sz+1]), a new dimension %8
   SUBCASE("return b, b: one shared dimension") {
     auto er = expand_results({}, {}, {b, b}, {ResultDims::carried});
@@ -333,7 +335,7 @@ TEST_CASE("signature: expand_results, sharing in loop bodies (reference 000, loo
   }
 }
 
-TEST_CASE("signature: expand_results, the for-loop index becomes OutDBIdx (reference 000)") {
+TEST_CASE("signature: expand_results, the for-loop index becomes OutDBIdx (the Catalyst tracing note)") {
   // @for_loop(0, 10, 1) def loop(i, a): return jnp.ones([i])
   // body inputs: i:i64[] (#0), a:f64[3] (#1); result b:f64[i]
   std::vector<ValueDesc> in{val(0, i64), val(1, f64, {3})};
@@ -348,9 +350,9 @@ TEST_CASE("signature: expand_results, the for-loop index becomes OutDBIdx (refer
 }
 
 // ---------------------------------------------------------------------------
-// The bind algorithm end to end, on the jaxprs of references 000 and 004.
+// The bind algorithm end to end, on the jaxprs of the two Catalyst documents.
 
-TEST_CASE("signature: reference 004 example 1, preserve_dimensions=true") {
+TEST_CASE("signature: the Catalyst dynamic-arrays doc's example 1, preserve_dimensions=true") {
   // { lambda ; a:i64[] b:f64[a] c:f64[a]. let
   //     d:f64[a] = for_loop[body_jaxpr={ lambda ; e:i64[] f:f64[e] g:i64[] h:f64[e]. let
   //           i:f64[e] = mul h f in (i,) } body_nconsts=2 nimplicit=0 ...] a b 0 10 1 0 c
@@ -396,7 +398,7 @@ TEST_CASE("signature: reference 004 example 1, preserve_dimensions=true") {
   CHECK(caller.types[static_cast<std::size_t>(outs[0])] == T(f64, {Var(a)}));
 }
 
-TEST_CASE("signature: reference 004 example 2, preserve_dimensions=false") {
+TEST_CASE("signature: the Catalyst dynamic-arrays doc's example 2, preserve_dimensions=false") {
   // { lambda ; a:i64[] b:f64[a] c:f64[a]. let
   //     d:i64[] e:f64[d] = for_loop[body_jaxpr={ lambda ; f:i64[] g:i64[] h:f64[f]. let
   //           i:i64[] = add f 1; j:f64[i] = broadcast_in_dim[...] 1.0 i in (i, j) }
@@ -430,7 +432,7 @@ TEST_CASE("signature: reference 004 example 2, preserve_dimensions=false") {
   for (const auto& v : er.values) body.outvars.push_back(var(static_cast<int>(v.id)));
   body.out_explicit = {false, true};
 
-  // Reference 004's body_jaxpr, named from `a` as a jaxpr of its own and
+  // The Catalyst dynamic-arrays doc's body_jaxpr, named from `a` as a jaxpr of its own and
   // with typed literals (API.md §6); the operand wraps as it does there.
   CHECK(text(body) ==
         "{ lambda ; a:i64[] b:i64[] c:f64[a]. let\n"
@@ -449,7 +451,7 @@ TEST_CASE("signature: reference 004 example 2, preserve_dimensions=false") {
   CHECK(collapse(er.type, outs) == std::vector<int>{outs[1]});
 }
 
-TEST_CASE("signature: reference 000's for_loop, implicit dimension arguments") {
+TEST_CASE("signature: the Catalyst tracing note's for_loop, implicit dimension arguments") {
   // { lambda ; a:i64[]. let b:f64[a] = broadcast_in_dim[...] 1.0 a
   //     _:i64[] c:f64[a] = for_loop[body_jaxpr={ lambda ; d:i64[] e:i64[] f:i64[] g:f64[e]. let
   //           ... j:f64[e] = mul g i in (e, j) }] a a 0 10 1 0 b
@@ -638,7 +640,7 @@ TEST_CASE("signature: malformed output types") {
                        "output type entry #0 (f64[2], false) is implicit, but an implicit entry must be an i64[] "
                        "dimension value",
                        dyn::TypeError);
-  // An implicit result nobody refers to is fine (reference 000's `_:i64[]`).
+  // An implicit result nobody refers to is fine (the Catalyst tracing note's `_:i64[]`).
   CHECK_NOTHROW(check(OutputType{E(i64, {}, false), E(f64, {In(0)}, true)}, 1));
 
   const OutputType t{E(f64, {In(0)}, true)};

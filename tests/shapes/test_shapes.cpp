@@ -1,6 +1,8 @@
 // Symbolic and dynamic dimensions through tracing: shape polymorphism
-// (reference 003: every example, with its outputs and errors) and Catalyst's
-// dynamic sizes (references 000 and 004: the loop-free programs, golden).
+// (JAX's shape-polymorphism doc: every example, with its outputs and errors)
+// and Catalyst's dynamic sizes (the Catalyst tracing note and the Catalyst
+// dynamic-arrays doc: the loop-free programs, golden). The documents are
+// listed in docs/architecture.md, "Sources".
 #include <dynstage/core.hpp>
 
 #include <doctest/doctest.h>
@@ -12,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using test_util::message_of;
 using test_util::str;
@@ -32,9 +34,9 @@ dyn::AnyArray i64(std::int64_t v) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// Catalyst dynamic sizes (references 000 and 004).
+// Catalyst dynamic sizes (the Catalyst tracing note, the Catalyst dynamic-arrays doc).
 
-TEST_CASE("reference 000: a size computed at trace time is materialised, and returned as an implicit result") {
+TEST_CASE("Catalyst tracing note: a size computed at trace time is materialised, and returned as an implicit result") {
   auto f = [](dyn::Tracer<std::int64_t> sz) { return dyn::ones<double>({sz + 1}); };
   auto cj = dyn::make_jaxpr(f)(std::int64_t{3});
   CHECK(str(cj) ==
@@ -50,7 +52,7 @@ TEST_CASE("reference 000: a size computed at trace time is materialised, and ret
   CHECK(str(out[1]) == "[1. 1. 1. 1.]");
 }
 
-TEST_CASE("reference 000: a traced size sizes an array directly; equal sizes are one variable") {
+TEST_CASE("Catalyst tracing note: a traced size sizes an array directly; equal sizes are one variable") {
   auto f = [](dyn::Tracer<std::int64_t> n) { return dyn::ones<double>({n}); };
   CHECK(str(dyn::make_jaxpr(f)(std::int64_t{5})) ==
         "{ lambda ; a:i64[]. let\n"
@@ -93,7 +95,7 @@ TEST_CASE("dynamic sizes: x.shape(i) is a Dim backed by the size variable; arang
   CHECK(str(out[1]) == "[0.5 1.5 2.5 3.5 4.5 5.5]");
 }
 
-TEST_CASE("reference 004: abstracted axes shared by two arguments are one implicit argument") {
+TEST_CASE("Catalyst dynamic-arrays doc: abstracted axes shared by two arguments are one implicit argument") {
   auto g = [](auto x, auto y) { return dyn::sum(x * y); };
   dyn::Array<double> a = dyn::ones<double>({3}), b = dyn::ones<double>({3});
   auto cj = dyn::make_jaxpr(g, dyn::polymorphic_shapes{"(n,)", "(n,)"})(a, b);
@@ -130,9 +132,9 @@ TEST_CASE("dynamic sizes: misuse") {
 }
 
 // ---------------------------------------------------------------------------
-// Shape polymorphism (reference 003).
+// Shape polymorphism (JAX's shape-polymorphism doc).
 
-TEST_CASE("reference 003: concatenate along axis 1 gives (a, 2*b)") {
+TEST_CASE("JAX's shape-polymorphism doc: concatenate along axis 1 gives (a, 2*b)") {
   auto f = [](auto x) { return dyn::concatenate({x, x}, 1); };
   dyn::Array<std::int32_t> x({3, 4});
   auto mj = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"a, b"});
@@ -147,7 +149,7 @@ TEST_CASE("reference 003: concatenate along axis 1 gives (a, 2*b)") {
   CHECK(out[1].shape() == std::vector<std::int64_t>{3, 8});
 }
 
-TEST_CASE("reference 003: symbolic_args_specs with a prefix 'a, ...'") {
+TEST_CASE("JAX's shape-polymorphism doc: symbolic_args_specs with a prefix 'a, ...'") {
   auto f = [](auto x, auto y) { return x + y; };
   dyn::Array<std::int32_t> x({3, 1}), y({3, 4});
   auto mj = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"a, ...", "a, ..."});
@@ -160,7 +162,7 @@ TEST_CASE("reference 003: symbolic_args_specs with a prefix 'a, ...'") {
   CHECK(shapes_str(mj.out_shapes(x, y)) == "(a, 4)");
 }
 
-TEST_CASE("reference 003: flattening reshape gives 4*b") {
+TEST_CASE("JAX's shape-polymorphism doc: flattening reshape gives 4*b") {
   auto f = [](auto x) { return dyn::reshape(x, {x.shape(0) * x.shape(1)}); };
   dyn::Array<std::int32_t> x({3, 4});
   auto mj = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"b, 4"});
@@ -177,7 +179,7 @@ TEST_CASE("reference 003: flattening reshape gives 4*b") {
   CHECK(shapes_str(dyn::make_jaxpr(g, dyn::polymorphic_shapes{"b, 4"}).out_shapes(x)) == "(4*b,)");
 }
 
-TEST_CASE("reference 003: dimensions as values (jnp.array(x.shape[0]))") {
+TEST_CASE("JAX's shape-polymorphism doc: dimensions as values (jnp.array(x.shape[0]))") {
   dyn::Array<std::int32_t> x = dyn::arange<std::int32_t>(3);
   auto f = [](auto x) { return dyn::dim_value(x.shape(0)) + x; };
   auto cj = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"b"})(x);
@@ -197,7 +199,7 @@ TEST_CASE("reference 003: dimensions as values (jnp.array(x.shape[0]))") {
   CHECK(out[2].dtype() == dyn::DType::f32);
 }
 
-TEST_CASE("reference 003: averaging divides by the symbolic size") {
+TEST_CASE("JAX's shape-polymorphism doc: averaging divides by the symbolic size") {
   auto f = [](auto x) { return dyn::astype<float>(dyn::sum(x, {0})) / x.shape(0); };
   dyn::Array<std::int32_t> x = dyn::reshape(dyn::arange<std::int32_t>(12), {3, 4});
   auto cj = dyn::make_jaxpr(f, dyn::polymorphic_shapes{"b, c"})(x);
@@ -212,7 +214,7 @@ TEST_CASE("reference 003: averaging divides by the symbolic size") {
   CHECK(str(dyn::eval_jaxpr(m, {x2})[0]) == "[4. 5.]");
 }
 
-TEST_CASE("reference 003: shape errors name the symbolic shapes") {
+TEST_CASE("JAX's shape-polymorphism doc: shape errors name the symbolic shapes") {
   dyn::Array<std::int32_t> v({3}), four({4}), m({3, 4});
   CHECK(message_of<dyn::ShapeError>([&] {
           dyn::make_jaxpr([](auto x, auto y) { return x + y; }, dyn::polymorphic_shapes{"v,", "..."})(v, four);
@@ -226,7 +228,7 @@ TEST_CASE("reference 003: shape errors name the symbolic shapes") {
                        .out_shapes(sq)) == "(v, v)");
 }
 
-TEST_CASE("reference 003: comparisons are decided or inconclusive; b + 15 and constraints decide them") {
+TEST_CASE("JAX's shape-polymorphism doc: comparisons are decided or inconclusive; b + 15 and constraints decide them") {
   dyn::Array<std::int32_t> m({3, 4});
   std::string msg = message_of<dyn::InconclusiveDimensionOperation>([&] {
     dyn::make_jaxpr([](auto x) { return x.shape(0) + 1 >= x.shape(1) ? x : x; }, dyn::polymorphic_shapes{"a, b"})(m);
@@ -262,7 +264,7 @@ TEST_CASE("reference 003: comparisons are decided or inconclusive; b + 15 and co
   CHECK(out[0].get<std::int32_t>()(17, 15) == 17 * 18 + 15);
 }
 
-TEST_CASE("reference 003: slice_in_dim(x, 0, mod(b, 3)) needs the constraint b >= mod(b, 3)") {
+TEST_CASE("JAX's shape-polymorphism doc: slice_in_dim(x, 0, mod(b, 3)) needs the constraint b >= mod(b, 3)") {
   dyn::Array<std::int32_t> v = dyn::arange<std::int32_t>(20);
   auto f = [](auto x) { return dyn::slice_in_dim(x, 0, dyn::mod(x.shape(0), 3)); };
   CHECK(message_of<dyn::InconclusiveDimensionOperation>([&] {
@@ -282,7 +284,7 @@ TEST_CASE("reference 003: slice_in_dim(x, 0, mod(b, 3)) needs the constraint b >
         "(0,)");
 }
 
-TEST_CASE("reference 003: unsolvable specs are rejected when the function is traced") {
+TEST_CASE("JAX's shape-polymorphism doc: unsolvable specs are rejected when the function is traced") {
   dyn::Array<std::int32_t> x({9});
   CHECK(message_of<dyn::ShapeAssertionError>([&] {
           dyn::make_jaxpr([](auto x) { return x; }, dyn::polymorphic_shapes{"a*a"})(x);
@@ -295,7 +297,7 @@ TEST_CASE("reference 003: unsolvable specs are rejected when the function is tra
         "#dimension-variables-must-be-solvable-from-the-input-shapes for more details.");
 }
 
-TEST_CASE("reference 003: shape assertion errors on (b, b, 2*d)") {
+TEST_CASE("JAX's shape-polymorphism doc: shape assertion errors on (b, b, 2*d)") {
   auto f = [](auto x) { return x; };
   CHECK(message_of<dyn::ShapeAssertionError>([&] {
           dyn::make_jaxpr(f, dyn::polymorphic_shapes{"b, b, 2*d"})(dyn::Array<std::int32_t>({3, 3, 5}));

@@ -32,8 +32,8 @@ TEST_CASE("jit diff: closed-over array and scalar constants") {
   agree(r1, "closed-over constants, case 1", {Tol{0}, Tol{0}, Tol{0}, Tol{0}, Tol{kUlps + 1}});
   expect_ok(r1, "closed-over constants, case 1");
   // Array constants are constvars, one per distinct buffer (k, row, e, ki);
-  // the C++ scalars c and n and the rank-0 array s0 are literals (reference
-  // 001: every scalar constant is a core.Literal).
+  // the C++ scalars c and n and the rank-0 array s0 are literals (as in JAX,
+  // where every scalar constant is a core.Literal: JAX's constants doc).
   const auto cj = dyn::make_jaxpr(f, dyn::static_argnums<0>{})(0, x);
   CHECK(cj.consts.size() == 4);
   CHECK(cj.jaxpr->constvars.size() == 4);

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 

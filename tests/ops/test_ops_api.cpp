@@ -3,7 +3,7 @@
 // arguments, and the value semantics of dyn::Array (helpers and the
 // three-way check in ops_test.hpp).
 //
-// Golden jaxpr texts live in test_golden.cpp; here jaxprs are only inspected
+// Golden jaxpr texts live in ir/test_golden.cpp; here jaxprs are only inspected
 // structurally (output types, invars, primitive names).
 #include "ops_test.hpp"
 
@@ -304,7 +304,7 @@ TEST_CASE("pytrees: C++ scalars and concrete arrays in results are lifted") {
 // ===========================================================================
 // Static arguments.
 
-TEST_CASE("static_argnums: a static bool chooses the branch (reference 002)") {
+TEST_CASE("static_argnums: a static bool chooses the branch (JAX's tracing doc)") {
   // def f(x, neg): return -x if neg else x
   const auto f = [](auto x, bool neg) { return neg ? -x : x; };
   const auto x = mk<i32>({3}, {1, -2, 3});
@@ -320,7 +320,7 @@ TEST_CASE("static_argnums: a static bool chooses the branch (reference 002)") {
   CHECK_ARR(i32, dyn::eager(f, dyn::static_argnums<1>{})(x, true), {3}, {-1, 2, -3});
   CHECK_ARR(i32, dyn::eager(f, dyn::static_argnums<1>{})(x, false), {3}, {1, -2, 3});
 
-  // The reference's f(1, True): a C++ int argument, traced as i32[].
+  // JAX's tracing doc calls f(1, True): here a C++ int argument, traced as i32[].
   const auto one = dyn::make_jaxpr(f, dyn::static_argnums<1>{})(1, true);
   CHECK(invar_types(one) == std::vector<std::string>{"i32[]"});
   CHECK(prims(one) == std::vector<std::string>{"neg"});

@@ -12,7 +12,8 @@
 #include <tuple>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../control/programs.hpp"
+#include "../test_util.hpp"
 
 using test_util::message_of;
 using test_util::str;
@@ -43,11 +44,11 @@ void set_body(dyn::Jaxpr& j, std::size_t k, std::shared_ptr<dyn::Jaxpr> b) {
 }
 
 auto elementwise = [](auto x, auto y) { return dyn::sin(x) * 2.0f + y; };
-auto circuit = [](auto sz) {
-  auto a0 = dyn::ones<double>({sz});
-  auto a2 = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a + a0; })(a0);
-  return a0 + a2;
-};
+// Control-flow programs shared with control/test_control.cpp, and the texts
+// of their jaxprs (control/programs.hpp).
+using control_programs::arange_or_zeros;
+using control_programs::circuit;
+using control_programs::doubling;
 
 }  // namespace
 
@@ -93,15 +94,8 @@ TEST_CASE("check_jaxpr accepts traced programs of every kind") {
         [&](auto, auto a) { return dyn::ones<double>({a.shape(0) + 1}); })(y);
   };
   CHECK(check_message(dyn::make_jaxpr(grow, dyn::polymorphic_shapes{"(n,)"})(dyn::ones<double>({3}))) == "");
-  auto doubling = [](auto a) {
-    return dyn::while_loop([](auto b) { return dyn::dim_value(b.shape(0)) <= 100; },
-                           {.preserve_dimensions = false})([](auto b) { return dyn::concatenate({b, b}, 0); })(a);
-  };
   CHECK(check_message(dyn::make_jaxpr(doubling, dyn::polymorphic_shapes{"(n,)"})(dyn::ones<double>({3}))) == "");
-  auto branches = [](auto p, auto n) {
-    return dyn::cond(p, [&]() { return dyn::arange<double>(n); }, [&]() { return dyn::zeros<double>({n * n}); })();
-  };
-  CHECK(check_message(dyn::make_jaxpr(branches)(true, std::int64_t{4})) == "");
+  CHECK(check_message(dyn::make_jaxpr(arange_or_zeros)(true, std::int64_t{4})) == "");
   auto collatz = [](auto n) {
     return dyn::for_loop(1, n, 1)([](auto start, auto total) {
       auto [y, steps] = dyn::while_loop([](auto y, auto) { return y != std::int64_t{1}; })([](auto y, auto k) {
@@ -261,20 +255,7 @@ TEST_CASE("constants, literals and params") {
 
 TEST_CASE("nested jaxprs: a body's equations, its inputs against the operands, the carry, no capture") {
   auto cj = dyn::make_jaxpr(circuit)(std::int64_t{3});
-  REQUIRE(str(cj) ==
-          "{ lambda ; a:i64[]. let\n"
-          "    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]\n"
-          "      a\n"
-          "    c:f64[a] = for_loop[\n"
-          "      body_jaxpr={ lambda ; d:i64[] e:f64[d] f:i64[] g:f64[d]. let\n"
-          "          h:f64[d] = add g e\n"
-          "        in (h,) }\n"
-          "      body_nconsts=2\n"
-          "      nimplicit=0\n"
-          "      preserve_dimensions=True\n"
-          "    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] b\n"
-          "    i:f64[a] = add b c\n"
-          "  in (i,) }");
+  REQUIRE(str(cj) == control_programs::circuit_jaxpr);
   // An equation of the body.
   auto j = copy(cj);
   auto body = body_copy(*j, 1);
@@ -360,26 +341,8 @@ TEST_CASE("while_loop: the condition returns one bool[]; its inputs are the cond
 }
 
 TEST_CASE("cond: branch outputs against the equation's, implicit outputs included") {
-  auto branches = [](auto p, auto n) {
-    return dyn::cond(p, [&]() { return dyn::arange<double>(n); }, [&]() { return dyn::zeros<double>({n * n}); })();
-  };
-  auto cj = dyn::make_jaxpr(branches)(true, std::int64_t{4});
-  REQUIRE(str(cj) ==
-          "{ lambda ; a:bool[] b:i64[]. let\n"
-          "    c:i64[] d:f64[c] = cond[\n"
-          "      branch_jaxprs=(\n"
-          "        { lambda ; e:i64[]. let\n"
-          "            f:f64[e] = iota[dimension=0 dtype=float64 shape=(None,)] e\n"
-          "          in (e, f) }\n"
-          "        { lambda ; g:i64[]. let\n"
-          "            h:i64[] = mul g g\n"
-          "            i:f64[h] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 0.0:f64[]\n"
-          "              h\n"
-          "          in (h, i) }\n"
-          "      )\n"
-          "      nimplicit_outputs=1\n"
-          "    ] a b\n"
-          "  in (c, d) }");
+  auto cj = dyn::make_jaxpr(arange_or_zeros)(true, std::int64_t{4});
+  REQUIRE(str(cj) == control_programs::arange_or_zeros_jaxpr);
   // The else branch returns its operand g as the size of its f64[h]: the
   // rule no longer sees an implicit output.
   auto j = copy(cj);

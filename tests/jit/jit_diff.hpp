@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace jit_diff {
 

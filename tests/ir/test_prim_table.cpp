@@ -11,7 +11,7 @@
 #include <string>
 
 #include "prim_samples.hpp"
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 

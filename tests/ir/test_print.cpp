@@ -1,8 +1,9 @@
 // Jaxpr printing: JAX's text format byte for byte.
 //
 // Expected texts come from three places:
-//  * real JAX / Catalyst output (API.md section 6, references 002 and 004,
-//    the JAX documentation's jaxpr examples, a JAX unit test), reproduced
+//  * real JAX / Catalyst output (API.md section 6, JAX's tracing doc, the
+//    Catalyst dynamic-arrays doc, the JAX documentation's jaxpr examples, a
+//    JAX unit test; docs/architecture.md, "Sources"), reproduced
 //    through the layout functions detail::pp::* where our IR cannot express
 //    the equation yet (nested jaxprs, JAX-only params);
 //  * layouts derived by hand from JAX's algorithm (jax/_src/pretty_printer.py
@@ -404,7 +405,7 @@ TEST_CASE("print: parameters inside equations") {
 }
 
 TEST_CASE("print: long equations wrap as JAX's do") {
-  SUBCASE("an operand wraps when the line is full (reference 004's broadcast_in_dim)") {
+  SUBCASE("an operand wraps when the line is full (the Catalyst dynamic-arrays doc's broadcast_in_dim)") {
     // col 4 + "b:f64[a] = broadcast_in_dim" (27) = 31; "[...]" (39) fits
     // -> 70; " " -> 71; "1.0:f64[] a" (11) does not fit, so the operand
     // group breaks: "1.0:f64[]" ends at column 80 and the separator group
@@ -519,7 +520,7 @@ TEST_CASE("print: long equations wrap as JAX's do") {
 // The layout functions against texts printed by JAX and Catalyst, including
 // equations our IR cannot express yet (nested jaxprs, JAX-only params).
 
-TEST_CASE("layout: reference 002's dot_general with two params") {
+TEST_CASE("layout: JAX's tracing doc's dot_general with two params") {
   pp::Doc d = pp::jaxpr(
       vs({}), vs({"a:f32[3,4]", "b:f32[4]"}),
       {pp::eqn(vs({"c:f32[3,4]"}), true, "add", pp::nil(), vs({"a", "1.0:f32[]"})),
@@ -539,7 +540,7 @@ TEST_CASE("layout: reference 002's dot_general with two params") {
   in (e,) })x");
 }
 
-TEST_CASE("layout: reference 004, for_loop with a nested jaxpr and a wrapped operand") {
+TEST_CASE("layout: the Catalyst dynamic-arrays doc, for_loop with a nested jaxpr and a wrapped operand") {
   // Catalyst printed literals without types then; the layout is the point.
   pp::Doc body = pp::jaxpr(
       vs({}), vs({"f:i64[]", "g:i64[]", "h:f64[f]"}),
@@ -574,7 +575,7 @@ TEST_CASE("layout: reference 004, for_loop with a nested jaxpr and a wrapped ope
   in (k,) })x");
 }
 
-TEST_CASE("layout: reference 004, the first for_loop example") {
+TEST_CASE("layout: the Catalyst dynamic-arrays doc, the first for_loop example") {
   pp::Doc body = pp::jaxpr(vs({}), vs({"d:i64[]", "e:f64[d]", "f:i64[]", "g:f64[d]"}),
                            {pp::eqn(vs({"h:f64[d]"}), true, "add", pp::nil(), vs({"g", "e"}))}, outs({"h"}), 1);
   pp::Doc top = pp::jaxpr(

@@ -1,15 +1,16 @@
-// A test oracle: reference 000's expansion steps, spelled as the references
-// spell them (references 000 and 004).
+// A test oracle: the expansion steps of the bind algorithm, spelled as the
+// Catalyst tracing note and the Catalyst dynamic-arrays doc spell them (the
+// documents are listed in docs/architecture.md, "Sources").
 //
 // Not part of the library. The types these steps produce and consume
 // (InputType, OutputType with DBIdx / InDBIdx / OutDBIdx), their printing,
 // check() and input_type_of / output_type_of are public:
 // include/dynstage/nested_types.hpp. control.hpp runs the bind algorithm on
 // symbolic dimensions directly; this header spells the algorithm's steps on
-// those types, so that test_signature.cpp can check them against the
-// references' examples (and the public types against the steps' results).
+// those types, so that test_signature.cpp can check them against the two
+// documents' examples (and the public types against the steps' results).
 //
-// The bind algorithm of reference 000, in these terms (caller scope C, body
+// The Catalyst tracing note's bind algorithm, in these terms (caller scope C, body
 // scope B):
 //
 //   C:  ex      = expand_args(args, ArgDims)          -> ex.type, ex.values
@@ -36,9 +37,9 @@
 //
 // Where the C++ names map to Catalyst (frontend/catalyst/jax_extras/tracing.py):
 //   expand_args      expand_args (infer_input_type_unshared / _constshapes)
-//   initialize(in)   input_type_to_tracers   (reference 000's initialize)
+//   initialize(in)   input_type_to_tracers   (the Catalyst tracing note's initialize)
 //   expand_results   expand_results / infer_output_type
-//   initialize(out)  output_type_to_tracers  (reference 000's initialize)
+//   initialize(out)  output_type_to_tracers  (the Catalyst tracing note's initialize)
 //   collapse         collapse
 // and the strategies: for_loop(preserve_dimensions=true) is ArgDims::captured +
 // ResultDims::carried, preserve_dimensions=false is ArgDims::unshared +
@@ -126,8 +127,8 @@ inline std::ostream& operator<<(std::ostream& os, const ValueDesc& v) { return o
 // How the dynamic dimensions of the arguments become entries.
 enum class ArgDims : std::uint8_t {
   // One implicit argument per distinct dimension value, so sharing is kept:
-  // a:f64[d], b:f64[d] -> d:i64[], a:f64[d], b:f64[d] (reference 000's
-  // default; JAX's infer_lambda_input_type). A dimension that is an EARLIER
+  // a:f64[d], b:f64[d] -> d:i64[], a:f64[d], b:f64[d] (the Catalyst tracing
+  // note's default; JAX's infer_lambda_input_type). A dimension that is an EARLIER
   // explicit argument refers to it instead of adding an implicit one.
   shared,
   // One implicit argument per dynamic dimension occurrence, sharing forgotten:
@@ -135,8 +136,9 @@ enum class ArgDims : std::uint8_t {
   // (preserve_dimensions=false; cond).
   unshared,
   // No implicit argument: dimensions stay the caller's, as Outer(id), and
-  // initialize() captures them as constants of the body (reference 004,
-  // preserve_dimensions=true: `{ lambda ; d:i64[] e:f64[d] f:i64[] g:f64[d]`).
+  // initialize() captures them as constants of the body (the Catalyst
+  // dynamic-arrays doc's overview circuit, preserve_dimensions=true:
+  // `{ lambda ; d:i64[] e:f64[d] f:i64[] g:f64[d]`).
   captured,
 };
 
@@ -354,7 +356,8 @@ enum class ResultDims : std::uint8_t {
   fresh,
   // One implicit result per distinct dimension that is not a constant, the
   // arguments' dimensions included: a loop body returns every carried
-  // dimension (Catalyst, preserve_dimensions=true; reference 000's `in (e, j)`).
+  // dimension (Catalyst, preserve_dimensions=true; the Catalyst tracing note's
+  // `in (e, j)`).
   carried,
   // One implicit result per dimension occurrence, each referred to by its own
   // occurrence (Catalyst, preserve_dimensions=false; cond).

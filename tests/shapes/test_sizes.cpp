@@ -12,7 +12,7 @@
 #include <string>
 #include <tuple>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The symbolic dimension engine (reference 003, JAX's shape_poly.py): canonical
+// The symbolic dimension engine (JAX's shape-polymorphism doc, JAX's shape_poly.py): canonical
 // forms and JAX's printing, floor semantics, the decision procedure with and
 // without constraints, spec parsing and resolution, call-time solving and
 // every error's type and wording.
@@ -15,7 +15,7 @@
 #include <dynstage/symbolic_decision.hpp>
 #include <dynstage/symbolic_spec.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace dyn;
 using test_util::message_of;
@@ -173,7 +173,7 @@ TEST_CASE("printing exactly as JAX") {
   CHECK(str(a - 1) == "a - 1");
   CHECK(str(1 - a) == "- a + 1");
   CHECK(str(-b) == "- b");
-  CHECK(str(a + b) == "b + a");  // reference 003: a + b prints b + a
+  CHECK(str(a + b) == "b + a");  // JAX's shape-polymorphism doc: a + b prints b + a
   CHECK(str(c + d) == "d + c");
   CHECK(str(b * c + b * d) == "b*d + b*c");
   CHECK(str(a * b) == "a*b");
@@ -243,7 +243,7 @@ TEST_CASE("decisions: every variable is >= 1") {
                     "Symbolic dimension comparison '3' <= 'b' is inconclusive."));
 }
 
-TEST_CASE("the inconclusive message of reference 003, with the hints") {
+TEST_CASE("the inconclusive message of JAX's shape-polymorphism doc, with the hints") {
   Vars v;
   const std::string m = message_of<InconclusiveDimensionOperation>([&] { (void)(v.a + 1 >= v.b); });
   CHECK(m == std::string("Symbolic dimension comparison 'a + 1' >= 'b' is inconclusive.") + kHelp +
@@ -280,7 +280,7 @@ TEST_CASE("decisions with constraints") {
     CHECK_THROWS_AS((void)(v.a - v.b >= 9), InconclusiveDimensionOperation);
   }
   {
-    Vars v({"a >= b", "b >= 16"});  // reference 003
+    Vars v({"a >= b", "b >= 16"});  // the constraints example of JAX's shape-polymorphism doc
     CHECK(v.a >= v.b);
     CHECK(v.b >= 16);
     CHECK(v.a >= 16);
@@ -304,7 +304,7 @@ TEST_CASE("decisions with constraints") {
 }
 
 TEST_CASE("equality constraints are rewrite rules") {
-  Vars v({"a * b == c + d"});  // reference 003
+  Vars v({"a * b == c + d"});  // the equality-constraint example of JAX's shape-polymorphism doc
   CHECK(str(2 * v.b * v.a) == "2*d + 2*c");
   CHECK(str(v.a * v.b * v.b) == "b*d + b*c");
   CHECK(v.a * v.b == v.c + v.d);
@@ -536,7 +536,7 @@ TEST_CASE("solving dimension variables: linear univariate, iterated") {
                        ShapeAssertionError);
 }
 
-TEST_CASE("shape assertion errors (reference 003)") {
+TEST_CASE("shape assertion errors (JAX's shape-polymorphism doc)") {
   const Shape spec = symbolic_shape("b, b, 2*d");
   DimSolver solver({{"args[0]", spec}});
   CHECK(solver.solve_shapes({{3, 3, 4}}) == Bindings{{"b", 3}, {"d", 2}});

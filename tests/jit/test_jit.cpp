@@ -7,7 +7,7 @@
 #include <sstream>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace {
 
@@ -182,7 +182,7 @@ TEST_CASE("jit: a failed trace leaves the function usable and its cache intact")
   CHECK(jf.stats().cache_hits == 1);
 }
 
-// Concurrency (8 threads, mixed signatures, clear_cache races) and the soak: tests/test_concurrency.cpp.
+// Concurrency (8 threads, mixed signatures, clear_cache races) and the soak: tests/jit/test_concurrency.cpp.
 
 TEST_CASE("jit: explain_miss says which argument changed how") {
   using dyn::detail::LeafSig;
@@ -258,7 +258,7 @@ TEST_CASE("jit: polymorphic_shapes: reductions, row groups, matmul and shape ops
   CHECK(jf.stats().compiles == 1);
 }
 
-TEST_CASE("jit: reference 003's examples through jit") {
+TEST_CASE("jit: the examples of JAX's shape-polymorphism doc through jit") {
   SUBCASE("concatenate along axis 1 gives (a, 2*b)") {
     auto jf = dyn::jit([](auto x) { return dyn::concatenate({x, x}, 1); }, dyn::polymorphic_shapes{"a, b"});
     auto x = iota_array<std::int32_t>({3, 4});

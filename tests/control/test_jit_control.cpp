@@ -11,7 +11,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
+#include "programs.hpp"
 
 namespace {
 
@@ -43,17 +44,9 @@ void check_same(const Array<T>& jit, const dyn::AnyArray& interp, const Array<T>
 
 }  // namespace
 
-TEST_CASE("jit control: reference 004's g, preserve_dimensions true and false, one compile for every size") {
-  auto g1 = [](auto x, auto y) {
-    auto loop = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a * x; });
-    return dyn::sum(loop(y));
-  };
-  auto g2 = [](auto x, auto y) {
-    (void)x;
-    auto loop = dyn::for_loop(0, 10, 1, {.preserve_dimensions = false})(
-        [&](auto, auto a) { return dyn::ones<double>({a.shape(0) + 1}); });
-    return dyn::sum(loop(y));
-  };
+TEST_CASE("jit control: the Catalyst dynamic-arrays doc's g, preserve_dimensions true and false, one compile for every size") {
+  auto g1 = control_programs::g_mix;
+  auto g2 = control_programs::g_resize;
   const dyn::polymorphic_shapes spec{"(n,)", "(n,)"};
   auto j1 = dyn::jit(g1, spec);
   auto j2 = dyn::jit(g2, spec);
@@ -84,12 +77,8 @@ TEST_CASE("jit control: reference 004's g, preserve_dimensions true and false, o
   CHECK(j2.stats().compiles == 1);
 }
 
-TEST_CASE("jit control: reference 004's overview circuit at sz = 0, 1, 5") {
-  auto circuit = [](auto sz) {
-    auto a0 = dyn::ones<double>({sz});
-    auto a2 = dyn::for_loop(0, 10, 1)([&](auto, auto a) { return a + a0; })(a0);
-    return a0 + a2;
-  };
+TEST_CASE("jit control: the Catalyst dynamic-arrays doc's overview circuit at sz = 0, 1, 5") {
+  auto circuit = control_programs::circuit;
   auto jc = dyn::jit(circuit);
   for (i64 sz : {0, 1, 5}) {
     Array<double> r = jc(sz);
@@ -144,9 +133,7 @@ TEST_CASE("jit control: nested for loops with a captured dynamic array and a tra
 }
 
 TEST_CASE("jit control: cond returns arange(n) or zeros(n * n) (the size is an implicit output)") {
-  auto c = [](auto p, auto n) {
-    return dyn::cond(p, [&]() { return dyn::arange<double>(n); }, [&]() { return dyn::zeros<double>({n * n}); })();
-  };
+  auto c = control_programs::arange_or_zeros;
   auto jc = dyn::jit(c);
   for (bool p : {true, false})
     for (i64 n : {0, 1, 4, 9}) {
