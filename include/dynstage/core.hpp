@@ -33,3 +33,5 @@
 #include "check.hpp"
 #include "api.hpp"
 #include "control.hpp"
+#include "control_nested.hpp"
+#include "control_bind.hpp"
