@@ -22,6 +22,7 @@
 #include "nested_types.hpp"
 #include "rules.hpp"
 #include "shape_rules.hpp"
+#include "kernel_util.hpp"
 #include "eager.hpp"
 #include "trace.hpp"
 #include "numpy.hpp"
