@@ -14,6 +14,7 @@
 // The symbolic layers (dim.hpp's comment), up to the top one: the
 // implementation TU gets every definition of the engine from here.
 #include "symbolic.hpp"
+#include "symbolic_arith.hpp"
 #include "symbolic_decision.hpp"
 #include "symbolic_spec.hpp"
 #include "array.hpp"

@@ -17,7 +17,9 @@
 // of them; each layer includes only the ones below it:
 //
 //   dim.hpp                the Dim value type; declares the sym_* entry points
-//   symbolic.hpp           canonical expressions (`detail::DimExpr`), scopes
+//   symbolic.hpp           canonical expressions (`detail::DimExpr`), scopes,
+//                          their order and printing
+//   symbolic_arith.hpp     arithmetic in canonical form, evaluation
 //   symbolic_decision.hpp  comparisons: bounds and the decision procedure
 //   symbolic_spec.hpp      spec parsing, constraints, call-time solving
 //

@@ -20,8 +20,8 @@
 // for the divisions), 0 * inf is 0, and the bounds of f^k for a factor that
 // may be negative account for the sign (JAX takes lb^k, ub^k).
 //
-// The third layer of the symbolic headers (see dim.hpp): it includes
-// symbolic.hpp only. The whole decision procedure is compiled once per
+// The fourth layer of the symbolic headers (see dim.hpp): it includes
+// symbolic_arith.hpp (and through it symbolic.hpp) only. The whole decision procedure is compiled once per
 // program, in the translation unit that defines DYNSTAGE_IMPLEMENTATION.
 // Its entry point bounds_decision is declared in symbolic.hpp, whose
 // canonical forms call it; orderings of Dims (`a >= b`) reach it through
@@ -30,7 +30,7 @@
 
 #include <utility>
 
-#include "symbolic.hpp"
+#include "symbolic_arith.hpp"
 
 namespace dyn::detail {
 

@@ -20,8 +20,8 @@
 // unsolvable specs); solve() then runs it on integers at every call.
 //
 // The top layer of the symbolic headers (see dim.hpp): it includes
-// symbolic.hpp and symbolic_decision.hpp (checking a scope's constraints
-// runs the decision procedure). It also defines SymbolicScope's member
+// symbolic.hpp, symbolic_arith.hpp and symbolic_decision.hpp (checking a
+// scope's constraints runs the decision procedure). It also defines SymbolicScope's member
 // functions, declared in symbolic.hpp, since they parse constraints.
 #pragma once
 
@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "symbolic.hpp"
+#include "symbolic_arith.hpp"
 #include "symbolic_decision.hpp"
 
 namespace dyn::detail {

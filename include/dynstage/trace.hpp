@@ -26,6 +26,7 @@
 #include "jaxpr.hpp"
 #include "rules.hpp"
 #include "symbolic.hpp"
+#include "symbolic_arith.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include <functional>  // order_jaxpr (out of line): users need not parse it
