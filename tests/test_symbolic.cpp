@@ -14,6 +14,7 @@
 #include <dynstage/symbolic.hpp>
 #include <dynstage/symbolic_decision.hpp>
 #include <dynstage/symbolic_spec.hpp>
+#include <dynstage/symbolic_solve.hpp>
 
 #include "test_util.hpp"
 

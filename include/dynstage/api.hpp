@@ -22,6 +22,7 @@
 #include "pytree.hpp"
 #include "symbolic.hpp"
 #include "symbolic_spec.hpp"
+#include "symbolic_solve.hpp"
 
 namespace dyn {
 

@@ -17,6 +17,7 @@
 #include "symbolic_arith.hpp"
 #include "symbolic_decision.hpp"
 #include "symbolic_spec.hpp"
+#include "symbolic_solve.hpp"
 #include "array.hpp"
 #include "prims.hpp"
 #include "jaxpr.hpp"

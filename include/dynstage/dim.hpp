@@ -21,7 +21,8 @@
 //                          their order and printing
 //   symbolic_arith.hpp     arithmetic in canonical form, evaluation
 //   symbolic_decision.hpp  comparisons: bounds and the decision procedure
-//   symbolic_spec.hpp      spec parsing, constraints, call-time solving
+//   symbolic_spec.hpp      spec and constraint parsing
+//   symbolic_solve.hpp     call-time solving of dimension variables
 //
 // A header that names a type or function of a layer includes that layer
 // itself. The engine's definitions (all under DYNSTAGE_IMPLEMENTATION) call
