@@ -30,7 +30,7 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 # Headers core.hpp does not reach, by design: the jit backend (LLVM).
 CORE_EXCLUDED_PREFIXES = ("dynstage/llvm/",)
-CORE_EXCLUDED = {"dynstage/dynstage.hpp", "dynstage/jit.hpp", "dynstage/jit_impl.hpp"}
+CORE_EXCLUDED = {"dynstage/dynstage.hpp", "dynstage/jit.hpp", "dynstage/jit_cache.hpp", "dynstage/jit_call.hpp"}
 
 
 def read_graph(root):

@@ -11,6 +11,7 @@
 #include "jit.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
-#include "jit_impl.hpp"
+#include "jit_cache.hpp"
+#include "jit_call.hpp"
 #include "llvm/backend_impl.hpp"
 #endif
