@@ -34,6 +34,7 @@
 #include "interpret.hpp"
 #include "print.hpp"
 #include "check.hpp"
+#include "check_control.hpp"
 #include "api.hpp"
 #include "control.hpp"
 #include "control_nested.hpp"
