@@ -18,6 +18,7 @@
 #include "symbolic_decision.hpp"
 #include "symbolic_spec.hpp"
 #include "symbolic_solve.hpp"
+#include "buffer.hpp"
 #include "array.hpp"
 #include "prims.hpp"
 #include "jaxpr.hpp"
