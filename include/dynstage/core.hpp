@@ -28,6 +28,7 @@
 #include "kernel_util.hpp"
 #include "eager.hpp"
 #include "trace.hpp"
+#include "trace_dims.hpp"
 #include "numpy.hpp"
 #include "tracer.hpp"
 #include "ops.hpp"
