@@ -30,6 +30,7 @@
 #include "trace.hpp"
 #include "trace_dims.hpp"
 #include "numpy.hpp"
+#include "numpy_shape.hpp"
 #include "tracer.hpp"
 #include "ops.hpp"
 #include "pytree.hpp"

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "numpy.hpp"
+#include "numpy_shape.hpp"
 #include "tracer.hpp"
 
 namespace dyn {
