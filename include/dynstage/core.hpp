@@ -33,6 +33,7 @@
 #include "numpy_shape.hpp"
 #include "tracer.hpp"
 #include "ops.hpp"
+#include "ops_shape.hpp"
 #include "pytree.hpp"
 #include "interpret.hpp"
 #include "print.hpp"
