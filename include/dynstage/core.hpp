@@ -36,6 +36,7 @@
 #include "ops_shape.hpp"
 #include "pytree.hpp"
 #include "interpret.hpp"
+#include "pretty.hpp"
 #include "print.hpp"
 #include "check.hpp"
 #include "check_control.hpp"
