@@ -140,7 +140,7 @@ struct LeafDesc {
   std::vector<std::int64_t> shape;
 };
 
-// The symbolic shapes of a trace's arguments (reference 003).
+// The symbolic shapes of a trace's arguments (JAX's shape polymorphism).
 struct Polymorphism {
   std::shared_ptr<SymbolicScope> scope;
   std::vector<ArgSpec> leaves;  // every traced leaf: name ("args[0]", "args[1][2]") and symbolic shape
@@ -437,7 +437,7 @@ public:
     return detail::trace_to_jaxpr<Opts...>(f_, loc_, opts_, args...).jaxpr;
   }
 
-  // The symbolic shapes of the results for these arguments (reference 003's
+  // The symbolic shapes of the results for these arguments (JAX's
   // `out_avals`: `(a, 2*b)` for concatenating f32[a,b] with itself on axis 1).
   template <class... Args>
   std::vector<Shape> out_shapes(const Args&... args) const {

@@ -1,5 +1,6 @@
 // dynstage: control flow — for_loop, while_loop and cond (API.md §7, §8),
-// traced once through the bind algorithm of references 000 and 004.
+// traced once through the bind algorithm of the Catalyst tracing note and
+// the Catalyst dynamic-arrays doc.
 //
 // The combinators are templates that flatten their operands and either run
 // the function (eagerly) or hand it to bind_for_loop, bind_while_loop or

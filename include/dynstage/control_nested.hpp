@@ -1,8 +1,8 @@
 // dynstage: control flow's bind algorithm, its steps on a nested scope
 // (compiled once per program; control_bind.hpp puts them together).
 //
-// One mechanism serves the three combinators (reference 004, "The
-// algorithm"), with the caller's scope C and a body scope B:
+// One mechanism serves the three combinators (the Catalyst dynamic-arrays
+// doc, "The algorithm"), with the caller's scope C and a body scope B:
 //
 //   1. deduce_input_type (C): how the carried values' dimensions enter B.
 //      Shared (preserve_dimensions, and cond): B's arguments have the
@@ -234,8 +234,8 @@ inline TraceState& caller_trace(const char* what) {
 }
 
 // A shape error inside a body whose dimensions are loop variables usually
-// means a carried value met a captured one (reference 000's last example):
-// say so, and how to fix it.
+// means a carried value met a captured one (the last example of the
+// Catalyst tracing note): say so, and how to fix it.
 inline void explain_loop_variables(const ShapeError& e, const NestedInput& in) {
   std::string m = e.what();
   std::string vars;

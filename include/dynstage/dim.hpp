@@ -5,8 +5,8 @@
 // variables. Shape rules, broadcasting and printing all work on Dims, so they
 // serve static, symbolic and dynamic shapes with one code path.
 //
-// Semantics follow JAX shape polymorphism (reference 003): == is total,
-// orderings are decided where provable, integer division and modulo floor.
+// Semantics follow JAX's shape-polymorphism doc: == is total, orderings are
+// decided where provable, integer division and modulo floor.
 //
 // Cost model: a static Dim is a plain int64 with a null expression pointer,
 // and every operation below takes an inline fast path when all operands are
@@ -130,7 +130,7 @@ public:
   Dim& operator*=(const Dim& b) { return *this = *this * b; }
 
   // Orderings: decided from "every variable >= 1" and the scope's
-  // constraints, else InconclusiveDimensionOperation (reference 003).
+  // constraints, else InconclusiveDimensionOperation (as in JAX).
   friend bool operator>=(const Dim& a, const Dim& b) {
     if (a.is_static() && b.is_static()) return a.value_ >= b.value_;
     return detail::sym_geq(a, b, a, ">=", b);
@@ -155,7 +155,7 @@ private:
 
 using Shape = std::vector<Dim>;
 
-// Total equality (reference 003): equal iff the canonical forms are equal
+// Total equality (as in JAX): equal iff the canonical forms are equal
 // (same scope, same terms). Unsound only in JAX's documented way: `a == b`
 // is false even though a and b may take equal values.
 inline bool operator==(const Dim& a, const Dim& b) {

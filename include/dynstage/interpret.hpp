@@ -106,7 +106,7 @@ std::vector<AnyArray> eval_jaxpr(const Jaxpr& j, const std::vector<AnyArray>& co
 namespace detail {
 // The full argument list of `j` from its explicit arguments: each implicit
 // dimension argument is read off the shape of an explicit argument whose type
-// uses it (reference 000's expand_args, at run time).
+// uses it (the Catalyst tracing note's expand_args, at run time).
 std::vector<AnyArray> expand_explicit_args(const Jaxpr& j, const std::vector<AnyArray>& args);
 
 #ifdef DYNSTAGE_IMPLEMENTATION

@@ -1,5 +1,5 @@
-// dynstage: the input and output types of nested programs (API.md §5,
-// references 000 and 004).
+// dynstage: the input and output types of nested programs (API.md §5; the
+// Catalyst tracing note and the Catalyst dynamic-arrays doc).
 //
 // A nested program (a loop body, a cond branch) is traced in a scope of its
 // own. Its arguments and results cross the scope boundary as *types*: lists
@@ -23,15 +23,15 @@
 //
 // `explicit` (SigEntry::is_explicit) is true for a value the user wrote (an
 // argument or result of the C++ function) and false for an implicit dimension
-// value added so that every type is closed. This is JAX's convention;
-// reference 000 prints the flags swapped (see its README).
+// value added so that every type is closed. This is JAX's convention; the
+// Catalyst tracing note's examples print the flags swapped.
 //
-// Types print as API.md §5 and reference 000 write them,
+// Types print as API.md §5 and the Catalyst tracing note write them,
 // `[(i64[], false), (f64[DBIdx(0)], true)]` (to_string, operator<<), and as
-// the references' Python repr (python_repr). input_type_of / output_type_of
+// the Catalyst documents' Python repr (python_repr). input_type_of / output_type_of
 // give them for any jaxpr, such as a loop body. control.hpp does not use
 // them: it runs the bind algorithm on symbolic dimensions directly, and these
-// types are what that algorithm gives, written the references' way.
+// types are what that algorithm gives, written the Catalyst documents' way.
 //
 // Deliberate difference from Catalyst: an OutDBIdx always names the FIRST
 // result holding the dimension (Catalyst's dict keeps the last, which can
@@ -134,7 +134,8 @@ struct OutputType : detail::SigEntries {
 };
 
 // ---------------------------------------------------------------------------
-// Printing: API.md §5 / reference 000, `[(i64[], false), (f64[DBIdx(0)], true)]`.
+// Printing: API.md §5 / the Catalyst tracing note,
+// `[(i64[], false), (f64[DBIdx(0)], true)]`.
 
 // `3`, `DBIdx(0)`, `InDBIdx(1)`, `OutDBIdx(0)`, `Outer(7)`
 std::string to_string(const SigDim& d);
@@ -151,11 +152,12 @@ inline std::ostream& operator<<(std::ostream& os, const SigEntry& e) { return os
 inline std::ostream& operator<<(std::ostream& os, const InputType& t) { return os << to_string(t); }
 inline std::ostream& operator<<(std::ostream& os, const OutputType& t) { return os << to_string(t); }
 
-// The Python-like repr of references 000 and 004, byte for byte:
+// The Python-like repr of the Catalyst tracing note and dynamic-arrays doc,
+// byte for byte:
 //   ((DShapedArray(shape=(), dtype=int), False),
 //    (DShapedArray(shape=[OutDBIdx(0),InDBIdx(0)], dtype=float), True)
 //   )
-// dtypes as the references write them: i64 -> int, f64 -> float (Python's
+// dtypes as those documents write them: i64 -> int, f64 -> float (Python's
 // types), the others by their NumPy names (bool, int32, float32).
 std::string python_repr(const InputType& t);
 std::string python_repr(const OutputType& t);
@@ -191,7 +193,7 @@ void check(const InputType& t);
 // below num_inputs; an OutDBIdx refers to an EARLIER entry, which is an i64[]
 // scalar; DBIdx/Outer do not occur; implicit entries are i64[] scalars.
 // (Implicit results nobody refers to are allowed: a loop body returns every
-// carried dimension, reference 000's `_:i64[]`.)
+// carried dimension, the Catalyst tracing note's `_:i64[]`.)
 void check(const OutputType& t, std::size_t num_inputs);
 
 // ---------------------------------------------------------------------------

@@ -64,8 +64,8 @@ Value convert(const Value& v, DType dt, bool weak) {
 #endif
 
 // When any operand is traced, concrete non-scalar operands become constvars
-// first, so that conversions and broadcasts of them are staged (reference
-// 001: constants are never folded into the program).
+// first, so that conversions and broadcasts of them are staged (JAX's
+// constants doc: constants are never folded into the program).
 void lift_all(std::vector<Value>& vs);
 #ifdef DYNSTAGE_IMPLEMENTATION
 void lift_all(std::vector<Value>& vs) {

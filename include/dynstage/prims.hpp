@@ -123,7 +123,8 @@ struct DotGeneralParams {
   friend bool operator==(const DotGeneralParams&, const DotGeneralParams&) = default;
 };
 
-// Control flow (references 000 and 004; the bind algorithm is control.hpp).
+// Control flow (the Catalyst tracing note and dynamic-arrays doc; the bind
+// algorithm is control.hpp).
 // Bodies are in Catalyst's no-constant form: a body's constants are its
 // leading invars, and the equation passes their values first. Operand and
 // invar layouts ("implicit" are dimension values, `nimplicit` of them):
@@ -213,7 +214,7 @@ enum class Cost : std::uint8_t {
 
 // Dimension arithmetic: how an integer scalar result whose operands are
 // dimensions is itself a dimension (`n + 1` for a dimension n is the
-// dimension n + 1, reference 000). `div` and `rem` truncate toward zero
+// dimension n + 1, as in the Catalyst tracing note). `div` and `rem` truncate toward zero
 // where Dim's floordiv and mod round down: they agree on non-negative
 // operands only, which each user of this column checks or avoids.
 enum class DimArith : std::uint8_t { none, add, sub, mul, neg, max, min, same, div, rem };

@@ -1,4 +1,4 @@
-// dynstage: symbolic dimensions (shape polymorphism, reference 003).
+// dynstage: symbolic dimensions (JAX's shape polymorphism).
 //
 // A port of JAX's `_DimExpr` (jax/_src/export/shape_poly.py). The grammar of
 // the representation:

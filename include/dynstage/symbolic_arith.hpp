@@ -196,7 +196,7 @@ Dim min_dims(const Dim& d1, const Dim& d2) {
   return from_operation(DimOp::min, d1, d2, s);
 }
 
-// The help text of every InconclusiveDimensionOperation (reference 003).
+// The help text of every InconclusiveDimensionOperation (JAX's text).
 std::string inconclusive_help(const std::string& constraint_example) {
   return "\nThis error arises for comparison operations with shapes that\n"
          "are non-constant, and the result of the operation cannot be represented as\n"

@@ -1,5 +1,5 @@
 // dynstage: solving dimension variables from concrete shapes at call time
-// (reference 003).
+// (JAX's shape-polymorphism doc).
 //
 // Call-time solving (JAX `_solve_dim_equations`): each symbolic dimension of
 // an argument's spec is an equation `spec == concrete size`. Repeatedly, an

@@ -1,5 +1,5 @@
 // dynstage: polymorphic shape specifications and scopes with constraints
-// (reference 003).
+// (JAX's shape-polymorphism doc).
 //
 // Spec grammar (JAX's `_Parser`, jax/_src/export/shape_poly.py):
 //   shape  := '(' shape ')' | [item {',' item} [',']]

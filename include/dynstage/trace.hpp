@@ -115,8 +115,8 @@ struct TraceState : std::enable_shared_from_this<TraceState> {
   // Symbolic dimensions. `scope` holds the dimension variables and the
   // constraints (shared with enclosing traces); `dims` maps each dimension
   // expression materialised in this trace to the i64[] tracer holding its
-  // value, so equal expressions are one variable (reference 000:
-  // `ones(n + 1) + ones(n + 1)` type-checks). The member functions that
+  // value, so equal expressions are one variable (the Catalyst tracing
+  // note: `ones(n + 1) + ones(n + 1)` type-checks). The member functions that
   // deal with dimensions are defined in trace_dims.hpp.
   std::shared_ptr<SymbolicScope> scope;
   std::map<ExprPtr, Value, ExprLess> dims;
@@ -238,8 +238,8 @@ public:
   // Close the scope over `outs`: concrete results are lifted (scalars become
   // literal outputs, arrays constvars). With `implicit_results`, dimension
   // variables of the results' types that the body computes are returned
-  // first, as implicit results (reference 000: `in (b, c)` for a function
-  // returning ones(n + 1)). Returns the jaxpr in canonical order (see
+  // first, as implicit results (the Catalyst tracing note: `in (b, c)` for a
+  // function returning ones(n + 1)). Returns the jaxpr in canonical order (see
   // order_jaxpr); const_sources() says where its constvars come from.
   std::shared_ptr<Jaxpr> finish(const std::vector<Value>& outs, bool implicit_results = true);
 
@@ -407,7 +407,7 @@ inline bool any_tracer(const std::vector<Value>& in) {
 
 // Integer scalar arithmetic on dimensions stays a dimension: the result of
 // `n + 1` for a dimension-valued n is the dimension n + 1, so two sizes
-// computed alike are the same dimension (reference 000).
+// computed alike are the same dimension (as in the Catalyst tracing note).
 void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& out);
 
 #ifdef DYNSTAGE_IMPLEMENTATION

@@ -56,7 +56,9 @@ public:
   DType dtype() const { return dtype_v<T>; }
   bool valid() const { return node_ != nullptr; }
 
-  // `if (x > 0)` and `double d = x` must not compile (reference 002).
+  // `if (x > 0)` and `double d = x` must not compile: a tracer has no value
+  // (JAX raises TracerBoolConversionError, ConcretizationTypeError; JAX's
+  // tracing doc).
   // (Not offered from an integer tracer to an integer type: that tracer is a
   // size in `zeros<double>({n, 4})`, which must pick the dyn::Size overload.)
   template <class U>
