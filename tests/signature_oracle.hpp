@@ -63,10 +63,10 @@
 #include <utility>
 #include <vector>
 
-#include <dynstage/dtype.hpp>
+#include <dynstage/array/dtype.hpp>
 #include <dynstage/errors.hpp>
-#include <dynstage/jaxpr.hpp>
-#include <dynstage/nested_types.hpp>
+#include <dynstage/ir/jaxpr.hpp>
+#include <dynstage/ir/nested_types.hpp>
 
 namespace dyn {
 

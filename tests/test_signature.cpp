@@ -12,7 +12,7 @@
 // reference 004 prints byte for byte.
 #include <doctest/doctest.h>
 
-#include <dynstage/print.hpp>
+#include <dynstage/ir/print.hpp>
 
 #include "signature_oracle.hpp"
 

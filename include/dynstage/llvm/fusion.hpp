@@ -64,7 +64,7 @@
 #include <utility>
 #include <vector>
 
-#include "../jaxpr.hpp"
+#include "../ir/jaxpr.hpp"
 
 namespace dyn::detail {
 

@@ -39,7 +39,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "../errors.hpp"
-#include "../prims.hpp"
+#include "../ir/prims.hpp"
 
 namespace dyn::detail::llvmjit {
 

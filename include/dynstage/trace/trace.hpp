@@ -23,9 +23,9 @@
 #include <tuple>
 #include <vector>
 
-#include "jaxpr.hpp"
-#include "rules.hpp"
-#include "symbolic.hpp"
+#include "../ir/jaxpr.hpp"
+#include "../ir/rules.hpp"
+#include "../shape/symbolic.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include <functional>  // order_jaxpr (out of line): users need not parse it
@@ -417,7 +417,7 @@ void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& ou
     if (!a.dim_value) return;
   auto d = [&](std::size_t i) { return *in[i].dim_value; };
   // The value wraps where dimension arithmetic would overflow (integer
-  // arithmetic wraps, eager.hpp): such a value is no dimension, so it gets
+  // arithmetic wraps, eager/kernels.hpp): such a value is no dimension, so it gets
   // none, instead of failing the trace with "integer overflow in dimension
   // arithmetic" (found by dynstage_fuzz: INT64_MAX - (-97) on i64 scalars).
   // Likewise a static value that does not fit the (i32) result.

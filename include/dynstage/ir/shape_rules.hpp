@@ -521,7 +521,7 @@ template <Prim P>
 std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>& rp) {
   return reduce_rule(P, in, rp, prim_info(P).dtypes);
 }
-// Output types from the bodies' types (control.hpp).
+// Output types from the bodies' types (trace/control_bind.hpp).
 template <Prim P>
   requires(prim_kind(P) == Kind::control)
 std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>& p) {

@@ -40,8 +40,8 @@
 #include <utility>
 #include <vector>
 
-#include "api.hpp"
-#include "llvm/backend.hpp"
+#include "../trace/api.hpp"
+#include "../llvm/backend.hpp"
 
 namespace dyn {
 
@@ -83,7 +83,7 @@ struct Signature {
   std::uint64_t hash = 0;
   // What a call must match, flat for a quick check: per leaf its dtype and
   // rank in one word, then (unless `polymorphic`: solving checks them) its
-  // dimensions (jit_cache.hpp, matches).
+  // dimensions (jit/cache.hpp, matches).
   std::vector<std::int64_t> words;
   bool polymorphic = false;
 };
@@ -158,7 +158,7 @@ struct MruSlot {
   std::uint64_t cache_id = 0;
   std::uint64_t generation = 0;
   std::shared_ptr<JitEntry> entry;
-  std::atomic<std::uint64_t>* hits = nullptr;  // this thread's hit count for the cache (jit_call.hpp)
+  std::atomic<std::uint64_t>* hits = nullptr;  // this thread's hit count for the cache (call.hpp)
 };
 
 // A call's flattened arguments, by reference: its non-static leaves, the

@@ -3,7 +3,7 @@
 // The same loop as every other interpreter (Autodidax's typecheck_jaxpr):
 // bind constvars and invars in an environment of abstract values, then for
 // each equation read its operands' types, apply the primitive's rule
-// (abstract_eval, the table in shape_rules.hpp and control.hpp) and compare
+// (abstract_eval, the table in shape_rules.hpp and control_bind.hpp) and compare
 // what it gives with the output types the equation records. The verifier
 // restates no rule; it checks what the rules cannot see:
 //
@@ -37,12 +37,12 @@
 #include <string>
 #include <vector>
 
-#include "interpret.hpp"
+#include "../eager/interpret.hpp"
 #include "jaxpr.hpp"
 #include "print.hpp"
 #include "rules.hpp"
-#include "symbolic_spec.hpp"
-#include "trace.hpp"
+#include "../shape/symbolic_spec.hpp"
+#include "../trace/trace.hpp"
 
 namespace dyn {
 
@@ -392,7 +392,7 @@ private:
   // dim_operand); propagate_dim recovers those of add, sub, mul, neg, max,
   // min and conversions. A floordiv or mod of sizes known to be non-negative
   // is materialised as div or rem (TraceState::factor_value), so those hold
-  // floordiv and mod here, as in control.hpp's eval_dim.
+  // floordiv and mod here, as in control_nested.hpp's eval_dim.
   static void propagate_div_rem(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& out) {
     if ((prim != Prim::div && prim != Prim::rem) || out.size() != 1 || out[0].dim_value || in.size() != 2 ||
         !in[0].dim_value || !in[1].dim_value || out[0].rank() != 0 || !is_integer(out[0].dtype))

@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "symbolic_arith.hpp"
+#include "../shape/symbolic_arith.hpp"
 #include "trace.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION

@@ -25,7 +25,7 @@
 #include <variant>
 #include <vector>
 
-#include "dtype.hpp"
+#include "../array/dtype.hpp"
 
 namespace dyn {
 
@@ -49,7 +49,7 @@ enum class Kind : std::uint8_t {
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
   reduction,   // reduce_* over axes
   contraction, // dot_general
-  control,     // for_loop, while_loop, cond: nested jaxprs (control.hpp)
+  control,     // for_loop, while_loop, cond: nested jaxprs (trace/control.hpp)
 };
 
 struct NoParams {
@@ -124,7 +124,7 @@ struct DotGeneralParams {
 };
 
 // Control flow (the Catalyst tracing note and dynamic-arrays doc; the bind
-// algorithm is control.hpp).
+// algorithm is trace/control_nested.hpp).
 // Bodies are in Catalyst's no-constant form: a body's constants are its
 // leading invars, and the equation passes their values first. Operand and
 // invar layouts ("implicit" are dimension values, `nimplicit` of them):
@@ -259,8 +259,8 @@ inline constexpr int kVariadic = -1;
 //
 // What is code is found by primitive, one registration per primitive:
 //   shape rule   shape_rule(PrimTag<Prim::x>, ...)  shape_rules.hpp
-//   eager        impl_rule(PrimTag<Prim::x>, ...)   eager.hpp; a unary, binary
-//                or compare primitive needs only its scalar function,
+//   eager        impl_rule(PrimTag<Prim::x>, ...)   eager/kernels.hpp; a unary,
+//                binary or compare primitive needs only its scalar function,
 //                scalar(PrimTag<Prim::x>, ...)
 //   LLVM         a case of Lowering::fused (fused primitives) or emit_root
 //                (the others), llvm/lower.hpp

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "array.hpp"
-#include "dtype.hpp"
+#include "../array/array.hpp"
+#include "../array/dtype.hpp"
 #include "prims.hpp"
 
 namespace dyn {

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "buffer.hpp"
-#include "dim.hpp"
+#include "../shape/dim.hpp"
 #include "dtype.hpp"
-#include "errors.hpp"
+#include "../errors.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include <limits>

@@ -21,8 +21,9 @@
 // may be negative account for the sign (JAX takes lb^k, ub^k).
 //
 // The fourth layer of the symbolic headers (see dim.hpp): it includes
-// symbolic_arith.hpp (and through it symbolic.hpp) only. The whole decision procedure is compiled once per
-// program, in the translation unit that defines DYNSTAGE_IMPLEMENTATION.
+// symbolic_arith.hpp (and through it symbolic.hpp) only. The whole decision
+// procedure is compiled once per program, in the translation unit that
+// defines DYNSTAGE_IMPLEMENTATION.
 // Its entry point bounds_decision is declared in symbolic.hpp, whose
 // canonical forms call it; orderings of Dims (`a >= b`) reach it through
 // dim.hpp's sym_geq.

@@ -399,7 +399,7 @@ auto scalar(PrimTag<Prim::ge>, auto a, auto b) { return a >= b; }
 // primitives share theirs (their scalar function mapped over the elements);
 // the others have one each. A primitive with none fails to compile (the
 // unconstrained template, last). Control flow runs its bodies instead
-// (control_impl, control.hpp).
+// (control_impl, trace/control_bind.hpp).
 
 template <Prim P>
   requires(prim_kind(P) == Kind::unary)
@@ -500,7 +500,8 @@ inline AnyArray impl_rule(PrimTag<Prim::dot_general>, const std::vector<AnyArray
 template <Prim P>
 AnyArray impl_rule(PrimTag<P>, const std::vector<AnyArray>&, const Aval&, const params_of_t<P>&) {
   static_assert(P != P, "no eager kernel for this primitive: define impl_rule(PrimTag<Prim::...>, ...) in "
-                        "eager.hpp (an elementwise one needs only its scalar(PrimTag<Prim::...>, ...))");
+                        "eager/kernels.hpp (an elementwise one needs only its "
+                        "scalar(PrimTag<Prim::...>, ...))");
   return {};
 }
 

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "errors.hpp"
+#include "../errors.hpp"
 
 namespace dyn {
 
@@ -66,7 +66,7 @@ inline std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   return r;
 }
 
-// The symbolic engine (defined in symbolic.hpp, compiled once per program
+// The symbolic engine (defined in symbolic_arith.hpp, compiled once per program
 // under DYNSTAGE_IMPLEMENTATION); reached only when an operand is symbolic.
 Dim sym_add(const Dim& a, const Dim& b);
 Dim sym_sub(const Dim& a, const Dim& b);

@@ -28,10 +28,11 @@
 //
 // Types print as API.md §5 and the Catalyst tracing note write them,
 // `[(i64[], false), (f64[DBIdx(0)], true)]` (to_string, operator<<), and as
-// the Catalyst documents' Python repr (python_repr). input_type_of / output_type_of
-// give them for any jaxpr, such as a loop body. control.hpp does not use
-// them: it runs the bind algorithm on symbolic dimensions directly, and these
-// types are what that algorithm gives, written the Catalyst documents' way.
+// the Catalyst documents' Python repr (python_repr). input_type_of /
+// output_type_of give them for any jaxpr, such as a loop body. Control flow
+// (trace/control*.hpp) does not use them: it runs the bind algorithm on
+// symbolic dimensions directly, and these types are what that algorithm
+// gives, written the Catalyst documents' way.
 //
 // Deliberate difference from Catalyst: an OutDBIdx always names the FIRST
 // result holding the dimension (Catalyst's dict keeps the last, which can
@@ -50,8 +51,8 @@
 #include <utility>
 #include <vector>
 
-#include "dtype.hpp"
-#include "errors.hpp"
+#include "../array/dtype.hpp"
+#include "../errors.hpp"
 #include "jaxpr.hpp"
 
 namespace dyn {

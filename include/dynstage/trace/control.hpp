@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "api.hpp"
-#include "symbolic.hpp"
+#include "../shape/symbolic.hpp"
 
 namespace dyn {
 

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "dim.hpp"
-#include "errors.hpp"
+#include "../errors.hpp"
 
 namespace dyn::detail {
 

@@ -1,6 +1,6 @@
 // dynstage: dyn::jit's kernel cache — signatures of calls, cache entries,
 // matching a call against an entry without allocating, and the compile log
-// (definitions of what jit.hpp declares in dyn::detail; jit_call.hpp fills
+// (definitions of what jit.hpp declares in dyn::detail; call.hpp fills
 // and runs the entries).
 //
 // Compiled in exactly one translation unit per program, the one that defines

@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "errors.hpp"
+#include "../errors.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include <algorithm>

@@ -39,8 +39,8 @@
 #include <utility>
 #include <vector>
 
-#include "dtype.hpp"
-#include "errors.hpp"
+#include "../array/dtype.hpp"
+#include "../errors.hpp"
 #include "jaxpr.hpp"
 #include "pretty.hpp"
 #include "prims.hpp"

@@ -1,5 +1,5 @@
 // dynstage: dyn::jit's call path — a miss traces, compiles and fills a
-// cache entry (jit_cache.hpp); a call solves its dimensions, allocates the
+// cache entry (cache.hpp); a call solves its dimensions, allocates the
 // outputs and runs the entry's kernel; jit_call, last, is the hit path.
 //
 // Compiled in exactly one translation unit per program, the one that defines
@@ -8,7 +8,7 @@
 // copy serves every jitted function of the program.
 #pragma once
 
-#include "jit_cache.hpp"
+#include "cache.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -22,8 +22,8 @@
 #include <fstream>
 #include <mutex>
 
-#include "print.hpp"
-#include "symbolic.hpp"
+#include "../ir/print.hpp"
+#include "../shape/symbolic.hpp"
 
 namespace dyn::detail {
 

@@ -1,4 +1,4 @@
-// dynstage: what the eager kernels (eager.hpp) are made of: C++ scalar
+// dynstage: what the eager kernels (kernels.hpp) are made of: C++ scalar
 // semantics (wrapping integer arithmetic, NaN-propagating max/min,
 // saturating conversions), vectorisable loops, buffers and dtype dispatch,
 // and strided block copies. Compiled once per program, with the kernels.
@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "shape_rules.hpp"
+#include "../ir/shape_rules.hpp"
 
 // The eager kernels are compiled once per program, in the one translation
 // unit that defines DYNSTAGE_IMPLEMENTATION; rules.hpp declares impl.

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "errors.hpp"
+#include "../errors.hpp"
 
 namespace dyn {
 

@@ -17,12 +17,12 @@
 #include <utility>
 #include <vector>
 
-#include "check.hpp"
-#include "interpret.hpp"
+#include "../ir/check.hpp"
+#include "../eager/interpret.hpp"
 #include "pytree.hpp"
-#include "symbolic.hpp"
-#include "symbolic_spec.hpp"
-#include "symbolic_solve.hpp"
+#include "../shape/symbolic.hpp"
+#include "../shape/symbolic_spec.hpp"
+#include "../shape/symbolic_solve.hpp"
 
 namespace dyn {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "jaxpr.hpp"
-#include "rules.hpp"
-#include "trace.hpp"
+#include "../ir/jaxpr.hpp"
+#include "../ir/rules.hpp"
+#include "../trace/trace.hpp"
 
 namespace dyn {
 

@@ -7,7 +7,7 @@
 //                  types and params; it is the one place that checks operand
 //                  dtypes, ranks and shapes, for tracing and eager execution
 //                  alike.
-//   impl           (eager.hpp, impl_rule; an elementwise primitive's is its
+//   impl           (eager/kernels.hpp, impl_rule; an elementwise primitive's is its
 //                  scalar function): the eager kernel, computing concrete
 //                  outputs.
 // The LLVM lowering (llvm/) is a `switch` over Prim with no `default:`.
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "array.hpp"
-#include "dim.hpp"
+#include "../array/array.hpp"
+#include "../shape/dim.hpp"
 #include "prims.hpp"
 
 namespace dyn::detail {
@@ -58,14 +58,14 @@ inline Aval aval_of(const AnyArray& a, bool weak = false) {
 std::vector<Aval> abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params);
 
 // Both are defined once per program, under DYNSTAGE_IMPLEMENTATION
-// (shape_rules.hpp, eager.hpp): they are large and every jit call reaches them.
+// (shape_rules.hpp, eager/kernels.hpp): they are large and every jit call reaches them.
 
 // Eager kernel: the outputs of `prim` on concrete operands. The operands
 // have already passed abstract_eval.
 std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Params& params);
 
 // The two rules of the control-flow primitives (Kind::control), defined with
-// the bind algorithm in control.hpp: output types from the bodies' types (an
+// the bind algorithm in trace/control_bind.hpp: output types from the bodies' types (an
 // implicit output dimension is a fresh dimension variable of the current
 // trace), and the interpreter that runs the bodies.
 std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params);
