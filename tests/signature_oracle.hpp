@@ -4,10 +4,11 @@
 // Not part of the library. The types these steps produce and consume
 // (InputType, OutputType with DBIdx / InDBIdx / OutDBIdx), their printing,
 // check() and input_type_of / output_type_of are public:
-// include/dynstage/nested_types.hpp. control.hpp runs the bind algorithm on
-// symbolic dimensions directly; this header spells the algorithm's steps on
-// those types, so that test_signature.cpp can check them against the
-// references' examples (and the public types against the steps' results).
+// include/dynstage/ir/nested_types.hpp. trace/control_nested.hpp runs the
+// bind algorithm on symbolic dimensions directly; this header spells the
+// algorithm's steps on those types, so that test_signature.cpp can check
+// them against the references' examples (and the public types against the
+// steps' results).
 //
 // The bind algorithm of reference 000, in these terms (caller scope C, body
 // scope B):

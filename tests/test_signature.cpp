@@ -1,7 +1,7 @@
 // Typed signatures of nested programs: the input/output types of references
 // 000 and 004 with their DBIdx / InDBIdx / OutDBIdx references, their
 // printing, check() and input_type_of / output_type_of (public:
-// include/dynstage/nested_types.hpp), the steps expand_args / initialize /
+// include/dynstage/ir/nested_types.hpp), the steps expand_args / initialize /
 // collapse / expand_results (the test oracle tests/signature_oracle.hpp),
 // their errors, and the jaxpr-level conversions.
 //
