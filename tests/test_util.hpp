@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <dynstage/array.hpp>
+#include <dynstage/array/array.hpp>
 
 namespace test_util {
 

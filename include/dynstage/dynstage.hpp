@@ -8,9 +8,10 @@
 #pragma once
 
 #include "core.hpp"
-#include "jit.hpp"
+#include "jit/jit.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
-#include "jit_impl.hpp"
+#include "jit/cache.hpp"
+#include "jit/call.hpp"
 #include "llvm/backend_impl.hpp"
 #endif

@@ -28,7 +28,7 @@ class TypeError : public Error {
 public:
   using Error::Error;
 };
-// A symbolic dimension comparison that cannot be decided (reference 003).
+// A symbolic dimension comparison that cannot be decided (JAX's name).
 class InconclusiveDimensionOperation : public Error {
 public:
   using Error::Error;

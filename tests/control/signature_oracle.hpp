@@ -5,10 +5,11 @@
 // Not part of the library. The types these steps produce and consume
 // (InputType, OutputType with DBIdx / InDBIdx / OutDBIdx), their printing,
 // check() and input_type_of / output_type_of are public:
-// include/dynstage/nested_types.hpp. control.hpp runs the bind algorithm on
-// symbolic dimensions directly; this header spells the algorithm's steps on
-// those types, so that test_signature.cpp can check them against the two
-// documents' examples (and the public types against the steps' results).
+// include/dynstage/ir/nested_types.hpp. trace/control_nested.hpp runs the
+// bind algorithm on symbolic dimensions directly; this header spells the
+// algorithm's steps on those types, so that test_signature.cpp can check
+// them against the two documents' examples (and the public types against the
+// steps' results).
 //
 // The Catalyst tracing note's bind algorithm, in these terms (caller scope C, body
 // scope B):
@@ -64,10 +65,10 @@
 #include <utility>
 #include <vector>
 
-#include <dynstage/dtype.hpp>
+#include <dynstage/array/dtype.hpp>
 #include <dynstage/errors.hpp>
-#include <dynstage/jaxpr.hpp>
-#include <dynstage/nested_types.hpp>
+#include <dynstage/ir/jaxpr.hpp>
+#include <dynstage/ir/nested_types.hpp>
 
 namespace dyn {
 

@@ -2,7 +2,7 @@
 // tracing note and the Catalyst dynamic-arrays doc (docs/architecture.md,
 // "Sources") with their DBIdx / InDBIdx / OutDBIdx references, their
 // printing, check() and input_type_of / output_type_of (public:
-// include/dynstage/nested_types.hpp), the steps expand_args / initialize /
+// include/dynstage/ir/nested_types.hpp), the steps expand_args / initialize /
 // collapse / expand_results (the test oracle signature_oracle.hpp),
 // their errors, and the jaxpr-level conversions.
 //
@@ -14,7 +14,7 @@
 // dynamic-arrays doc prints byte for byte.
 #include <doctest/doctest.h>
 
-#include <dynstage/print.hpp>
+#include <dynstage/ir/print.hpp>
 
 #include "signature_oracle.hpp"
 

@@ -1,4 +1,4 @@
-// The index maps of the layout primitives (index_map.hpp) against their
+// The index maps of the layout primitives (ir/index_map.hpp) against their
 // eager kernels: for every output element, the map names the operand element
 // it holds (or, for iota, its value). Each layout primitive of the table is
 // checked on its table sample (prim_samples.hpp) and on the cases JAX's lax
@@ -7,7 +7,7 @@
 // lax.dynamic_update_slice: "the start indices are clamped so that the slice
 // lies inside the operand"), concatenating several operands.
 #include <dynstage/core.hpp>
-#include <dynstage/index_map.hpp>
+#include <dynstage/ir/index_map.hpp>
 
 #include <doctest/doctest.h>
 

@@ -12,7 +12,7 @@
 //  * Python's repr for float formatting.
 #include <doctest/doctest.h>
 
-#include <dynstage/print.hpp>
+#include <dynstage/ir/print.hpp>
 
 #include <cmath>
 #include <limits>

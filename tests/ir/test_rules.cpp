@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include <dynstage/eager.hpp>
-#include <dynstage/symbolic_spec.hpp>
+#include <dynstage/eager/kernels.hpp>
+#include <dynstage/shape/symbolic_spec.hpp>
 
 using namespace dyn;
 using namespace dyn::detail;

@@ -10,10 +10,11 @@
 #include <string>
 #include <vector>
 
-#include <dynstage/dim.hpp>
-#include <dynstage/symbolic.hpp>
-#include <dynstage/symbolic_decision.hpp>
-#include <dynstage/symbolic_spec.hpp>
+#include <dynstage/shape/dim.hpp>
+#include <dynstage/shape/symbolic.hpp>
+#include <dynstage/shape/symbolic_decision.hpp>
+#include <dynstage/shape/symbolic_spec.hpp>
+#include <dynstage/shape/symbolic_solve.hpp>
 
 #include "../test_util.hpp"
 

@@ -55,7 +55,7 @@
 #include <string>
 #include <vector>
 
-#include "../jaxpr.hpp"
+#include "../ir/jaxpr.hpp"
 
 namespace dyn::detail {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../jaxpr.hpp"
+#include "../ir/jaxpr.hpp"
 #include "fusion_plan.hpp"
 
 namespace dyn::detail {

@@ -26,7 +26,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
-#include "../dtype.hpp"
+#include "../array/dtype.hpp"
 #include "backend.hpp"
 
 namespace dyn::detail::llvmjit {

@@ -10,7 +10,7 @@
 //                      its consumer asks for, inside the consumer's loop nest
 //
 // Fusion rule (what the LLVM lowering relies on):
-//  1. Fusible primitives: those whose table row says `fused` (prims.hpp):
+//  1. Fusible primitives: those whose table row says `fused` (ir/prims.hpp):
 //     elementwise (unary, binary, compare, select_n, convert_element_type)
 //     and index remaps (broadcast_in_dim, reshape, squeeze, transpose,
 //     slice, dynamic_slice, iota). They never get a buffer of their own
@@ -67,7 +67,7 @@
 #include <utility>
 #include <vector>
 
-#include "../jaxpr.hpp"
+#include "../ir/jaxpr.hpp"
 #include "canonicalize.hpp"
 #include "fusion_plan.hpp"
 #include "fusion_rows.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../jaxpr.hpp"
+#include "../ir/jaxpr.hpp"
 
 namespace dyn::detail {
 
@@ -52,7 +52,7 @@ inline SymNumel sym_numel(const Type& t) { return sym_numel(t.shape); }
 // decisions taken for "not 1" stay correct when it is 1 at run time).
 inline bool is_unit(const JDim& d) { return d.is_static() && d.value == 1; }
 
-// The table's columns (prims.hpp) this pass reads.
+// The table's columns (ir/prims.hpp) this pass reads.
 inline bool is_fusible(Prim p) { return prim_info(p).fused; }
 inline bool is_transcendental(Prim p) { return prim_info(p).cost == Cost::transcendental; }
 

@@ -1,7 +1,7 @@
 // dynstage: fusion rule 4, row groups (no LLVM here): which consecutive
 // roots run as one loop over the rows of a trailing-axes reduction, and
 // which of their buffers hold one row only. The rule is written at the top
-// of fusion.hpp; the index maps it follows are index_map.hpp's.
+// of fusion.hpp; the index maps it follows are ir/index_map.hpp's.
 #pragma once
 
 #include <algorithm>
@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "../index_map.hpp"
-#include "../jaxpr.hpp"
+#include "../ir/index_map.hpp"
+#include "../ir/jaxpr.hpp"
 #include "fusion_plan.hpp"
 
 namespace dyn::detail {
@@ -143,7 +143,7 @@ struct RowWalk {
 
   // Propagate the tags of e's output to its inputs: elementwise operands
   // share the output's index; a layout primitive's operand gets the tags its
-  // index map (index_map.hpp) gives; the start indices and dimension values
+  // index map (ir/index_map.hpp) gives; the start indices and dimension values
   // it reads are scalars.
   void eqn(const Eqn& e, const std::vector<int>& tags) {
     if (prim_kind(e.prim) != Kind::structural) {

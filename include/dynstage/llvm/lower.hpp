@@ -18,7 +18,7 @@
 //   - a fused variable is computed from its equation (`fused`, the one
 //     `switch` over Prim at one element), with its operands requested at the
 //     index its primitive maps to: elementwise ops pass ix through, layout
-//     primitives follow their index map (index_map.hpp).
+//     primitives follow their index map (ir/index_map.hpp).
 // Indices, the loop-nest builder and the per-index caches are in nests.hpp.
 // Control-flow equations (for_loop, while_loop, cond) are emitted by
 // lower_control.hpp: their bodies become functions of their own, called from
@@ -46,7 +46,7 @@
 #include <utility>
 #include <vector>
 
-#include "../index_map.hpp"
+#include "../ir/index_map.hpp"
 #include "emit.hpp"
 #include "fusion.hpp"
 #include "lower_dot.hpp"
@@ -220,7 +220,7 @@ private:
   }
   // The element of layout equation e's operand (input 0) that its output
   // element at ix reads, following the primitive's index map
-  // (index_map.hpp); the operand index is built once per (e, ix).
+  // (ir/index_map.hpp); the operand index is built once per (e, ix).
   llvm::Value* remapped(const Eqn& e, Ix& ix);
   // The start of an axis map, as i64. `limit`: the largest start a clamped
   // one may take (the larger array's dimension minus the smaller's).

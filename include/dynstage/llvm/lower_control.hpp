@@ -1,8 +1,8 @@
 // dynstage: lowering of the control-flow primitives (for_loop, while_loop,
 // cond) to native loops and branches. Part of the backend implementation
 // (DYNSTAGE_IMPLEMENTATION); the operand and body layouts are the ones
-// written above ForLoopParams in prims.hpp, the semantics control_impl's in
-// control.hpp.
+// written above ForLoopParams in ir/prims.hpp, the semantics control_impl's in
+// trace/control_bind.hpp.
 //
 // Every body (a loop body, a while condition, a branch) becomes an internal
 // function of the module with the kernel body's conventions (one pointer per
@@ -62,7 +62,7 @@
 //     that carries none of the function's scopes, so GVN stops there.)
 // What noalias gave a loop body, its loads of the state being independent of
 // its stores of the new state, comes instead from a copy: a small carried
-// input (kSnapshotMaxElems, lower.hpp) is first copied into a buffer of the
+// input (kSnapshotMaxElems, lower_body.hpp) is first copied into a buffer of the
 // body's own frame, which provably overlaps nothing else (basic alias
 // analysis, no metadata). Inlined, SROA turns the copy into loads at the
 // body's start, the body vectorises without run-time checks, and GVN

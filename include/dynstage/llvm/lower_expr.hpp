@@ -5,7 +5,7 @@
 // primitive from its index map, and `fused`: the lowering rule of every
 // fusible primitive at one element.
 //
-// Scalar semantics mirror eager.hpp exactly (wrapping integers, INT_MIN / -1,
+// Scalar semantics mirror eager/kernels.hpp exactly (wrapping integers, INT_MIN / -1,
 // NaN-propagating max/min, saturating float -> int, C fmod for float rem),
 // and there is no global fast-math: NaN, infinities and signed zeros behave
 // as in eager. The deliberate differences:
@@ -64,7 +64,7 @@ inline llvm::Value* Lowering::libm(const char* name, DType d, std::vector<llvm::
 }
 
 // A primitive's vector math function (the vmath column of its row,
-// prims.hpp): the intrinsic llvm.<name> or a call of libm's <name>. Both
+// ir/prims.hpp): the intrinsic llvm.<name> or a call of libm's <name>. Both
 // vectorise into libmvec calls (session.hpp, vector_functions).
 inline llvm::Value* Lowering::vector_math(Prim p, DType d, std::vector<llvm::Value*> args) {
   const VectorMath& vm = prim_info(p).vector_math;

@@ -39,7 +39,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "../errors.hpp"
-#include "../prims.hpp"
+#include "../ir/prims.hpp"
 
 namespace dyn::detail::llvmjit {
 
@@ -145,7 +145,7 @@ public:
 
 // ---------------------------------------------------------------------------
 // Vector math: glibc libmvec's variants, gated by the host's ISA, of the
-// primitives whose row has a vector math function (prims.hpp, vmath). LLVM
+// primitives whose row has a vector math function (ir/prims.hpp, vmath). LLVM
 // 19's LIBMVEC-X86 table has only sin/cos/tan/exp/log/pow at 2 and 4 lanes
 // (f64); we map every such function, scalar libm call and intrinsic alike,
 // and the AVX-512 8-lane (f64) / 16-lane (f32) `_ZGVe` variants too. VecDesc

@@ -1,0 +1,196 @@
+// dynstage: the index map of every layout primitive, stated once.
+//
+// A layout primitive (broadcast_in_dim, reshape, squeeze, transpose, slice,
+// dynamic_slice, iota, concatenate, dynamic_update_slice) computes nothing:
+// each output element is an element of an operand, or its own index. Its
+// index map says which. The backend reads it everywhere it needs to know:
+// the fusion planner (which operand axes a row axis reaches, fusion.hpp rule
+// 4), the lowering (the operand index an inlined layout primitive reads, and
+// whether a nest needs a multi-index) and the window writes of concatenate
+// and dynamic_update_slice. A new layout primitive (gather, pad, rev) is one
+// more case of `index_map`.
+//
+// Maps are symbolic: starts that are runtime values name the input that holds
+// them, so the map is a fact about the equation, not about one call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../errors.hpp"
+#include "jaxpr.hpp"
+
+namespace dyn::detail {
+
+// One operand axis. With o the output index:
+//   form `axes`:   operand[axis] = start + stride * o[out_axis]   (out_axis >= 0)
+//                  operand[axis] = start                          (out_axis <  0)
+//   form `window`: the operand sits in the output at `start`:
+//                  output[axis] = operand[axis] + start           (out_axis == axis)
+struct AxisMap {
+  enum class Start : std::uint8_t {
+    constant,       // `value`
+    dim_operand,    // the value of input `input` (a kDynamicDim start of slice)
+    clamped,        // the value of input `input`, clamped so that the smaller array lies
+                    // inside the larger along this axis: into [0, larger dim - smaller dim]
+                    // (dynamic_slice, dynamic_update_slice; JAX clamps the same way)
+    concat_offset,  // the sum of this axis's sizes over inputs [0, input) (concatenate)
+  };
+  int out_axis = -1;
+  std::int64_t stride = 1;
+  Start start = Start::constant;
+  std::int64_t value = 0;
+  int input = -1;
+
+  // The index along this axis is the output's own (stride 1, start 0), given
+  // that the operand and the output have the same size along it.
+  bool passes_through() const {
+    return out_axis >= 0 && stride == 1 &&
+           ((start == Start::constant && value == 0) || start == Start::clamped);
+  }
+};
+
+struct IndexMap {
+  enum class Form : std::uint8_t {
+    axes,    // each operand axis from at most one output axis (AxisMap)
+    linear,  // the same row-major linear index (reshape, squeeze)
+    iota,    // no operand: the element is its own index along `dimension`
+    window,  // the operand fills a box of the output (AxisMap, window form)
+  };
+  Form form = Form::axes;
+  std::vector<AxisMap> axes;  // forms axes and window: one per operand axis
+  int dimension = 0;          // form iota
+};
+
+// Whether p is a layout primitive (has an index map).
+constexpr bool is_layout(Prim p) {
+  switch (p) {
+    case Prim::broadcast_in_dim:
+    case Prim::reshape:
+    case Prim::squeeze:
+    case Prim::transpose:
+    case Prim::slice:
+    case Prim::dynamic_slice:
+    case Prim::iota:
+    case Prim::concatenate:
+    case Prim::dynamic_update_slice: return true;
+    DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) return false;
+  }
+  return false;
+}
+
+// The inputs of layout equation e whose elements it moves: [0, n). The
+// others are start indices and dimension values (scalars).
+inline std::size_t mapped_inputs(const Eqn& e) {
+  switch (e.prim) {
+    case Prim::iota: return 0;
+    case Prim::concatenate: return e.inputs.size();
+    case Prim::dynamic_update_slice: return 2;
+    case Prim::broadcast_in_dim:
+    case Prim::reshape:
+    case Prim::squeeze:
+    case Prim::transpose:
+    case Prim::slice:
+    case Prim::dynamic_slice: return 1;
+    DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
+  }
+  internal_error("mapped_inputs: " + std::string(prim_name(e.prim)) + " is not a layout primitive");
+}
+
+// The index map of data input k of layout equation e: which element of that
+// input the output element at index o reads (form window: where the input's
+// elements go). Inputs that are start indices or dimension values have no map.
+inline IndexMap index_map(const Jaxpr& j, const Eqn& e, std::size_t k = 0) {
+  const std::size_t rank = e.inputs.size() > k ? j.type_of(e.inputs[k]).rank() : 0;
+  auto identity_axes = [&] {
+    IndexMap m;
+    for (std::size_t i = 0; i < rank; ++i) m.axes.push_back(AxisMap{static_cast<int>(i)});
+    return m;
+  };
+  switch (e.prim) {
+    case Prim::broadcast_in_dim: {
+      // A size-1 operand axis broadcasts (index 0); any other operand axis
+      // has its output axis's size (a runtime dimension included).
+      const auto& bd = std::get<BroadcastInDimParams>(e.params).broadcast_dimensions;
+      const auto& xd = j.type_of(e.inputs[0]).shape;
+      IndexMap m;
+      for (std::size_t i = 0; i < rank; ++i) {
+        const bool broadcasts = xd[i].is_static() && xd[i].value == 1;
+        m.axes.push_back(AxisMap{broadcasts ? -1 : static_cast<int>(bd[i])});
+      }
+      return m;
+    }
+    case Prim::reshape:
+    case Prim::squeeze: return IndexMap{IndexMap::Form::linear, {}, 0};
+    case Prim::transpose: {
+      const auto& perm = std::get<TransposeParams>(e.params).permutation;
+      IndexMap m;
+      m.axes.resize(perm.size());
+      for (std::size_t i = 0; i < perm.size(); ++i) m.axes[static_cast<std::size_t>(perm[i])].out_axis = static_cast<int>(i);
+      return m;
+    }
+    case Prim::slice: {
+      // Runtime start indices are the inputs after the array, in order.
+      const auto& sp = std::get<SliceParams>(e.params);
+      IndexMap m = identity_axes();
+      int next = 1;
+      for (std::size_t i = 0; i < rank; ++i) {
+        m.axes[i].stride = sp.strides.empty() ? 1 : sp.strides[i];
+        if (sp.start_indices[i] == kDynamicDim) {
+          m.axes[i].start = AxisMap::Start::dim_operand;
+          m.axes[i].input = next++;
+        } else {
+          m.axes[i].value = sp.start_indices[i];
+        }
+      }
+      return m;
+    }
+    case Prim::dynamic_slice: {
+      IndexMap m = identity_axes();
+      for (std::size_t i = 0; i < rank; ++i) {
+        m.axes[i].start = AxisMap::Start::clamped;
+        m.axes[i].input = static_cast<int>(1 + i);
+      }
+      return m;
+    }
+    case Prim::iota: return IndexMap{IndexMap::Form::iota, {}, static_cast<int>(std::get<IotaParams>(e.params).dimension)};
+    case Prim::concatenate: {
+      IndexMap m = identity_axes();
+      m.form = IndexMap::Form::window;
+      const auto d = static_cast<std::size_t>(std::get<ConcatenateParams>(e.params).dimension);
+      if (k > 0) {
+        m.axes[d].start = AxisMap::Start::concat_offset;
+        m.axes[d].input = static_cast<int>(k);
+      }
+      return m;
+    }
+    case Prim::dynamic_update_slice: {
+      // Input 0 (the operand) is read at the output's index; input 1 (the
+      // update) is written into the box starting at the clamped starts.
+      IndexMap m = identity_axes();
+      if (k == 1) {
+        m.form = IndexMap::Form::window;
+        for (std::size_t i = 0; i < rank; ++i) {
+          m.axes[i].start = AxisMap::Start::clamped;
+          m.axes[i].input = static_cast<int>(2 + i);
+        }
+      }
+      return m;
+    }
+    DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
+  }
+  internal_error("index_map: " + std::string(prim_name(e.prim)) + " is not a layout primitive");
+}
+
+}  // namespace dyn::detail

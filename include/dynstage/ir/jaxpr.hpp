@@ -1,0 +1,125 @@
+// dynstage: the jaxpr IR.
+//
+// Grammar (JAX's, with Catalyst's dynamic dimensions):
+//
+//   Jaxpr    ::= { lambda Var* ; Var* . let Eqn* in ( Atom* ) }
+//   Eqn      ::= Var+ = Prim [ Params ] Atom*
+//   Atom     ::= Var | Literal
+//   Literal  ::= value:dtype[]                  (rank-0 only)
+//   Type     ::= dtype[ Dim,* ]   Dim ::= int | Var (an i64[] variable in scope)
+//
+// A Jaxpr owns a flat table of variables (`types`); a variable is an index
+// into it. Every dimension of a variable's type is a static integer or a
+// reference to another i64[] variable of the same jaxpr that is bound before
+// it (a constvar, an invar or an earlier equation's output), so every jaxpr is
+// closed and can be type-checked, interpreted or lowered on its own. Nested
+// jaxprs (control-flow bodies) are separate Jaxpr objects with their own
+// tables, shared immutably through shared_ptr<const Jaxpr>.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../array/array.hpp"
+#include "../array/dtype.hpp"
+#include "prims.hpp"
+
+namespace dyn {
+
+// A dimension in a jaxpr type: static, or the value of variable `var`.
+struct JDim {
+  std::int64_t value = 0;
+  int var = -1;  // >= 0: the i64[] variable holding this dimension
+  bool is_static() const { return var < 0; }
+  static JDim of_var(int v) { return JDim{0, v}; }
+  friend bool operator==(const JDim&, const JDim&) = default;
+};
+
+// The type of a jaxpr variable.
+struct Type {
+  DType dtype = DType::f64;
+  std::vector<JDim> shape;
+  bool weak = false;  // weakly typed (from a C++ scalar literal); not printed
+  int rank() const { return static_cast<int>(shape.size()); }
+  friend bool operator==(const Type&, const Type&) = default;
+};
+
+// A rank-0 constant. Integers and bools are held in `i`, floats in `f`
+// (an f32 literal holds its float value exactly as a double).
+struct Scalar {
+  DType dtype = DType::f64;
+  std::int64_t i = 0;
+  double f = 0.0;
+
+  template <class T>
+  static Scalar of(T v) {
+    Scalar s;
+    s.dtype = dtype_v<T>;
+    if constexpr (std::is_floating_point_v<T>) s.f = static_cast<double>(v);
+    else s.i = static_cast<std::int64_t>(v);
+    return s;
+  }
+  // The value converted to C++ type T.
+  template <class T>
+  T as() const {
+    return is_float(dtype) ? static_cast<T>(f) : static_cast<T>(i);
+  }
+  friend bool operator==(const Scalar&, const Scalar&) = default;
+};
+
+// An equation operand: a variable or a literal.
+struct Atom {
+  int var = -1;  // >= 0: a variable of the enclosing jaxpr
+  Scalar lit;    // when var < 0
+  bool weak = false;
+  bool is_var() const { return var >= 0; }
+  static Atom of_var(int v) { return Atom{v, {}, false}; }
+  static Atom literal(Scalar s, bool weak = false) { return Atom{-1, s, weak}; }
+  friend bool operator==(const Atom&, const Atom&) = default;
+};
+
+struct Eqn {
+  detail::Prim prim;
+  std::vector<Atom> inputs;
+  std::vector<int> outputs;  // variables defined by this equation
+  detail::Params params;
+};
+
+struct Jaxpr {
+  std::vector<Type> types;     // the variable table; var i has type types[i]
+  std::vector<int> constvars;  // before ';'
+  std::vector<int> invars;     // after ';'
+  std::vector<Eqn> eqns;
+  std::vector<Atom> outvars;
+  // Explicitness of invars and outvars (true = written by the user, false =
+  // an implicit dimension argument or result). Empty means all explicit.
+  std::vector<bool> in_explicit, out_explicit;
+
+  int new_var(Type t) {
+    types.push_back(std::move(t));
+    return static_cast<int>(types.size()) - 1;
+  }
+  const Type& type_of(const Atom& a) const;
+};
+
+// A jaxpr with the values of its constvars.
+struct ClosedJaxpr {
+  std::shared_ptr<const Jaxpr> jaxpr;
+  std::vector<AnyArray> consts;
+};
+
+// The type of a literal.
+inline Type literal_type(const Scalar& s, bool weak) { return Type{s.dtype, {}, weak}; }
+
+inline const Type& Jaxpr::type_of(const Atom& a) const {
+  if (!a.is_var()) {
+    thread_local Type t;
+    t = literal_type(a.lit, a.weak);
+    return t;
+  }
+  return types.at(static_cast<std::size_t>(a.var));
+}
+
+}  // namespace dyn

@@ -1,0 +1,478 @@
+// dynstage: dyn::jit's call path — a miss traces, compiles and fills a
+// cache entry (cache.hpp); a call solves its dimensions, allocates the
+// outputs and runs the entry's kernel; jit_call, last, is the hit path.
+//
+// Compiled in exactly one translation unit per program, the one that defines
+// DYNSTAGE_IMPLEMENTATION (src/dynstage.cpp under Meson); everywhere else
+// this header is empty. None of it depends on the user's function, so one
+// copy serves every jitted function of the program.
+#pragma once
+
+#include "cache.hpp"
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "../ir/print.hpp"
+#include "../shape/symbolic.hpp"
+
+namespace dyn::detail {
+
+// ---------------------------------------------------------------------------
+// Compiling an entry.
+
+// Whether variable `var` of `j` sizes an array: it appears as a dimension in
+// a type of `j`, or is passed to a nested jaxpr whose parameter sizes one.
+// (dynstage_fuzz found that `jit(f)(x, std::int64_t(-3))` threw "sizes arrays
+// but is negative" for an i64 scalar argument used only as a value.)
+bool var_sizes_arrays(const Jaxpr& j, int var) {
+  for (const Type& t : j.types)
+    for (const JDim& d : t.shape)
+      if (d.var == var) return true;
+  auto passes = [&](const Jaxpr& body, std::size_t invar) {
+    return invar < body.invars.size() && var_sizes_arrays(body, body.invars[invar]);
+  };
+  for (const Eqn& q : j.eqns)
+    for (std::size_t p = 0; p < q.inputs.size(); ++p) {
+      if (q.inputs[p].var != var) continue;
+      bool used = false;
+      if (const auto* f = std::get_if<ForLoopParams>(&q.params)) {
+        // operands: consts, implicit, lower, upper, step, index0, carried;
+        // body: consts, implicit, index, carried. (A bound is not the index.)
+        const std::size_t lead = static_cast<std::size_t>(f->body_nconsts + f->nimplicit);
+        if (p < lead) used = passes(*f->body_jaxpr, p);
+        else if (p >= lead + 4) used = passes(*f->body_jaxpr, p - 3);
+      } else if (const auto* w = std::get_if<WhileLoopParams>(&q.params)) {
+        // operands: cond consts, body consts, implicit, carried.
+        const std::size_t cn = static_cast<std::size_t>(w->cond_nconsts), bn = static_cast<std::size_t>(w->body_nconsts);
+        if (p < cn) used = passes(*w->cond_jaxpr, p);
+        else if (p < cn + bn) used = passes(*w->body_jaxpr, p - cn);
+        else used = passes(*w->cond_jaxpr, p - bn) || passes(*w->body_jaxpr, p - cn);
+      } else if (const auto* c = std::get_if<CondParams>(&q.params)) {
+        // operands: pred, then every branch's inputs.
+        for (const auto& b : c->branches) used = used || (p > 0 && passes(*b, p - 1));
+      }
+      if (used) return true;
+    }
+  return false;
+}
+
+// Per outvar of the traced jaxpr (implicit ones first): whether its size
+// depends on values computed inside the function, so that only the kernel
+// can allocate it (backend.hpp, "Results the kernel allocates").
+std::vector<bool> kernel_sized_results(const Traced& t) {
+  const Jaxpr& j = *t.jaxpr.jaxpr;
+  const std::size_t implicit =
+      j.out_explicit.empty() ? 0 : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
+  std::vector<std::string> known = t.poly ? t.poly->solver->variables() : std::vector<std::string>{};
+  for (const auto& dl : t.dim_leaves) known.push_back(dl.var.to_string());
+  std::vector<bool> r(j.outvars.size(), false);
+  for (std::size_t k = implicit; k < j.outvars.size(); ++k)
+    for (const Dim& d : t.out_shapes.at(k - implicit))
+      if (!d.is_static())
+        for (const std::string& v : dim_vars(d))
+          if (std::find(known.begin(), known.end(), v) == known.end()) r[k] = true;
+  return r;
+}
+
+// The explicit input types of a traced program, "(f64[3,4], i64[])", as the
+// log shows them for inspections.
+std::string input_types_str(const Jaxpr& j) {
+  PpContext ctx;
+  std::string r = "(";
+  bool first = true;
+  for (std::size_t k = 0; k < j.invars.size(); ++k) {
+    if (!j.in_explicit.empty() && !j.in_explicit[k]) continue;
+    r += (first ? "" : ", ") + type_str(j.types[static_cast<std::size_t>(j.invars[k])], j, ctx);
+    first = false;
+  }
+  return r + ")";
+}
+
+void log_inspection(const std::source_location& loc, const char* what, const Traced& t, double trace_s,
+                    double compile_s) {
+  if (!jit_logging()) return;
+  jit_log(formatted("dynstage: %s of the function jitted at %s: traced %s in %.2f ms%s; not cached (an inspection "
+                    "traces again)",
+                    what, format_location(loc).c_str(), input_types_str(*t.jaxpr.jaxpr).c_str(), trace_s * 1e3,
+                    compile_s < 0 ? "" : formatted(", compiled in %.2f ms", compile_s * 1e3).c_str()));
+}
+
+ClosedJaxpr jit_inspect_jaxpr(const std::source_location& loc, TraceFn trace, const void* closure) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Traced t = trace(closure);
+  log_inspection(loc, "jf.jaxpr()", t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 -1);
+  return std::move(t.jaxpr);
+}
+
+std::string jit_inspect_llvm_ir(const std::source_location& loc, TraceFn trace, const void* closure) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Traced t = trace(closure);
+  const auto t1 = std::chrono::steady_clock::now();
+  std::string ir = compile_kernel(*t.jaxpr.jaxpr, true, kernel_sized_results(t)).llvm_ir;
+  const auto t2 = std::chrono::steady_clock::now();
+  log_inspection(loc, "jf.llvm_ir()", t, std::chrono::duration<double>(t1 - t0).count(),
+                 std::chrono::duration<double>(t2 - t1).count());
+  return ir;
+}
+
+// Fill a cache entry from its trace and compiled kernel: constants, output
+// types (checking that dynamic result sizes are known before the call), then
+// log and dump as the environment asks.
+void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& cr, const std::string& why,
+                  const std::source_location& loc, std::chrono::steady_clock::time_point t0,
+                  std::chrono::steady_clock::time_point t1, std::chrono::steady_clock::time_point t2) {
+  ClosedJaxpr& cj = traced.jaxpr;
+  e.kernel = cr.kernel;
+  e.fn = kernel_entry(*cr.kernel);
+  for (const auto& k : cj.consts) e.const_ptrs.push_back(k.data());
+  const Jaxpr& j = *cj.jaxpr;
+  e.implicit_outs = j.out_explicit.empty()
+                        ? 0
+                        : static_cast<std::size_t>(std::count(j.out_explicit.begin(), j.out_explicit.end(), false));
+  e.out_shapes.assign(e.implicit_outs, Shape{});
+  e.out_shapes.insert(e.out_shapes.end(), traced.out_shapes.begin(), traced.out_shapes.end());
+  e.poly = traced.poly;
+  e.dim_leaves = traced.dim_leaves;
+  for (const auto& dl : e.dim_leaves) e.dim_leaf_names.push_back(dl.var.to_string());
+  {
+    std::vector<int> explicit_invars;  // the argument leaves, in order
+    for (std::size_t k = 0; k < j.invars.size(); ++k)
+      if (j.in_explicit.empty() || j.in_explicit[k]) explicit_invars.push_back(j.invars[k]);
+    for (const auto& dl : e.dim_leaves)
+      e.dim_leaf_sizes.push_back(dl.leaf >= explicit_invars.size() ||  // (not expected: stay strict)
+                                 var_sizes_arrays(j, explicit_invars[dl.leaf]));
+  }
+  e.dynamic = e.poly != nullptr;
+  e.kernel_sized = kernel_sized_results(traced);
+  for (std::size_t k = 0; k < j.outvars.size(); ++k) {
+    const Type& t = j.type_of(j.outvars[k]);
+    LeafSig ls{t.dtype, {}};
+    e.cell_offset.push_back(-1);
+    if (e.kernel_sized[k]) {
+      e.cell_offset.back() = static_cast<std::ptrdiff_t>(e.cell_words);
+      e.cell_words += 1 + static_cast<std::size_t>(t.rank());
+    }
+    for (const Dim& d : e.out_shapes[k]) {
+      if (d.is_static()) {
+        ls.shape.push_back(d.value());
+        continue;
+      }
+      e.dynamic = true;  // sizes known before the call are evaluated on the host, the others come from the kernel
+      ls.shape.push_back(0);
+    }
+    e.out_sizes.push_back(e.dynamic ? 0 : checked_numel(ls.shape, "jit result"));
+    e.outs.push_back(std::move(ls));
+  }
+  e.plain = !e.dynamic && e.outs.size() <= kStackArgs;
+  e.out_tree = std::move(traced.out_tree);
+  e.jaxpr = std::move(cj);
+
+  const JitEnv& env = JitEnv::get();
+  const double trace_s = std::chrono::duration<double>(t1 - t0).count();
+  const double total_s = std::chrono::duration<double>(t2 - t0).count();
+  std::size_t dump_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.compile_seconds += total_s;
+    dump_id = c.dump_counter++;
+  }
+  const std::string where = format_location(loc);
+  if (jit_logging())
+    jit_log(formatted("dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
+                      "cache miss: %s",
+                      where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3,
+                      (total_s - trace_s) * 1e3, why.c_str()));
+  if (!env.dump_dir.empty()) {
+    std::string base = where;
+    for (char& ch : base)
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    base += "_" + std::to_string(dump_id);
+    std::error_code ec;
+    std::filesystem::create_directories(env.dump_dir, ec);
+    std::ofstream(std::filesystem::path(env.dump_dir) / (base + ".jaxpr")) << e.jaxpr << "\n";
+    std::ofstream(std::filesystem::path(env.dump_dir) / (base + ".ll")) << cr.llvm_ir;
+  }
+}
+
+void compile_entry(JitCache& c, JitEntry& e, const std::string& why, const std::source_location& loc,
+                   TraceFn trace, const void* closure) {
+  auto t0 = std::chrono::steady_clock::now();
+  Traced traced = trace(closure);
+  c.traces.fetch_add(1, std::memory_order_relaxed);
+  auto t1 = std::chrono::steady_clock::now();
+  CompileResult cr = compile_kernel(*traced.jaxpr.jaxpr, !JitEnv::get().dump_dir.empty(), kernel_sized_results(traced));
+  auto t2 = std::chrono::steady_clock::now();
+  c.compiles.fetch_add(1, std::memory_order_relaxed);
+  finish_entry(c, e, std::move(traced), cr, why, loc, t0, t1, t2);
+}
+
+// The entry for call `a`: an existing one, one another thread is compiling
+// (waited for), or a new one traced and compiled here. (Tracing runs the
+// user's function, which may call jitted functions on concrete arrays: they
+// reuse this thread's scratch space, so `a` must not point into it.)
+std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, const std::source_location& loc,
+                                            const CallKey& key, const CallArgs& a, TraceFn trace,
+                                            const void* closure) {
+  const std::uint64_t h = hash_call(a, key, opts.polymorphic());
+  std::shared_ptr<JitEntry> e;
+  bool owner = false;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto [lo, hi] = c.entries.equal_range(h);
+    for (auto it = lo; it != hi; ++it)
+      if (matches(*it->second, a, key)) {
+        e = it->second;
+        break;
+      }
+    if (!e) {
+      e = std::make_shared<JitEntry>();
+      e->sig = make_signature(h, a, key, opts.polymorphic());
+      if (jit_logging()) {
+        const JitEntry* prev = c.most_recent();
+        why = explain_miss(e->sig, prev ? &prev->sig : nullptr);
+      }
+      c.entries.emplace(h, e);
+      owner = true;
+    }
+  }
+  e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (!owner) {
+    e->wait();
+    c.hits.fetch_add(1, std::memory_order_relaxed);
+    return e;
+  }
+  try {
+    compile_entry(c, *e, why, loc, trace, closure);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      auto [lo, hi] = c.entries.equal_range(h);
+      for (auto it = lo; it != hi; ++it)
+        if (it->second == e) {
+          c.entries.erase(it);
+          c.generation.fetch_add(1, std::memory_order_release);
+          break;
+        }
+    }
+    e->finish(std::current_exception());
+    throw;
+  }
+  e->finish(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.evict_if_needed();
+  }
+  return e;
+}
+
+// ---------------------------------------------------------------------------
+// Running an entry.
+
+// After a successful call: the results the kernel allocated (cells) become
+// the outputs' storage, freed with free().
+void adopt_kernel_results(const JitEntry& e, CallScratch& sc) {
+  // Own every buffer first, so that a shape check that throws frees them
+  // all (and a failure to own one frees the rest).
+  auto pointer = [&](std::size_t i) {
+    void* p = nullptr;
+    std::memcpy(&p, &sc.cells[static_cast<std::size_t>(e.cell_offset[i])], sizeof p);
+    return p;
+  };
+  for (std::size_t i = 0; i < e.outs.size(); ++i) {
+    if (e.cell_offset[i] < 0) continue;
+    void* p = pointer(i);
+    Storage& s = sc.outputs[i];
+    try {
+      s.owner = adopt_malloced(p);
+    } catch (...) {
+      for (std::size_t j = i + 1; j < e.outs.size(); ++j)
+        if (e.cell_offset[j] >= 0) std::free(pointer(j));
+      throw;
+    }
+    s.data = p;
+    s.dtype = e.outs[i].dtype;
+  }
+  for (std::size_t i = 0; i < e.outs.size(); ++i) {
+    if (e.cell_offset[i] < 0) continue;
+    const std::int64_t* cell = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+    Storage& s = sc.outputs[i];
+    s.shape.assign(cell + 1, cell + 1 + e.outs[i].shape.size());
+    s.size = checked_numel(s.shape, "jit result");
+  }
+}
+
+// For a dynamic entry: solve the dimension variables from the leaves' shapes
+// and integer values (ShapeAssertionError if the shapes violate the spec),
+// fill sc.dim_slots with the implicit dimension arguments and sc.out_dims
+// with the output shapes.
+void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
+  sc.leaf_shapes.resize(a.leaves.size());
+  sc.leaf_ints.resize(a.leaves.size());
+  for (std::size_t i = 0; i < a.leaves.size(); ++i) {
+    const LeafRef& l = a.leaves[i];
+    sc.leaf_shapes[i].assign(l.dims, l.dims + l.rank);
+    std::int64_t v = 0;
+    const void* p = l.data ? l.data : &l.bits;
+    if (std::all_of(l.dims, l.dims + l.rank, [](std::int64_t d) { return d == 1; })) {
+      if (l.dtype == DType::i64) std::memcpy(&v, p, sizeof v);
+      if (l.dtype == DType::i32) {
+        std::int32_t w = 0;
+        std::memcpy(&w, p, sizeof w);
+        v = w;
+      }
+    }
+    sc.leaf_ints[i] = v;
+  }
+  Bindings env;
+  if (e.poly) env = e.poly->solver->solve_shapes(sc.leaf_shapes);
+  for (std::size_t i = 0; i < e.dim_leaves.size(); ++i) {
+    const std::int64_t v = sc.leaf_ints[e.dim_leaves[i].leaf];
+    if (v < 0 && e.dim_leaf_sizes[i])
+      fail<ShapeError>("jit: the integer argument leaf #" + std::to_string(e.dim_leaves[i].leaf) +
+                       " sizes arrays but is negative (" + std::to_string(v) + ")");
+    env[e.dim_leaf_names[i]] = v;
+  }
+  sc.dim_slots.clear();
+  if (e.poly)
+    for (const Dim& d : e.poly->dim_args) sc.dim_slots.push_back(evaluate(d, env));
+  sc.out_dims.resize(e.out_shapes.size());
+  for (std::size_t i = 0; i < e.out_shapes.size(); ++i) {
+    sc.out_dims[i].clear();
+    if (e.kernel_sized[i]) continue;  // the kernel reports it
+    for (const Dim& d : e.out_shapes[i]) sc.out_dims[i].push_back(d.is_static() ? d.value() : evaluate(d, env));
+  }
+}
+
+// Running entry `e` on call `a` leaves the outputs in sc.outputs. The
+// kernel takes the constants, the implicit dimensions, then the leaves; then
+// the results' pointers. (On the stack up to kStackArgs, else in the scratch
+// vectors, which keep their capacity.) run_plain is the hit path's common
+// case, inlined into jit_call; run_entry is every case. Both are made of the
+// three steps below.
+
+// The kernel's argument pointers, from p on.
+[[gnu::always_inline]] inline void gather_args(const JitEntry& e, const CallArgs& a,
+                                               std::span<const std::int64_t> dims, const void** p) {
+  for (const void* c : e.const_ptrs) *p++ = c;
+  for (const std::int64_t& d : dims) *p++ = &d;
+  for (const LeafRef& l : a.leaves) *p++ = l.data ? l.data : &l.bits;
+}
+
+// The outputs of a static-shape entry, allocated, and their pointers.
+[[gnu::always_inline]] inline void allocate_static_outputs(const JitEntry& e, CallScratch& sc, void** results) {
+  const std::size_t n = e.outs.size();
+  if (sc.outputs.size() != n) sc.outputs.resize(n);
+  Storage* out = sc.outputs.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i].assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
+    results[i] = out[i].data;
+  }
+}
+
+[[gnu::always_inline]] inline void call_kernel(const JitEntry& e, const void* const* args, void* const* results,
+                                               const std::source_location& loc) {
+  if (const std::int32_t code = e.fn(args, results); code != kKernelOk) throw_kernel_error(code, &loc);
+}
+
+[[gnu::noinline]] void run_entry(const JitEntry& e, const CallArgs& a, CallScratch& sc,
+                                 const std::source_location& loc) {
+  if (e.dynamic) solve_call_dims(e, a, sc);
+  const std::span<const std::int64_t> dims = e.dynamic ? std::span<const std::int64_t>(sc.dim_slots) : std::span<const std::int64_t>();
+  const std::size_t nargs = e.const_ptrs.size() + dims.size() + a.leaves.size(), n = e.outs.size();
+  const void* arg_stack[kStackArgs];
+  void* result_stack[kStackArgs];
+  if (nargs > kStackArgs && sc.args.size() < nargs) sc.args.resize(nargs);
+  if (n > kStackArgs && sc.results.size() < n) sc.results.resize(n);
+  const void** args = nargs > kStackArgs ? sc.args.data() : arg_stack;
+  void** results = n > kStackArgs ? sc.results.data() : result_stack;
+  gather_args(e, a, dims, args);
+  if (!e.dynamic) {
+    allocate_static_outputs(e, sc, results);
+    call_kernel(e, args, results, loc);
+    return;
+  }
+  if (sc.outputs.size() != n) sc.outputs.resize(n);
+  if (e.cell_words) sc.cells.resize(e.cell_words);
+  for (std::size_t i = 0; i < n; ++i) {
+    Storage& s = sc.outputs[i];
+    if (e.cell_offset[i] >= 0) {  // allocated by the kernel
+      s = Storage{};
+      results[i] = &sc.cells[static_cast<std::size_t>(e.cell_offset[i])];
+      continue;
+    }
+    // (Checked here so that a bad size is reported as the jit result's.)
+    const std::int64_t count = checked_numel(sc.out_dims[i], "jit result");
+    s = Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), count);
+    results[i] = s.data;
+  }
+  call_kernel(e, args, results, loc);
+  if (e.cell_words) adopt_kernel_results(e, sc);
+}
+
+// JitEntry::plain, with at most kStackArgs arguments.
+[[gnu::always_inline]] inline void run_plain(const JitEntry& e, const CallArgs& a, CallScratch& sc,
+                                             const std::source_location& loc) {
+  const void* args[kStackArgs];
+  void* results[kStackArgs];
+  gather_args(e, a, {}, args);
+  allocate_static_outputs(e, sc, results);
+  call_kernel(e, args, results, loc);
+}
+
+// A call that the thread's MRU slot does not serve: look the entry up (or
+// compile it), point the slot at it, and run it. Out of line, so that
+// jit_call's hit path keeps a small frame.
+[[gnu::noinline]] CallResult jit_call_miss(JitCache& c, const Options& opts, const std::source_location& loc,
+                                           const CallKey& key, const CallArgs& a, TraceFn trace,
+                                           const void* closure, CallScratch& sc, MruSlot& slot,
+                                           std::uint64_t gen) {
+  // Copies of the arguments that tracing cannot overwrite.
+  const std::vector<LeafRef> leaves(a.leaves.begin(), a.leaves.end());
+  const std::vector<std::size_t> vector_sizes(a.vector_sizes.begin(), a.vector_sizes.end());
+  const std::vector<std::size_t> arg_leaf_begin(a.arg_leaf_begin.begin(), a.arg_leaf_begin.end());
+  const CallArgs own{leaves, vector_sizes, arg_leaf_begin};
+  std::shared_ptr<JitEntry> found = lookup_or_compile(c, opts, loc, key, own, trace, closure);
+  JitEntry* e = found.get();
+  if (slot.cache_id != c.id) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    slot.hits = c.hit_cell(&sc);
+  }
+  slot.cache_id = c.id;
+  slot.generation = gen;
+  slot.entry = std::move(found);
+  run_entry(*e, own, sc, loc);
+  return CallResult{&e->out_tree, sc.outputs.data() + e->implicit_outs};
+}
+
+CallResult jit_call(JitCache& c, const Options& opts, const std::source_location& loc, const CallKey& key,
+                    const CallArgs& a, TraceFn trace, const void* closure) {
+  CallScratch& sc = call_scratch();
+  MruSlot& slot = sc.mru[c.id & (sc.mru.size() - 1)];
+  const std::uint64_t gen = c.generation.load(std::memory_order_acquire);
+  if (!(slot.cache_id == c.id && slot.generation == gen && matches(*slot.entry, a, key)))
+    return jit_call_miss(c, opts, loc, key, a, trace, closure, sc, slot, gen);
+  JitEntry* e = slot.entry.get();
+  // LRU: only a change of most recent entry costs an atomic increment.
+  if (e->last_used.load(std::memory_order_relaxed) != c.tick.load(std::memory_order_relaxed))
+    e->last_used.store(c.tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  slot.hits->store(slot.hits->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (e->plain && a.leaves.size() + e->const_ptrs.size() <= kStackArgs) run_plain(*e, a, sc, loc);
+  else run_entry(*e, a, sc, loc);
+  return CallResult{&e->out_tree, sc.outputs.data() + e->implicit_outs};
+}
+
+}  // namespace dyn::detail
+
+#endif  // DYNSTAGE_IMPLEMENTATION

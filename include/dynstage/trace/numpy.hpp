@@ -1,0 +1,308 @@
+// dynstage: the numpy-level layer, non-template code over detail::Value.
+//
+// User operations (operators and dyn:: free functions) are one-line templates
+// that land here. This layer does what jax.numpy does above lax: dtype
+// promotion with weak types, numpy broadcasting (inserting broadcast_in_dim),
+// axis normalisation, and the choice of primitives; then it calls bind. The
+// primitives below require equal dtypes and shapes (rank-0 operands excepted),
+// exactly as lax does. The same code serves eager arrays and tracers: bind
+// decides whether to run or to record.
+//
+// This header: conversions, promotion and broadcasting, the elementwise
+// families, axes and reductions. Shape operations, creation and linear
+// algebra are numpy_shape.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace.hpp"
+
+namespace dyn::detail {
+
+// ---------------------------------------------------------------------------
+// Conversions and promotion.
+
+// Convert to `dt`. Concrete scalars are converted on the spot (they stay
+// literals); everything else goes through convert_element_type.
+Value convert(const Value& v, DType dt, bool weak = false);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value convert(const Value& v, DType dt, bool weak) {
+  if (v.dtype() == dt && v.weak == weak) return v;
+  if (!v.is_tracer() && v.array.rank() == 0) {
+    Scalar s = scalar_of(v.array);
+    Scalar r;
+    r.dtype = dt;
+    visit_dtype(dt, [&](auto t) {
+      using T = decltype(t);
+      T x = visit_dtype(s.dtype, [&](auto u) -> T {
+        using U = decltype(u);
+        U val = s.as<U>();
+        if constexpr (std::is_floating_point_v<U> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+          if (std::isnan(val)) return T(0);
+          if (val <= static_cast<U>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+          if (val >= static_cast<U>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+        }
+        if constexpr (std::is_same_v<T, bool>) return val != U(0);
+        else return static_cast<T>(val);
+      });
+      r = Scalar::of<T>(x);
+    });
+    return scalar_value(r, weak);
+  }
+  if (v.dtype() == dt) {
+    Value r = v;
+    r.weak = weak;
+    return r;
+  }
+  return bind1(Prim::convert_element_type, {v}, ConvertParams{dt, weak});
+}
+#endif
+
+// When any operand is traced, concrete non-scalar operands become constvars
+// first, so that conversions and broadcasts of them are staged (JAX's
+// constants doc: constants are never folded into the program).
+void lift_all(std::vector<Value>& vs);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void lift_all(std::vector<Value>& vs) {
+  if (!any_tracer(vs)) return;
+  TraceState* t = current_trace();
+  if (!t) return;  // bind reports the escaped tracer
+  for (auto& v : vs) v = t->lift(v);
+}
+#endif
+
+inline TypeInfo result_type(const std::vector<Value>& vs) {
+  TypeInfo r = vs.at(0).type_info();
+  for (std::size_t i = 1; i < vs.size(); ++i) r = promote_types(r, vs[i].type_info());
+  return r;
+}
+
+inline void promote_to(std::vector<Value>& vs, TypeInfo t) {
+  for (auto& v : vs) v = convert(v, t.dtype, t.weak);
+}
+
+// numpy broadcasting of shapes; rank-0 operands never constrain.
+Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Shape broadcast_shapes(std::string_view op, const std::vector<Value>& vs) {
+  std::size_t rank = 0;
+  for (const auto& v : vs) rank = std::max(rank, static_cast<std::size_t>(v.rank()));
+  Shape out(rank, Dim(1));
+  for (const auto& v : vs) {
+    Shape s = v.shape();
+    std::size_t off = rank - s.size();
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      Dim& o = out[off + i];
+      if (s[i] == o || s[i] == Dim(1)) continue;
+      if (o == Dim(1)) {
+        o = s[i];
+        continue;
+      }
+      std::string shapes;
+      for (std::size_t k = 0; k < vs.size(); ++k) shapes += (k ? ", " : "") + shape_str(vs[k].shape());
+      fail<ShapeError>(std::string(op) + " got incompatible shapes for broadcasting: " + shapes);
+    }
+  }
+  return out;
+}
+#endif
+
+// A shape parameter: static sizes as they are; each symbolic dimension is
+// kDynamicDim, its value appended to `operands` (JAX's dynamic shapes:
+// `broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[] a`).
+std::vector<std::int64_t> shape_param(std::string_view op, const Shape& shape, std::vector<Value>& operands);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<std::int64_t> shape_param(std::string_view op, const Shape& shape, std::vector<Value>& operands) {
+  std::vector<std::int64_t> r;
+  r.reserve(shape.size());
+  for (const Dim& d : shape) {
+    if (d.is_static()) {
+      if (d.value() < 0) fail<ShapeError>(std::string(op) + ": negative dimension in shape " + shape_str(shape));
+      r.push_back(d.value());
+      continue;
+    }
+    TraceState* t = current_trace();
+    if (!t)
+      fail<TypeError>(std::string(op) + ": the symbolic dimension " + d.to_string() + " in shape " +
+                      shape_str(shape) + " can only be used while tracing");
+    operands.push_back(t->dim_operand(d));
+    r.push_back(kDynamicDim);
+  }
+  return r;
+}
+#endif
+
+// Broadcast `v` to `shape` (numpy rules: trailing alignment, 1s stretch).
+// `stage` records the broadcast even for a concrete `v` (a literal case of a
+// traced where), so no broadcast constant is folded into the program.
+Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op = "broadcast_to",
+                         bool stage = false);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op,
+                         bool stage) {
+  Shape s = v.shape();
+  if (s == shape) return v;
+  if (s.size() > shape.size())
+    fail<ShapeError>(std::string(op) + ": cannot broadcast an array of shape " + shape_str(s) + " to shape " +
+                     shape_str(shape));
+  std::size_t off = shape.size() - s.size();
+  BroadcastInDimParams p;
+  std::vector<Value> operands{v};
+  p.shape = shape_param(op, shape, operands);
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!(s[i] == shape[off + i] || s[i] == Dim(1)))
+      fail<ShapeError>(std::string(op) + ": cannot broadcast an array of shape " + shape_str(s) + " to shape " +
+                       shape_str(shape));
+    p.broadcast_dimensions.push_back(static_cast<std::int64_t>(off + i));
+  }
+  return bind1(Prim::broadcast_in_dim, operands, p, stage);
+}
+#endif
+
+// Promote and broadcast operands of an elementwise primitive. Rank-0
+// operands are left for the primitive's scalar broadcasting (`add a 1.0`).
+void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t) {
+  lift_all(vs);
+  Shape out = broadcast_shapes(op, vs);
+  promote_to(vs, t);
+  for (auto& v : vs)
+    if (v.rank() != 0) v = broadcast_to_shape(v, out, op);
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Elementwise families.
+
+// Float-only functions compute bool and integer operands in the default
+// float (the table's `floating` dtype rule, prims.hpp).
+inline bool is_float_only(Prim p) { return prim_info(p).dtypes == DTypeSet::floating; }
+
+// The dtype an operand of a float-only op is computed in: ints and bools go
+// to the default float f32 (jnp.sin(int32) is float32).
+inline TypeInfo inexact(TypeInfo t) { return is_float(t.dtype) ? t : TypeInfo{DType::f32, false}; }
+
+Value unary(Prim p, const Value& x);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value unary(Prim p, const Value& x) {
+  if (is_float_only(p)) return bind1(p, {convert(x, inexact(x.type_info()).dtype, x.weak)});
+  if (prim_info(p).dtypes == DTypeSet::rounding && !is_float(x.dtype())) return x;  // jnp.floor(int32)
+  if (p == Prim::round) return bind1(p, {x}, RoundParams{1});
+  return bind1(p, {x});
+}
+#endif
+
+Value binary(Prim p, Value a, Value b);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value binary(Prim p, Value a, Value b) {
+  std::vector<Value> vs{std::move(a), std::move(b)};
+  TypeInfo t = result_type(vs);
+  if (is_float_only(p)) t = inexact(t);
+  promote_and_broadcast(prim_name(p), vs, t);
+  return bind1(p, vs);
+}
+#endif
+
+Value compare(Prim p, Value a, Value b);  // out of line (bind1)
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value compare(Prim p, Value a, Value b) {
+  std::vector<Value> vs{std::move(a), std::move(b)};
+  promote_and_broadcast(prim_name(p), vs, result_type(vs));
+  return bind1(p, vs);
+}
+#endif
+
+// where(pred, a, b) = select_n(pred, b, a): lax's case 0 is the false case.
+Value where(Value pred, Value a, Value b);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value where(Value pred, Value a, Value b) {
+  if (pred.dtype() != DType::bool_)
+    fail<TypeError>("where: the predicate must have dtype bool, got " + std::string(dtype_name(pred.dtype())));
+  std::vector<Value> vs{std::move(pred), std::move(a), std::move(b)};
+  lift_all(vs);
+  const bool staged = any_tracer(vs);
+  Shape out = broadcast_shapes("where", vs);
+  std::vector<Value> cases{vs[1], vs[2]};
+  TypeInfo t = result_type(cases);
+  promote_to(cases, t);
+  Value p = vs[0];
+  // select_n needs its cases at the full shape unless everything is rank 0.
+  if (!out.empty()) {
+    for (auto& c : cases) c = broadcast_to_shape(c, out, "where", staged);
+    if (p.rank() != 0) p = broadcast_to_shape(p, out, "where", staged);
+  }
+  return bind1(Prim::select_n, {p, cases[1], cases[0]});
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Axes.
+
+std::int64_t normalize_axis(std::string_view op, std::int64_t axis, int rank);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::int64_t normalize_axis(std::string_view op, std::int64_t axis, int rank) {
+  if (axis < -rank || axis >= rank)
+    fail<IndexError>(std::string(op) + ": axis " + std::to_string(axis) + " is out of bounds for an array of rank " +
+                     std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+#endif
+
+std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<std::int64_t>& axes, int rank,
+                                         bool all_if_empty);
+#ifdef DYNSTAGE_IMPLEMENTATION
+std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<std::int64_t>& axes, int rank,
+                                         bool all_if_empty) {
+  std::vector<std::int64_t> r;
+  if (axes.empty() && all_if_empty) {
+    for (int i = 0; i < rank; ++i) r.push_back(i);
+    return r;
+  }
+  for (auto a : axes) {
+    std::int64_t n = normalize_axis(op, a, rank);
+    if (std::find(r.begin(), r.end(), n) != r.end())
+      fail<IndexError>(std::string(op) + ": repeated axis " + std::to_string(a));
+    r.push_back(n);
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Reductions. Summing (or multiplying) booleans gives i64 (API.md §8).
+
+Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty = true);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
+  ReduceParams params{normalize_axes(prim_name(p), axes, x.rank(), all_if_empty)};
+  Value v = x;
+  if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
+  return bind1(p, {v}, params);
+}
+#endif
+
+// mean = sum / count, computed in a floating type (jnp.mean of ints is f32).
+Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
+  std::vector<std::int64_t> ax = normalize_axes("mean", axes, x.rank(), all_if_empty);
+  Value v = convert(x, inexact(x.type_info()).dtype);
+  Value s = reduce(Prim::reduce_sum, v, ax, false);
+  Shape sh = x.shape();
+  Dim count = 1;
+  for (auto a : ax) count *= sh[static_cast<std::size_t>(a)];
+  Value n = count.is_static()
+                ? convert(scalar_value(Scalar::of<double>(static_cast<double>(count.value())), true), s.dtype(), false)
+                : convert(current_trace()->dim_operand(count), s.dtype(), false);
+  return bind1(Prim::div, {s, n});
+}
+#endif
+
+}  // namespace dyn::detail

@@ -1,0 +1,230 @@
+// dynstage: the user-facing operations (API.md §4, §8).
+//
+// Every function here is a one-liner: compute the static result type, turn
+// the operands into detail::Values, call the numpy layer (numpy.hpp), wrap the
+// result. Operands may be tracers, concrete arrays or C++ scalars (weak
+// literals); the result is a Tracer<T> if any operand is traced, else an
+// Array<T> computed at once. The static element type is computed with the
+// same promote_types the runtime uses, so the two cannot disagree.
+//
+// Named functions take a defaulted std::source_location so that errors name
+// the user's line; operators cannot, and rely on the trace's location.
+//
+// This header: operators, elementwise functions, reductions, linear
+// algebra. The operations that take sizes (shape operations, creation) are
+// ops_shape.hpp.
+#pragma once
+
+#include <initializer_list>
+#include <source_location>
+#include <vector>
+
+#include "numpy.hpp"
+#include "numpy_shape.hpp"
+#include "tracer.hpp"
+
+namespace dyn {
+
+namespace detail {
+
+template <class A, class B>
+using promoted_t = element_t<promote_types(info_of<A>(), info_of<B>()).dtype>;
+
+template <class T>
+using inexact_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+
+// A unary function's result element type, from its primitive's dtype rule.
+template <Prim P, class T>
+using unary_result_t = std::conditional_t<prim_info(P).dtypes == DTypeSet::floating, inexact_t<T>, T>;
+
+template <class A, class B>
+concept BinaryOperands = Operand<A> && Operand<B> && (ArrayLike<A> || ArrayLike<B>);
+
+template <Prim P, class A, class B>
+auto arith(const A& a, const B& b) {
+  using T = promoted_t<A, B>;
+  return from_value<result_of_t<T, A, B>>(binary(P, to_value(a), to_value(b)));
+}
+
+template <Prim P, class A, class B>
+auto cmp(const A& a, const B& b) {
+  return from_value<result_of_t<bool, A, B>>(compare(P, to_value(a), to_value(b)));
+}
+
+template <Prim P, class T, class X>
+auto un(const X& x, const std::source_location& loc) {
+  OpSite site(loc);
+  return from_value<result_of_t<T, X>>(unary(P, to_value(x)));
+}
+
+using Loc = std::source_location;
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+// Operators.
+
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator+(const A& a, const B& b) { return detail::arith<detail::Prim::add>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator-(const A& a, const B& b) { return detail::arith<detail::Prim::sub>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator*(const A& a, const B& b) { return detail::arith<detail::Prim::mul>(a, b); }
+// Integer operands divide with truncation toward zero (lax.div, C++ `/`).
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator/(const A& a, const B& b) { return detail::arith<detail::Prim::div>(a, b); }
+// Remainder with the dividend's sign (lax.rem, C++ `%`, std::fmod).
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator%(const A& a, const B& b) { return detail::arith<detail::Prim::rem>(a, b); }
+
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator==(const A& a, const B& b) { return detail::cmp<detail::Prim::eq>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator!=(const A& a, const B& b) { return detail::cmp<detail::Prim::ne>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator<(const A& a, const B& b) { return detail::cmp<detail::Prim::lt>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator<=(const A& a, const B& b) { return detail::cmp<detail::Prim::le>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator>(const A& a, const B& b) { return detail::cmp<detail::Prim::gt>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator>=(const A& a, const B& b) { return detail::cmp<detail::Prim::ge>(a, b); }
+
+// Logical on bool, bitwise on integers.
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator&(const A& a, const B& b) { return detail::arith<detail::Prim::and_>(a, b); }
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto operator|(const A& a, const B& b) { return detail::arith<detail::Prim::or_>(a, b); }
+
+template <ArrayLike X>
+auto operator-(const X& x) { return detail::un<detail::Prim::neg, detail::elem_t<X>>(x, std::source_location::current()); }
+template <ArrayLike X>
+auto operator!(const X& x) { return detail::un<detail::Prim::not_, detail::elem_t<X>>(x, std::source_location::current()); }
+
+// ---------------------------------------------------------------------------
+// Elementwise functions.
+
+// The result's element type follows the primitive's dtype rule (prims.hpp):
+// a float-only function computes integers and bools in f32 (jnp.exp(int32)).
+#define DYN_UNARY(name)                                                                           \
+  template <ArrayLike X>                                                                          \
+  auto name(const X& x, detail::Loc loc = detail::Loc::current()) {                               \
+    using R = detail::unary_result_t<detail::Prim::name, detail::elem_t<X>>;                      \
+    return detail::un<detail::Prim::name, R>(x, loc);                                             \
+  }
+DYN_UNARY(neg)
+DYN_UNARY(abs)
+DYN_UNARY(sign)
+DYN_UNARY(floor)
+DYN_UNARY(ceil)
+DYN_UNARY(round)
+DYN_UNARY(exp)
+DYN_UNARY(log)
+DYN_UNARY(log1p)
+DYN_UNARY(sqrt)
+DYN_UNARY(rsqrt)
+DYN_UNARY(sin)
+DYN_UNARY(cos)
+DYN_UNARY(tan)
+DYN_UNARY(tanh)
+DYN_UNARY(logistic)
+#undef DYN_UNARY
+
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto pow(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::arith<detail::Prim::pow>(a, b);
+}
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto maximum(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::arith<detail::Prim::max>(a, b);
+}
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto minimum(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::arith<detail::Prim::min>(a, b);
+}
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto atan2(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  using T = detail::inexact_t<detail::promoted_t<A, B>>;
+  return detail::from_value<detail::result_of_t<T, A, B>>(
+      detail::binary(detail::Prim::atan2, detail::to_value(a), detail::to_value(b)));
+}
+
+// where(pred, a, b): a where pred is true, else b (numpy broadcasting).
+template <class P, class A, class B>
+  requires Operand<P> && Operand<A> && Operand<B> && (ArrayLike<P> || ArrayLike<A> || ArrayLike<B>)
+auto where(const P& pred, const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  static_assert(std::is_same_v<detail::elem_t<P>, bool>, "dyn::where: the predicate must be a bool array or tracer");
+  detail::OpSite site(loc);
+  using T = detail::promoted_t<A, B>;
+  return detail::from_value<detail::result_of_t<T, P, A, B>>(
+      detail::where(detail::to_value(pred), detail::to_value(a), detail::to_value(b)));
+}
+
+// astype<U>(x): convert_element_type.
+template <class U, ArrayLike X>
+auto astype(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<U, X>>(detail::convert(detail::to_value(x), dtype_v<U>));
+}
+
+// ---------------------------------------------------------------------------
+// Reductions: over all axes, or over the given ones.
+
+namespace detail {
+template <class T>
+using sum_t = std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>;
+}
+
+#define DYN_REDUCTION(name, prim, ResultT)                                                             \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, detail::Loc loc = detail::Loc::current()) {                                    \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
+        detail::reduce(detail::Prim::prim, detail::to_value(x), {}, true));                            \
+  }                                                                                                    \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = detail::Loc::current()) { \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
+        detail::reduce(detail::Prim::prim, detail::to_value(x), axes, false));                         \
+  }
+DYN_REDUCTION(sum, reduce_sum, detail::sum_t<detail::elem_t<X>>)
+DYN_REDUCTION(prod, reduce_prod, detail::sum_t<detail::elem_t<X>>)
+DYN_REDUCTION(max, reduce_max, detail::elem_t<X>)
+DYN_REDUCTION(min, reduce_min, detail::elem_t<X>)
+#undef DYN_REDUCTION
+
+template <ArrayLike X>
+auto mean(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::mean(detail::to_value(x), {}, true));
+}
+template <ArrayLike X>
+auto mean(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::mean(detail::to_value(x), axes, false));
+}
+
+// ---------------------------------------------------------------------------
+// Linear algebra.
+
+template <ArrayLike A, ArrayLike B>
+auto dot(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::promoted_t<A, B>, A, B>>(
+      detail::dot(detail::to_value(a), detail::to_value(b)));
+}
+template <ArrayLike A, ArrayLike B>
+auto matmul(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::promoted_t<A, B>, A, B>>(
+      detail::matmul(detail::to_value(a), detail::to_value(b)));
+}
+
+}  // namespace dyn
