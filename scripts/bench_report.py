@@ -535,8 +535,8 @@ def main():
             targets.ratio_at_least("10,000-iteration loop: jit vs eager (issue 5)", ns(le["median"]) / jt, 1.0)
 
     # --- calibration -----------------------------------------------------------
-    # TOOLCHAIN.md measured these baselines (ns/element) on an idle machine of
-    # the same kind; their ratio to this run's says how much slower this run's
+    # These baselines (ns/element) were measured on an idle machine of the
+    # same kind when the project's toolchain was set up; their ratio to this run's says how much slower this run's
     # absolute numbers are (other jobs on both cores, and on the VM's host).
     idle = [("hand loop -O3 -march=native, n=1e3", ("fused", "loops", 1000), 5.2),
             ("hand loop -ffast-math, n=1e3", ("fused", "fastmath", 1000), 0.8),
@@ -549,12 +549,11 @@ def main():
     if cal:
         w("## How slow was the machine during this run?")
         w("")
-        w("Absolute targets (ns, ms, s) depend on the machine's state; ratios do not. The project's "
-          "toolchain notes (shared/design/TOOLCHAIN.md, outside this repository) record these baselines, "
-          "measured on an idle machine of this kind (ns/element of `sin(x)*2 + x*y`); this run measured "
-          "(CPU time):")
+        w("Absolute targets (ns, ms, s) depend on the machine's state; ratios do not. These baselines "
+          "were measured on an idle machine of this kind when the toolchain was set up (ns/element of "
+          "`sin(x)*2 + x*y`, the figures are the `idle` column); this run measured (CPU time):")
         w("")
-        w("| baseline | this run | idle (TOOLCHAIN.md) | this run / idle |")
+        w("| baseline | this run | idle | this run / idle |")
         w("| --- | ---: | ---: | ---: |")
         for label, t, ref in cal:
             w(f"| {label} | {t:.3g} | {ref:g} | {t / ref:.1f}x |")
