@@ -151,10 +151,11 @@ done
 extra=()
 if [ -f "$fresh" ]; then extra+=(--softmax-fresh "$fresh"); fi
 # DYNSTAGE_BENCH_BEFORE=<bench.json of an earlier run> adds a before/after
-# section (labels: DYNSTAGE_BENCH_BEFORE_LABEL, DYNSTAGE_BENCH_AFTER_LABEL).
+# section (labels: DYNSTAGE_BENCH_BEFORE_LABEL, DYNSTAGE_BENCH_AFTER_LABEL; a
+# paragraph: DYNSTAGE_BENCH_BEFORE_NOTE).
 if [ -n "${DYNSTAGE_BENCH_BEFORE:-}" ]; then
   extra+=(--before "$DYNSTAGE_BENCH_BEFORE" --before-label "${DYNSTAGE_BENCH_BEFORE_LABEL:-before}"
-          --after-label "${DYNSTAGE_BENCH_AFTER_LABEL:-after}")
+          --after-label "${DYNSTAGE_BENCH_AFTER_LABEL:-after}" --before-note "${DYNSTAGE_BENCH_BEFORE_NOTE:-}")
 fi
 python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" --user-compile-pch "$user_pch" "${extra[@]}" \
   --command "$command_line" --cxx "$("$cxx" --version | head -1)" >"$md.tmp"

@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--before", help="bench.json of an earlier run, compared in a before/after section")
     ap.add_argument("--before-label", default="before", help="what the earlier run measured (a commit)")
     ap.add_argument("--after-label", default="after", help="what this run measured")
+    ap.add_argument("--before-note", default="", help="a paragraph for the before/after section")
     args = ap.parse_args()
 
     ctx, runs = load_runs(args.json)
@@ -583,11 +584,11 @@ def main():
     first_case = next(i for i, line in enumerate(out) if line.startswith("## "))
     out[first_case:first_case] = summary
     if args.before:
-        out += before_after(args.before, runs, args.before_label, args.after_label)
+        out += before_after(args.before, runs, args.before_label, args.after_label, args.before_note)
     sys.stdout.write("\n".join(out) + "\n")
 
 
-def before_after(path, runs, before_label, after_label):
+def before_after(path, runs, before_label, after_label, note=""):
     """A section comparing the jit's ratios to the baselines of its own run,
     before and after: each run's ratio is taken within that run, so a
     difference in machine load between the runs cancels."""
@@ -595,10 +596,17 @@ def before_after(path, runs, before_label, after_label):
     lines = [f"## Before / after: {before_label} vs {after_label}", "",
              "Each ratio is baseline median / jit median (CPU time) **within one run**, so the two runs "
              "are compared by ratios, not by absolute times (the machine is shared; the runs met different "
-             "loads). Change = after ratio / before ratio - 1: negative means the jit lost ground.", "",
+             "loads). Change = after ratio / before ratio - 1: negative means the jit lost ground. The "
+             "baseline is a vectorised one where the benchmark has it (the -ffast-math loop, else Eigen): "
+             "other jobs on the machine slow vector code and scalar code by different amounts (compare the "
+             "scalar hand loop's and the fast-math loop's own before/after times below), so a ratio to a "
+             "scalar baseline moves with the load. The baselines' own times, after / before, show each "
+             "run's load.", "",
              "| benchmark | jit variant | baseline | ratio before | ratio after | change |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
-    base_order = ["loops", "eigen", "eager"]
+    if note:
+        lines[2:2] = [note, ""]
+    base_order = ["fastmath", "eigen", "loops", "eager"]
     for key in sorted(k for k in runs if k[1].startswith("jit") and k in before):
         case, variant, arg = key
         for base in base_order:
@@ -613,6 +621,11 @@ def before_after(path, runs, before_label, after_label):
                 lines.append(f"| {case}/{arg} | {variant} | {base} | {fmt_ratio(rb)} | {fmt_ratio(ra)} | "
                              f"{100 * (ra / rb - 1):+.0f}% |")
             break
+    lines += ["", "| baseline | benchmark | time after / before |", "| --- | --- | ---: |"]
+    for key in sorted(k for k in runs if k[1] in ("loops", "fastmath", "eigen") and k in before):
+        a, b = runs[key].get("median"), before[key].get("median")
+        if a and b and ns(b) > 0:
+            lines.append(f"| {key[1]} | {key[0]}/{key[2]} | {ns(a) / ns(b):.2f} |")
     lines.append("")
     return lines
 
