@@ -22,4 +22,10 @@ void matmul(const double* __restrict a, const double* __restrict b, double* __re
     }
 }
 
+// A running sum, left to right (the order dyn::cumsum keeps).
+void cumsum(const double* __restrict x, double* __restrict out, std::int64_t n) {
+  double s = 0;
+  for (std::int64_t i = 0; i < n; ++i) out[i] = s += x[i];
+}
+
 }  // namespace bench::loops

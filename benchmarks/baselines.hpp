@@ -19,6 +19,7 @@ double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
 void matmul(const double* a, const double* b, double* c, std::int64_t n);  // c = a @ b, n x n, i-k-j order
 void affine_loop(const double* x, double* out, std::int64_t n, std::int64_t iters);  // iters x (out = out*0.5 + 1)
+void cumsum(const double* x, double* out, std::int64_t n);  // out[i] = x[0] + ... + x[i], in order
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).

@@ -22,7 +22,8 @@
 // Issue 4 adds */jit_symbolic (the same kernels compiled once for symbolic
 // sizes) and poly100/* (100 sizes, one compile vs one compile per size).
 // Control flow adds loop/* (a 10,000-iteration for_loop over 16 doubles,
-// with the time per loop iteration as the counter "per_iter").
+// with the time per loop iteration as the counter "per_iter"). Issue 16 adds
+// cumsum/* (a running sum of 1e7 doubles).
 //
 // `bench_main --ir <case>` prints a kernel's jaxpr and optimised LLVM IR.
 // `bench_main --first-kernel` times, in a fresh process, the first and the
@@ -62,6 +63,7 @@ auto softmax_fn = [](auto x) {
   return e / dyn::expand_dims(dyn::sum(e, {1}), 1);
 };
 auto matmul_fn = [](auto a, auto b) { return dyn::matmul(a, b); };
+auto cumsum_fn = [](auto x) { return dyn::cumsum(x, 0); };
 // Ten primitive applications: sin mul mul add sub exp max tanh mul div
 // (checked against the traced jaxpr at start-up).
 auto ten_ops_fn = [](auto x, auto y) {
@@ -83,6 +85,7 @@ auto loop_fn = [](auto a) {
 const auto jit_fused = dyn::jit(fused_fn);
 const auto jit_add = dyn::jit(add_fn);
 const auto jit_sumsq = dyn::jit(sumsq_fn);
+const auto jit_cumsum = dyn::jit(cumsum_fn);
 const auto jit_softmax = dyn::jit(softmax_fn);
 const auto jit_matmul = dyn::jit(matmul_fn);
 const auto jit_loop = dyn::jit(loop_fn);
@@ -224,6 +227,46 @@ void BM_sumsq_baseline(benchmark::State& st) {
   for (auto _ : st) {
     double s = Fn(x.data(), n);
     benchmark::DoNotOptimize(s);
+  }
+  set_elements(st, n);
+}
+
+// ---------------------------------------------------------------------------
+// A running sum (issue 16): dyn::cumsum along the only axis, a sequential
+// scan in every variant (the same left-to-right order, bit-identical results).
+
+void BM_cumsum_jit(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr& x = input({n}, 14);
+  benchmark::DoNotOptimize(jit_cumsum(x).data());
+  for (auto _ : st) {
+    Arr r = jit_cumsum(x);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, n);
+}
+
+void BM_cumsum_eager(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr& x = input({n}, 14);
+  for (auto _ : st) {
+    Arr r = cumsum_fn(x);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, n);
+}
+
+// The hand-written loop into a preallocated output (as the other baselines).
+void BM_cumsum_loops(benchmark::State& st) {
+  const std::int64_t n = st.range(0);
+  const Arr& x = input({n}, 14);
+  double* out = out_buffer(n);
+  for (auto _ : st) {
+    bench::loops::cumsum(x.data(), out, n);
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
   }
   set_elements(st, n);
 }
@@ -529,6 +572,10 @@ void register_all() {
   reg("sumsq/fastmath", BM_sumsq_baseline<fastmath::sum_squares>, sumsq_n, kMicrosecond);
   reg("sumsq/eigen", BM_sumsq_baseline<eigen::sum_squares>, sumsq_n, kMicrosecond);
 
+  reg("cumsum/jit", BM_cumsum_jit, {10000000}, kMicrosecond);
+  reg("cumsum/eager", BM_cumsum_eager, {10000000}, kMicrosecond);
+  reg("cumsum/loops", BM_cumsum_loops, {10000000}, kMicrosecond);
+
   reg("softmax/jit", BM_softmax_jit, {1000}, kMicrosecond);
   reg("softmax/jit_symbolic", BM_softmax_jit_symbolic, {1000}, kMicrosecond);
   reg("softmax/eager", BM_softmax_eager, {1000}, kMicrosecond);
@@ -599,6 +646,14 @@ bool check_all() {
     note("sumsq_jit", std::abs(jit_sumsq(x).data()[0] - ref) / ref, 1e-12);
   }
   {
+    const std::int64_t n = 100000;
+    const Arr& x = input({n}, 14);
+    std::vector<double> ref(n);
+    bench::loops::cumsum(x.data(), ref.data(), n);
+    note("cumsum_jit", max_rel_diff(jit_cumsum(x).data(), ref.data(), n), 0.0);
+    note("cumsum_eager", max_rel_diff(cumsum_fn(x).data(), ref.data(), n), 0.0);
+  }
+  {
     const std::int64_t n = 1000;
     const Arr& x = input({n, n}, 4);
     std::vector<double> ref(n * n);
@@ -664,7 +719,8 @@ int print_ir(const std::string& which) {
   if (which == "matmul") return show(jit_matmul, input({512, 512}, 5), input({512, 512}, 6));
   if (which == "ten_ops") return show(dyn::jit(ten_ops_fn), input({1000}, 9), input({1000}, 10));
   if (which == "loop") return show(jit_loop, input({16}, 13));
-  std::fprintf(stderr, "bench_main --ir: fused, fused_symbolic, add, sumsq, softmax, matmul, ten_ops or loop\n");
+  if (which == "cumsum") return show(jit_cumsum, input({100000}, 14));
+  std::fprintf(stderr, "bench_main --ir: fused, fused_symbolic, add, sumsq, softmax, matmul, ten_ops, loop or cumsum\n");
   return 1;
 }
 

@@ -306,6 +306,17 @@ def main():
         targets.ratio_at_least(f"sum of squares n={n:,}: vs hand loop", ratio("sumsq", "loops", n), 0.9)
         targets.ratio_at_least(f"sum of squares n={n:,}: vs Eigen", ratio("sumsq", "eigen", n), 1.0)
 
+    cumsum_n = sorted({k[2] for k in runs if k[0] == "cumsum"})
+    if cumsum_n:
+        w("## Running sum `cumsum(x, 0)` (f64, issue 16)")
+        w("")
+        w("A sequential scan in every variant: each element adds to the previous sum, left to right, "
+          "so the results are bit-identical (no reassociation).")
+        w("")
+        table("cumsum", cumsum_n, ["jit", "eager", "loops"])
+        for n in cumsum_n:
+            targets.ratio_at_least(f"cumsum n={n:,}: vs hand loop", ratio("cumsum", "loops", n), 0.8)
+
     w("## Softmax over the rows of a matrix (f64)")
     w("")
     w("`e = exp(x - max(x, axis=1, keepdims)); e / sum(e, axis=1, keepdims)`.")

@@ -35,7 +35,7 @@ enum class Op {
   compare,       // k: Cmp
   where,         // where(in0, in1, in2)
   astype,        // astype to out dtype
-  reduce,        // k: Red; p: axes; lit = 1: no axes argument (all)
+  reduce,        // k: Red; p: axes; lit bit 0: no axes argument (all), bit 1: dyn::keepdims
   reshape,       // p: static target shape
   transpose,     // p: permutation
   slice,         // slice_in_dim(x, p0=axis, p1=start, p2=limit (-1: the whole dim), p3=stride)
@@ -43,6 +43,7 @@ enum class Op {
   expand_dims,   // p[0]
   squeeze,       // p: axes
   broadcast_to,  // p: target dims, >= 0 static, -1-j: x.shape(j)
+  cumulative,    // k: Cum; p = axis (may be negative), reverse
   dot,
   matmul,
   dynamic_slice,         // in = x, index scalars; p: sizes
@@ -57,6 +58,7 @@ enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log
 enum Binary { b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_and, b_or, kBinaryCount };
 enum Cmp { c_eq, c_ne, c_lt, c_le, c_gt, c_ge, kCmpCount };
 enum Red { r_sum, r_prod, r_max, r_min, r_mean, kRedCount };
+enum Cum { cu_sum, cu_prod, cu_max, cu_min, kCumCount };
 
 // A dimension: its concrete size and, if dynamic, an identity (sym >= 0).
 // Two dynamic dimensions are only known equal if they have the same sym

@@ -198,7 +198,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 31));
+    const int which = static_cast<int>(r.range(0, 32));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -301,14 +301,20 @@ struct Gen {
         else ks = {r_sum, r_prod, r_max, r_min, r_mean};
         n.op = Op::reduce, n.k = r.pick(ks);
         Ty t = tx;
+        const bool keep = r.coin(0.25);  // dyn::keepdims: the reduced axes stay, as size 1
         if (r.coin(0.3)) {
           n.lit = 1;
-          t.shape.clear();
+          for (i64 a = 0; a < rank; ++a) n.p.push_back(a);
         } else {
           for (i64 a = 0; a < rank; ++a)
             if (r.coin(0.4)) n.p.push_back(a);
-          for (i64 j = static_cast<i64>(n.p.size()) - 1; j >= 0; --j) t.shape.erase(t.shape.begin() + n.p[j]);
         }
+        for (i64 j = static_cast<i64>(n.p.size()) - 1; j >= 0; --j) {
+          if (keep) t.shape[static_cast<std::size_t>(n.p[j])] = D{1, -1};
+          else t.shape.erase(t.shape.begin() + n.p[j]);
+        }
+        if (n.lit != 0) n.p.clear();
+        if (keep) n.lit += 2;
         // max/min of nothing is an error (consistent, but wasted): avoided.
         if ((n.k == r_max || n.k == r_min) && tx.size() == 0) return false;
         if (tx.dt == DType::bool_) t.dt = DType::i64;
@@ -483,6 +489,17 @@ struct Gen {
           n.out = {Ty{dt, s, false}};
         }
         n.in.clear();
+        break;
+      }
+      case 32: {  // cumulative: exact in jit too (sequential order), so not inexact by itself
+        if (rank < 1) return false;
+        n.op = Op::cumulative;
+        n.k = tx.dt == DType::bool_ ? r.pick(std::vector<int>{cu_sum, cu_prod})
+                                    : r.pick(std::vector<int>{cu_sum, cu_prod, cu_max, cu_min});
+        n.p = {r.range(-rank, rank - 1), r.coin() ? 1 : 0};
+        Ty t = tx;
+        if (tx.dt == DType::bool_) t.dt = DType::i64;
+        n.out = {t};
         break;
       }
       case 28: case 29: case 30: case 31: {  // control flow
@@ -762,8 +779,15 @@ struct Emitter {
         case Op::astype: e = "dyn::astype<" + T + ">(" + in(0) + ")"; break;
         case Op::reduce: {
           static const char* f[] = {"dyn::sum", "dyn::prod", "dyn::max", "dyn::min", "dyn::mean"};
-          e = std::string(f[n.k]) + "(" + in(0) + (n.lit != 0 ? "" : ", " + list(n.p)) + ")";
+          const int bits = static_cast<int>(n.lit);
+          e = std::string(f[n.k]) + "(" + in(0) + ((bits & 1) ? "" : ", " + list(n.p)) +
+              ((bits & 2) ? ", dyn::keepdims" : "") + ")";
           if ((n.k == r_max || n.k == r_min) && isf(odt)) e = "(" + e + " + 0.0)";
+          break;
+        }
+        case Op::cumulative: {
+          static const char* f[] = {"dyn::cumsum", "dyn::cumprod", "dyn::cummax", "dyn::cummin"};
+          e = std::string(f[n.k]) + "(" + in(0) + ", " + std::to_string(n.p[0]) + (n.p[1] ? ", true" : "") + ")";
           break;
         }
         case Op::reshape: e = "dyn::reshape(" + in(0) + ", " + list(n.p) + ")"; break;

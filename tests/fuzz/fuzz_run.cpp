@@ -171,8 +171,24 @@ struct Interp {
 
   template <class X>
   static V reduce(const Node& n, const X& x) {
-    const bool all = n.lit != 0;
+    const int bits = static_cast<int>(n.lit);
+    const bool all = (bits & 1) != 0;
     const std::vector<i64>& ax = n.p;
+    if (bits & 2) {  // dyn::keepdims
+      auto fix_zero = [](auto r) -> V {
+        if constexpr (std::is_floating_point_v<elem<decltype(r)>>) return as_v<K>(r + 0.0);
+        else return as_v<K>(r);
+      };
+      switch (static_cast<Red>(n.k)) {
+        case r_sum: return as_v<K>(all ? dyn::sum(x, dyn::keepdims) : dyn::sum(x, ax, dyn::keepdims));
+        case r_prod: return as_v<K>(all ? dyn::prod(x, dyn::keepdims) : dyn::prod(x, ax, dyn::keepdims));
+        case r_max: return fix_zero(all ? dyn::max(x, dyn::keepdims) : dyn::max(x, ax, dyn::keepdims));
+        case r_min: return fix_zero(all ? dyn::min(x, dyn::keepdims) : dyn::min(x, ax, dyn::keepdims));
+        case r_mean: return as_v<K>(all ? dyn::mean(x, dyn::keepdims) : dyn::mean(x, ax, dyn::keepdims));
+        case kRedCount: break;
+      }
+      throw std::logic_error("fuzz: bad reduction");
+    }
     auto fix_zero = [](auto r) -> V {
       // reduce_max/min of ±0 may give +0 where eager gives -0 (docs/backend.md,
       // llvm.maximum): `+ 0.0` maps -0 to +0 and changes nothing else.
@@ -188,6 +204,20 @@ struct Interp {
       case kRedCount: break;
     }
     throw std::logic_error("fuzz: bad reduction");
+  }
+
+  template <class X>
+  static V cumulative(const Node& n, const X& x) {
+    const i64 axis = n.p.at(0);
+    const bool rev = n.p.at(1) != 0;
+    switch (static_cast<Cum>(n.k)) {
+      case cu_sum: return as_v<K>(dyn::cumsum(x, axis, rev));
+      case cu_prod: return as_v<K>(dyn::cumprod(x, axis, rev));
+      case cu_max: return as_v<K>(dyn::cummax(x, axis, rev));
+      case cu_min: return as_v<K>(dyn::cummin(x, axis, rev));
+      case kCumCount: break;
+    }
+    throw std::logic_error("fuzz: bad cumulative op");
   }
 
   template <class T>
@@ -267,6 +297,7 @@ struct Interp {
           return dyn::visit_dtype(odt, [&](auto t) -> V { return as_v<K>(dyn::astype<decltype(t)>(x)); });
         }, in(0))};
       case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
+      case Op::cumulative: return {std::visit([&](const auto& x) { return cumulative(n, x); }, in(0))};
       case Op::reshape:
         return {std::visit([&](const auto& x) {
           return as_v<K>(dyn::reshape(x, dyn::Shape(n.p.begin(), n.p.end())));

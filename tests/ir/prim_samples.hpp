@@ -144,6 +144,9 @@ inline Sample sample_of(Prim p) {
     case Prim::iota: return b.eqn(p, {}, IotaParams{DType::i32, {2, 3}, 1});
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})}, ReduceParams{{0, 2}});
+    DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // reversed for two of the four
+      return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})},
+                   CumulativeParams{1, p == Prim::cumprod || p == Prim::cummin});
     case Prim::dot_general: {
       const Atom x = b.in(DType::f64, {2, 3, 4});
       return b.eqn(p, {x, b.in(DType::f64, {2, 4, 5})}, DotGeneralParams{{2}, {1}, {0}, {0}});

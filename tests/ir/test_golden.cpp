@@ -141,6 +141,66 @@ TEST_CASE("golden: reductions and mean") {
         "  in (c,) }");
 }
 
+TEST_CASE("golden: keepdims is the reduction, then one broadcast_in_dim (jnp's lax.expand_dims)") {
+  // jnp.sum(x, axis=1, keepdims=True), jnp.max(x, keepdims=True), jnp.mean(x, axis=0, keepdims=True)
+  auto f = [](auto x) {
+    return std::make_tuple(dyn::sum(x, {1}, dyn::keepdims), dyn::max(x, dyn::keepdims), dyn::mean(x, {0}, dyn::keepdims));
+  };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[2] = reduce_sum[axes=(1,)] a\n"
+        "    c:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 1)] b\n"
+        "    d:f32[] = reduce_max[axes=(0, 1)] a\n"
+        "    e:f32[1,1] = broadcast_in_dim[broadcast_dimensions=() shape=(1, 1)] d\n"
+        "    f:f32[3] = reduce_sum[axes=(0,)] a\n"
+        "    g:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 3)] f\n"
+        "    h:f32[1,3] = div g 2.0:f32[]\n"
+        "  in (c, e, h) }");
+  // Booleans: converted, summed, then the axis kept.
+  auto g = [](auto b) { return dyn::sum(b, {0}, dyn::keepdims); };
+  CHECK(str(dyn::make_jaxpr(g)(dyn::Array<bool>({4, 2}))) ==
+        "{ lambda ; a:bool[4,2]. let\n"
+        "    b:i64[4,2] = convert_element_type[new_dtype=int64 weak_type=False] a\n"
+        "    c:i64[2] = reduce_sum[axes=(0,)] b\n"
+        "    d:i64[1,2] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 2)] c\n"
+        "  in (d,) }");
+  // A symbolic dimension is a dimension operand of the broadcast (None in
+  // its shape), as every shape parameter here (docs/shapes.md).
+  auto h = [](auto x) { return dyn::min(x, {1}, dyn::keepdims); };
+  CHECK(str(dyn::make_jaxpr(h, dyn::polymorphic_shapes{"(n, 3)"})(dyn::Array<double>({4, 3}))) ==
+        "{ lambda ; a:i64[] b:f64[a,3]. let\n"
+        "    c:f64[a] = reduce_min[axes=(1,)] b\n"
+        "    d:f64[a,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(None, 1)] c a\n"
+        "  in (d,) }");
+}
+
+TEST_CASE("golden: cumulative reductions print lax's axis and reverse") {
+  auto f = [](auto x) {
+    return std::make_tuple(dyn::cumsum(x, 1), dyn::cumprod(x, 0, true), dyn::cummax(x, -1), dyn::cummin(x, -2, true));
+  };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[2,3] = cumsum[axis=1 reverse=False] a\n"
+        "    c:f32[2,3] = cumprod[axis=0 reverse=True] a\n"
+        "    d:f32[2,3] = cummax[axis=1 reverse=False] a\n"
+        "    e:f32[2,3] = cummin[axis=0 reverse=True] a\n"
+        "  in (b, c, d, e) }");
+  // jnp.cumsum of bool: converted to the integer sum type first.
+  auto g = [](auto b) { return dyn::cumsum(b, 0); };
+  CHECK(str(dyn::make_jaxpr(g)(dyn::Array<bool>({4}))) ==
+        "{ lambda ; a:bool[4]. let\n"
+        "    b:i64[4] = convert_element_type[new_dtype=int64 weak_type=False] a\n"
+        "    c:i64[4] = cumsum[axis=0 reverse=False] b\n"
+        "  in (c,) }");
+  // Symbolic dimensions pass through the type.
+  auto h = [](auto x) { return dyn::cumsum(x * 2.0, 0); };
+  CHECK(str(dyn::make_jaxpr(h, dyn::polymorphic_shapes{"(n, 3)"})(dyn::Array<double>({4, 3}))) ==
+        "{ lambda ; a:i64[] b:f64[a,3]. let\n"
+        "    c:f64[a,3] = mul b 2.0:f64[]\n"
+        "    d:f64[a,3] = cumsum[axis=0 reverse=False] c\n"
+        "  in (d,) }");
+}
+
 TEST_CASE("golden: shape operations") {
   auto f = [](auto x) {
     auto r = dyn::reshape(x, {3, -1});                      // (3, 2)

@@ -1083,3 +1083,26 @@ TEST_CASE("shape rules on symbolic dimensions") {
   // ... and are inconclusive otherwise.
   CHECK_THROWS_AS(ae(Prim::slice, {x}, SliceParams{{0, 0}, {5, 4}, {}}), InconclusiveDimensionOperation);
 }
+
+TEST_CASE("rules: cumulative primitives keep their operand's type; a bad axis or a bool operand is rejected") {
+  for (Prim p : {Prim::cumsum, Prim::cumprod, Prim::cummax, Prim::cummin}) {
+    CAPTURE(prim_name(p));
+    const auto out = ae(p, {av(DType::i32, {2, 3}, true)}, CumulativeParams{1, true});
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].dtype == DType::i32);
+    CHECK(out[0].shape == Shape{Dim(2), Dim(3)});
+    CHECK(out[0].weak);
+    CHECK_THROWS_WITH_AS(ae(p, {av(DType::bool_, {3})}, CumulativeParams{0, false}),
+                         (std::string(prim_name(p)) +
+                          " does not accept dtype bool; it requires a numeric dtype (i32, i64, f32 or f64)")
+                             .c_str(),
+                         TypeError);
+  }
+  CHECK_THROWS_WITH_AS(ae(Prim::cumsum, {av(DType::f32, {2, 3})}, CumulativeParams{2, false}),
+                       "cumsum: axis 2 is out of bounds for an array of shape (2, 3)", IndexError);
+  CHECK_THROWS_WITH_AS(ae(Prim::cummin, {av(DType::f64, {4})}, CumulativeParams{-1, false}),
+                       "cummin: axis -1 is out of bounds for an array of shape (4,)", IndexError);
+  CHECK_THROWS_WITH_AS(ae(Prim::cumprod, {av(DType::f64, {})}, CumulativeParams{0, false}),
+                       "cumprod: axis 0 is out of bounds for an array of shape ()", IndexError);
+  CHECK_THROWS_WITH_AS(ae(Prim::cummax, {}, CumulativeParams{0, false}), "cummax takes 1 operand, got 0", TypeError);
+}

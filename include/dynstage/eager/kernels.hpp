@@ -16,6 +16,7 @@
 #pragma once
 
 #include "kernel_util.hpp"
+#include "kernels_cumulative.hpp"
 
 // The eager kernels are compiled once per program, in the one translation
 // unit that defines DYNSTAGE_IMPLEMENTATION; rules.hpp declares impl.

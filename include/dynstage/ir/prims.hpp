@@ -38,7 +38,7 @@ inline constexpr std::int64_t kDynamicDim = INT64_MIN;
 // The category of a primitive, which decides the rules it shares with
 // others: the five elementwise kinds (one output element per index, from the
 // operands' elements at that index), layout (`structural`: moves elements),
-// reduction, contraction and control flow. (No collective primitive exists
+// reduction, cumulative (running reductions), contraction and control flow. (No collective primitive exists
 // yet; one would be a new Kind.)
 enum class Kind : std::uint8_t {
   unary,       // elementwise, one operand, same shape out
@@ -48,6 +48,7 @@ enum class Kind : std::uint8_t {
   convert,     // convert_element_type
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
   reduction,   // reduce_* over axes
+  cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   contraction, // dot_general
   control,     // for_loop, while_loop, cond: nested jaxprs (trace/control.hpp)
 };
@@ -104,6 +105,13 @@ struct IotaParams {
 struct ReduceParams {
   std::vector<std::int64_t> axes;
   friend bool operator==(const ReduceParams&, const ReduceParams&) = default;
+};
+// cumsum & co. (lax.cumsum): out[..., k, ...] combines the operand's elements
+// 0..k (reverse: k..n-1) along `axis`, in that order.
+struct CumulativeParams {
+  std::int64_t axis = 0;
+  bool reverse = false;
+  friend bool operator==(const CumulativeParams&, const CumulativeParams&) = default;
 };
 // dot_general: the axes of an operand of rank `rank` that are neither batch
 // nor contracting, in order (they make up the output after the batch axes).
@@ -174,7 +182,7 @@ struct CondParams {
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, ReduceParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
+                            IotaParams, ReduceParams, CumulativeParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
                             CondParams>;
 
 // ---------------------------------------------------------------------------
@@ -327,6 +335,11 @@ inline constexpr int kVariadic = -1;
   X(reduce_max,           "reduce_max",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
   X(reduce_min,           "reduce_min",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
   X(reduce_prod,          "reduce_prod",          reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)
+#define DYN_CUMULATIVE_PRIMITIVES(X) \
+  X(cumsum,               "cumsum",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
+  X(cumprod,              "cumprod",              cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
+  X(cummax,               "cummax",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
+  X(cummin,               "cummin",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)
 #define DYN_CONTRACTION_PRIMITIVES(X) \
   X(dot_general,          "dot_general",          contraction, DotGeneralParams,        2, numeric,         false, simple,         none,  none)
 #define DYN_CONTROL_PRIMITIVES(X) \
@@ -340,7 +353,7 @@ inline constexpr int kVariadic = -1;
   DYN_CONVERT_PRIMITIVES(X)
 #define DYN_PRIMITIVES(X)                                                                                  \
   DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_REDUCTION_PRIMITIVES(X)               \
-  DYN_CONTRACTION_PRIMITIVES(X) DYN_CONTROL_PRIMITIVES(X)
+  DYN_CUMULATIVE_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X) DYN_CONTROL_PRIMITIVES(X)
 
 // `case Prim::x:` for every row of a list: a `switch` over Prim names whole
 // categories this way, so it stays exhaustive (-Werror=switch) without a
@@ -416,6 +429,9 @@ DYN_STRUCTURAL_PRIMITIVES(DYN_X)
 #define KIND reduction
 DYN_REDUCTION_PRIMITIVES(DYN_X)
 #undef KIND
+#define KIND cumulative
+DYN_CUMULATIVE_PRIMITIVES(DYN_X)
+#undef KIND
 #define KIND contraction
 DYN_CONTRACTION_PRIMITIVES(DYN_X)
 #undef KIND
@@ -433,6 +449,7 @@ constexpr int expected_arity(Kind k) {
     case Kind::select: return 3;
     case Kind::structural:
     case Kind::reduction:
+    case Kind::cumulative:
     case Kind::contraction:
     case Kind::control: return -2;  // the row's own
   }
@@ -449,9 +466,10 @@ constexpr const char* check_rows() {
     if (r.arity < kVariadic) return "arity must be >= 0 or -1 (any)";
     // The LLVM lowering computes elementwise values only inline (Lowering::fused).
     if (is_elementwise(r.kind) && !r.fused) return "an elementwise primitive must be fused";
-    // Their own loop nests: emit_reduction, emit_dot, lower_control.hpp.
-    if ((r.kind == Kind::reduction || r.kind == Kind::contraction || r.kind == Kind::control) && r.fused)
-      return "reductions, contractions and control flow are never fused";
+    // Their own loop nests: emit_reduction, emit_cumulative, emit_dot, lower_control.hpp.
+    if ((r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::contraction ||
+         r.kind == Kind::control) && r.fused)
+      return "reductions, cumulative ops, contractions and control flow are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";
     if (r.vector_math && (r.cost != Cost::transcendental || (r.kind != Kind::unary && r.kind != Kind::binary)))
       return "a vector math row is a unary or binary transcendental";

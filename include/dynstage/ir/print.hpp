@@ -332,6 +332,9 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
                                              {"shape", text(py_tuple(p.shape))}};
           },
           [](const ReduceParams& p) { return std::vector<pp::KeyValue>{{"axes", text(py_tuple(p.axes))}}; },
+          [](const CumulativeParams& p) {
+            return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"reverse", text(py_bool(p.reverse))}};
+          },
           [](const DotGeneralParams& p) {
             return std::vector<pp::KeyValue>{
                 {"dimension_numbers", text("((" + py_list(p.lhs_contracting) + ", " + py_list(p.rhs_contracting) +

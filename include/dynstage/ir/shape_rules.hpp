@@ -446,6 +446,17 @@ inline std::vector<Aval> reduce_rule(Prim p, const std::vector<Aval>& in, const 
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
+// cumsum & co. (lax's cumulative reductions): one operand, its type out.
+inline std::vector<Aval> cumulative_rule(Prim p, const std::vector<Aval>& in, const CumulativeParams& cp, DTypeSet s) {
+  check_arity(p, in, 1);
+  const Aval& x = in[0];
+  check_dtype(p, x.dtype, s);
+  if (cp.axis < 0 || cp.axis >= x.rank())
+    fail<IndexError>(prim_str(p) + ": axis " + std::to_string(cp.axis) + " is out of bounds for an array of shape " +
+                     shape_str(x.shape));
+  return {make_aval(x.dtype, x.shape, x.weak)};
+}
+
 inline Shape dims_at(const Shape& s, const std::vector<std::int64_t>& axes) {
   Shape r;
   for (auto a : axes) r.push_back(s[static_cast<std::size_t>(a)]);
@@ -520,6 +531,11 @@ template <Prim P>
   requires(prim_kind(P) == Kind::reduction)
 std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>& rp) {
   return reduce_rule(P, in, rp, prim_info(P).dtypes);
+}
+template <Prim P>
+  requires(prim_kind(P) == Kind::cumulative)
+std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const params_of_t<P>& cp) {
+  return cumulative_rule(P, in, cp, prim_info(P).dtypes);
 }
 // Output types from the bodies' types (trace/control_bind.hpp).
 template <Prim P>

@@ -16,7 +16,7 @@
 //     slice, dynamic_slice, iota). They never get a buffer of their own
 //     unless rule 3 says so.
 //  2. Materialisation points (own loop nests): jaxpr inputs and outputs,
-//     reductions, dot_general, concatenate, dynamic_update_slice.
+//     reductions, cumulative ops, dot_general, concatenate, dynamic_update_slice.
 //     A dot_general operand must be a buffer: if it is not one (possibly
 //     through reshapes, which keep the row-major order), it is materialised.
 //     Control flow (for_loop, while_loop, cond) is a barrier: every operand
@@ -146,6 +146,7 @@ struct Walk {
         return;
       }
       case Kind::reduction:
+      case Kind::cumulative:
       case Kind::contraction:
       case Kind::control: internal_error("plan_fusion: a reduction, dot_general or control equation is not fusible");
     }
@@ -180,6 +181,7 @@ struct Walk {
           visit(e.inputs[k], ei, -2 - static_cast<int>(k), sym_numel(j.type_of(e.inputs[k])), ei);
         return;
       DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // (each operand element read once)
         visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
         return;
       // A fusible primitive whose output is materialised: its own expression

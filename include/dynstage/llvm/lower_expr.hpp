@@ -282,6 +282,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::reduce_max:
     case Prim::reduce_min:
     case Prim::reduce_prod:
+    DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     case Prim::dot_general:
     case Prim::for_loop:
     case Prim::while_loop:

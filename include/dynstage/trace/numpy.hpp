@@ -277,24 +277,49 @@ std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<
 
 // ---------------------------------------------------------------------------
 // Reductions. Summing (or multiplying) booleans gives i64 (API.md §8).
+// keepdims (jnp's): the reduced axes stay, as size 1, through one
+// broadcast_in_dim after the reduction (lax.expand_dims, as jnp prints it).
 
-Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty = true);
+Value keep_reduced_axes(const Value& r, const Shape& in, const std::vector<std::int64_t>& axes);
 #ifdef DYNSTAGE_IMPLEMENTATION
-Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
-  ReduceParams params{normalize_axes(prim_name(p), axes, x.rank(), all_if_empty)};
-  Value v = x;
-  if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
-  return bind1(p, {v}, params);
+Value keep_reduced_axes(const Value& r, const Shape& in, const std::vector<std::int64_t>& axes) {
+  if (in.empty()) return r;  // lax.broadcast_in_dim returns a rank-0 operand itself
+  BroadcastInDimParams p;
+  Shape out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(i)) != axes.end()) {
+      out.emplace_back(1);
+    } else {
+      out.push_back(in[i]);
+      p.broadcast_dimensions.push_back(static_cast<std::int64_t>(i));
+    }
+  }
+  std::vector<Value> operands{r};
+  p.shape = shape_param("keepdims", out, operands);
+  return bind1(Prim::broadcast_in_dim, operands, p);
 }
 #endif
 
-// mean = sum / count, computed in a floating type (jnp.mean of ints is f32).
-Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty);
+Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty = true,
+             bool keepdims = false);
 #ifdef DYNSTAGE_IMPLEMENTATION
-Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty) {
+Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims) {
+  ReduceParams params{normalize_axes(prim_name(p), axes, x.rank(), all_if_empty)};
+  Value v = x;
+  if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
+  Value r = bind1(p, {v}, params);
+  return keepdims ? keep_reduced_axes(r, x.shape(), params.axes) : r;
+}
+#endif
+
+// mean = sum / count, computed in a floating type (jnp.mean of ints is f32);
+// with keepdims, jnp's order: the sum keeps its axes, then the division.
+Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims = false);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims) {
   std::vector<std::int64_t> ax = normalize_axes("mean", axes, x.rank(), all_if_empty);
   Value v = convert(x, inexact(x.type_info()).dtype);
-  Value s = reduce(Prim::reduce_sum, v, ax, false);
+  Value s = reduce(Prim::reduce_sum, v, ax, false, keepdims);
   Shape sh = x.shape();
   Dim count = 1;
   for (auto a : ax) count *= sh[static_cast<std::size_t>(a)];
@@ -302,6 +327,28 @@ Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_em
                 ? convert(scalar_value(Scalar::of<double>(static_cast<double>(count.value())), true), s.dtype(), false)
                 : convert(current_trace()->dim_operand(count), s.dtype(), false);
   return bind1(Prim::div, {s, n});
+}
+#endif
+
+// Cumulative reductions (jnp.cumsum, lax.cummax, ...) along one axis
+// (negative: from the end). cumsum and cumprod of booleans count in i64, as
+// sum does (jnp promotes bool to its default integer); cummax and cummin
+// accept numbers only, as lax's.
+Value cumulative(Prim p, const Value& x, std::int64_t axis, bool reverse);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value cumulative(Prim p, const Value& x, std::int64_t axis, bool reverse) {
+  const int rank = x.rank();
+  if (axis < -rank || axis >= rank)
+    fail<IndexError>(std::string(prim_name(p)) + ": axis " + std::to_string(axis) +
+                     " is out of bounds for an array of shape " + shape_str(x.shape()) + "; the axis must be in [" +
+                     std::to_string(-rank) + ", " + std::to_string(rank) + ")");
+  if ((p == Prim::cummax || p == Prim::cummin) && x.dtype() == DType::bool_)
+    fail<TypeError>(std::string(prim_name(p)) + " does not accept dtype bool; it requires a numeric dtype (i32, i64, "
+                    "f32 or f64): convert first, e.g. dyn::" + std::string(prim_name(p)) +
+                    "(dyn::astype<std::int32_t>(x), axis)");
+  Value v = x;
+  if ((p == Prim::cumsum || p == Prim::cumprod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
+  return bind1(p, {v}, CumulativeParams{axis < 0 ? axis + rank : axis, reverse});
 }
 #endif
 

@@ -172,7 +172,14 @@ auto astype(const X& x, detail::Loc loc = detail::Loc::current()) {
 }
 
 // ---------------------------------------------------------------------------
-// Reductions: over all axes, or over the given ones.
+// Reductions: over all axes, or over the given ones; `dyn::keepdims` as the
+// last argument keeps the reduced axes as size 1 (jnp's keepdims=True):
+// dyn::sum(x, {1}, dyn::keepdims).
+
+struct keepdims_t {
+  explicit constexpr keepdims_t() = default;
+};
+inline constexpr keepdims_t keepdims{};
 
 namespace detail {
 template <class T>
@@ -191,6 +198,19 @@ using sum_t = std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>;
     detail::OpSite site(loc);                                                                          \
     return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
         detail::reduce(detail::Prim::prim, detail::to_value(x), axes, false));                         \
+  }                                                                                                    \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, keepdims_t, detail::Loc loc = detail::Loc::current()) {                        \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
+        detail::reduce(detail::Prim::prim, detail::to_value(x), {}, true, true));                      \
+  }                                                                                                    \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, const std::vector<std::int64_t>& axes, keepdims_t,                            \
+            detail::Loc loc = detail::Loc::current()) {                                                \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
+        detail::reduce(detail::Prim::prim, detail::to_value(x), axes, false, true));                   \
   }
 DYN_REDUCTION(sum, reduce_sum, detail::sum_t<detail::elem_t<X>>)
 DYN_REDUCTION(prod, reduce_prod, detail::sum_t<detail::elem_t<X>>)
@@ -210,6 +230,37 @@ auto mean(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = d
   return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
       detail::mean(detail::to_value(x), axes, false));
 }
+template <ArrayLike X>
+auto mean(const X& x, keepdims_t, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::mean(detail::to_value(x), {}, true, true));
+}
+template <ArrayLike X>
+auto mean(const X& x, const std::vector<std::int64_t>& axes, keepdims_t, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::mean(detail::to_value(x), axes, false, true));
+}
+
+// ---------------------------------------------------------------------------
+// Cumulative reductions along one axis (negative counts from the end), from
+// the first element on, or from the last with reverse = true: primitives
+// cumsum, cumprod, cummax, cummin (lax's). cumsum/cumprod of bool give i64,
+// as sum; cummax/cummin take numbers only (a TypeError for bool).
+
+#define DYN_CUMULATIVE(name, ResultT)                                                                  \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, std::int64_t axis, bool reverse = false, detail::Loc loc = detail::Loc::current()) { \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
+        detail::cumulative(detail::Prim::name, detail::to_value(x), axis, reverse));                   \
+  }
+DYN_CUMULATIVE(cumsum, detail::sum_t<detail::elem_t<X>>)
+DYN_CUMULATIVE(cumprod, detail::sum_t<detail::elem_t<X>>)
+DYN_CUMULATIVE(cummax, detail::elem_t<X>)
+DYN_CUMULATIVE(cummin, detail::elem_t<X>)
+#undef DYN_CUMULATIVE
 
 // ---------------------------------------------------------------------------
 // Linear algebra.
