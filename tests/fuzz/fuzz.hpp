@@ -34,6 +34,7 @@ enum class Op {
   scalar,        // k: Binary, x op literal (p[0] = 1: literal on the left); weak literal
   compare,       // k: Cmp
   where,         // where(in0, in1, in2)
+  clamp,         // in = x, lo, hi: p[0] = 0: clip(x, lo, hi) (broadcasting); 1: clamp(lo, x, hi) (lo, hi rank 0 or x's shape)
   astype,        // astype to out dtype
   reduce,        // k: Red; p: axes; lit bit 0: no axes argument (all), bit 1: dyn::keepdims
   reshape,       // p: static target shape
@@ -50,7 +51,8 @@ enum class Op {
   dynamic_update_slice,  // in = x, update, index scalars
   for_loop,              // p = lo, hi, step, preserve; in = carries; body[0](i, carries...) -> carries
   while_loop,            // p = trips, preserve; in = carries; body[0](carries) -> carries; body[1]: extra bool cond or none
-  cond,                  // in = pred, operands; body[0], body[1](operands...) -> outs
+  cond,                  // in = pred, operands; body[0], body[1](operands...) -> outs; k = 1: in[0] is an
+                         // integer index, dyn::switch_(index, body[0], ..., body[N-1]) (N = 2 or 3)
 };
 
 enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos,

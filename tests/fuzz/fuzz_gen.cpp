@@ -198,7 +198,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 32));
+    const int which = static_cast<int>(r.range(0, 33));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -502,6 +502,26 @@ struct Gen {
         n.out = {t};
         break;
       }
+      case 33: {  // clamp / clip
+        Ty t = tx;
+        n.op = Op::clamp, n.p = {r.coin() ? 1 : 0};
+        for (int j = 0; j < 2; ++j) {
+          int b = -1;
+          if (n.p[0] == 0) {
+            b = partner(p, scope, x);
+          } else {
+            if (r.coin(0.5)) b = pick(scope, [&](const Ty& u) { return u.dt == tx.dt && u.shape == tx.shape; });
+            if (b < 0) b = constant(p, scope, tx.dt, {});
+          }
+          n.in.push_back(b);
+          t.inexact = t.inexact || scope[b].inexact;
+          std::vector<D> s;
+          broadcast(t.shape, scope[b].shape, s);
+          t.shape = s;
+        }
+        n.out = {t};
+        break;
+      }
       case 28: case 29: case 30: case 31: {  // control flow
         if (depth >= 2) return false;
         return control(p, scope, depth, which % 3);
@@ -597,13 +617,17 @@ struct Gen {
       }
     } else {  // cond
       std::vector<Ty> ps = scope;
-      const int pred = predicate(p, scope);
-      n.op = Op::cond;
+      const bool indexed = r.coin(0.5);  // dyn::switch_ on an integer index (clamped)
+      const int pred = indexed ? index_scalar(p, scope) : predicate(p, scope);
+      n.op = Op::cond, n.k = indexed ? 1 : 0;
       n.in.insert(n.in.begin(), pred);
-      std::vector<bool> e1, e2;
-      n.body.push_back(body(scope, carry, carry, depth, &e1));
-      n.body.push_back(body(scope, carry, carry, depth, &e2));
-      for (std::size_t j = 0; j < carry.size(); ++j) params[j].inexact = e1[j] || e2[j];
+      const i64 nb = indexed ? r.range(2, 3) : 2;
+      for (std::size_t j = 0; j < carry.size(); ++j) params[j].inexact = false;
+      for (i64 b = 0; b < nb; ++b) {
+        std::vector<bool> e;
+        n.body.push_back(body(scope, carry, carry, depth, &e));
+        for (std::size_t j = 0; j < carry.size(); ++j) params[j].inexact = params[j].inexact || e[j];
+      }
     }
     for (Ty& t : params) n.out.push_back(freshen(t));
     add(p, scope, std::move(n));
@@ -776,6 +800,10 @@ struct Emitter {
           break;
         }
         case Op::where: e = "dyn::where(" + in(0) + ", " + in(1) + ", " + in(2) + ")"; break;
+        case Op::clamp:
+          e = n.p[0] ? "dyn::clamp(" + in(1) + ", " + in(0) + ", " + in(2) + ")"
+                     : "dyn::clip(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
+          break;
         case Op::astype: e = "dyn::astype<" + T + ">(" + in(0) + ")"; break;
         case Op::reduce: {
           static const char* f[] = {"dyn::sum", "dyn::prod", "dyn::max", "dyn::min", "dyn::mean"};
@@ -918,8 +946,10 @@ struct Emitter {
       return;
     } else {
       for (std::size_t j = 1; j < n.in.size(); ++j) init.push_back(env.at(n.in[j]));
-      os << ind << "auto " << t << " = dyn::cond(" << env.at(n.in[0]) << ", " << lambda(n.body[0], env, ind, {}, {})
-         << ", " << lambda(n.body[1], env, ind, {}, {}) << ")(";
+      const bool indexed = n.k != 0;
+      os << ind << "auto " << t << " = dyn::" << (indexed ? "switch_(" : "cond(") << env.at(n.in[0]);
+      for (const Program& b : n.body) os << ", " << lambda(b, env, ind, {}, {});
+      os << ")(";
       for (std::size_t j = 0; j < init.size(); ++j) os << (j ? ", " : "") << init[j];
       os << ");\n";
     }

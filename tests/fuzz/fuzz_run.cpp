@@ -292,6 +292,10 @@ struct Interp {
         const auto& pred = std::get<0>(in(0));
         return {std::visit([&](const auto& x) { return as_v<K>(dyn::where(pred, x, same(x, in(2)))); }, in(1))};
       }
+      case Op::clamp:
+        return {std::visit([&](const auto& x) {
+          return as_v<K>(n.p.at(0) ? dyn::clamp(same(x, in(1)), x, same(x, in(2))) : dyn::clip(x, same(x, in(1)), same(x, in(2))));
+        }, in(0))};
       case Op::astype:
         return {std::visit([&](const auto& x) {
           return dyn::visit_dtype(odt, [&](auto t) -> V { return as_v<K>(dyn::astype<decltype(t)>(x)); });
@@ -378,6 +382,19 @@ struct Interp {
         auto branch = [&](const Program& b) {
           return [&](auto c) { return pack_all<K>(run(b, env, unpack<K>(c, b.params))); };
         };
+        if (n.k != 0) {  // switch_ on an integer index, 2 or 3 branches
+          return std::visit([&](const auto& i) -> std::vector<V> {
+            if constexpr (!std::is_integral_v<elem<decltype(i)>> || std::is_same_v<elem<decltype(i)>, bool>) {
+              throw std::logic_error("fuzz: a switch_ index that is not an integer");
+            } else if (n.body.size() == 2) {
+              return unpack<K>(dyn::switch_(i, branch(n.body[0]), branch(n.body[1]))(pack_all<K>(ops)), n.out);
+            } else {
+              return unpack<K>(dyn::switch_(i, branch(n.body[0]), branch(n.body[1]), branch(n.body.at(2)))(
+                                   pack_all<K>(ops)),
+                               n.out);
+            }
+          }, in(0));
+        }
         auto r = dyn::cond(std::get<0>(in(0)), branch(n.body.at(0)), branch(n.body.at(1)))(pack_all<K>(ops));
         return unpack<K>(r, n.out);
       }

@@ -119,6 +119,11 @@ inline Sample sample_of(Prim p) {
       const Atom c0 = b.in(DType::f32, {2, 3});
       return b.eqn(p, {pred, c0, b.in(DType::f32, {2, 3})}, NoParams{});
     }
+    case Prim::clamp: {  // a rank-0 lo, an elementwise hi below it in places
+      const Atom lo = b.in(DType::f64, {});
+      const Atom x = b.in(DType::f64, {2, 3});
+      return b.eqn(p, {lo, x, b.in(DType::f64, {2, 3})}, NoParams{});
+    }
     case Prim::convert_element_type: return b.eqn(p, {b.in(DType::f64, {2, 3})}, ConvertParams{DType::i32, false});
     case Prim::broadcast_in_dim:
       return b.eqn(p, {b.in(DType::f64, {3})}, BroadcastInDimParams{{2, 3}, {1}});

@@ -106,6 +106,12 @@ T min_value(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
   else return a < b ? a : b;
 }
+// clamp(lo, x, hi) as XLA defines it, min(max(x, lo), hi) with the max and
+// min above: a NaN in any operand gives NaN; lo > hi gives hi.
+template <class T>
+T clamp_value(T lo, T x, T hi) {
+  return min_value(max_value(x, lo), hi);
+}
 
 template <class D, class S>
 D convert_value(S v) {

@@ -87,6 +87,21 @@ inline AnyArray select_n_impl(const std::vector<AnyArray>& in, const Aval& out) 
   return AnyArray(std::move(o));
 }
 
+// clamp(lo, x, hi); lo and hi may be rank 0.
+inline AnyArray clamp_impl(const std::vector<AnyArray>& in, const Aval& out) {
+  Storage o = alloc_output(out);
+  visit_dtype(in[1].dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* lo = data_as<T>(in[0]);
+    const T* x = data_as<T>(in[1]);
+    const T* hi = data_as<T>(in[2]);
+    const std::int64_t lo_step = in[0].rank() == 0 ? 0 : 1, hi_step = in[2].rank() == 0 ? 0 : 1;
+    T* r = data_as<T>(o);
+    for (std::int64_t i = 0; i < o.size; ++i) r[i] = clamp_value(lo[i * lo_step], x[i], hi[i * hi_step]);
+  });
+  return AnyArray(std::move(o));
+}
+
 inline AnyArray convert_impl(const AnyArray& x, const Aval& out) {
   Storage o = alloc_output(out);
   visit_dtype(x.dtype(), [&](auto s) {
@@ -424,6 +439,9 @@ inline AnyArray impl_rule(PrimTag<Prim::round>, const std::vector<AnyArray>& in,
 inline AnyArray impl_rule(PrimTag<Prim::select_n>, const std::vector<AnyArray>& in, const Aval& out,
                           const NoParams&) {
   return select_n_impl(in, out);
+}
+inline AnyArray impl_rule(PrimTag<Prim::clamp>, const std::vector<AnyArray>& in, const Aval& out, const NoParams&) {
+  return clamp_impl(in, out);
 }
 inline AnyArray impl_rule(PrimTag<Prim::convert_element_type>, const std::vector<AnyArray>& in, const Aval& out,
                           const ConvertParams&) {

@@ -104,6 +104,11 @@ inline std::string structural_error(const std::string& where, const std::string&
   return "check_jaxpr: " + where + ": " + what;
 }
 
+// How messages name branch b of a cond: by its printed param.
+inline std::string cond_branch_name(const CondParams& p, std::size_t b) {
+  return std::string(p.indexed ? "branches[" : "branch_jaxprs[") + std::to_string(b) + "]";
+}
+
 inline void check_structure(const Jaxpr& j, const std::string& in) {
   const auto n = static_cast<int>(j.types.size());
   auto var_ok = [&](int v) { return v >= 0 && v < n; };
@@ -147,10 +152,13 @@ inline void check_structure(const Jaxpr& j, const std::string& in) {
       body(p->body_jaxpr, "body_jaxpr");
     }
     if (const auto* p = std::get_if<CondParams>(&e.params)) {
-      if (p->branches.size() != 2)
+      if (!p->indexed && p->branches.size() != 2)
         throw TypeError(structural_error(where + in, "it has " + std::to_string(p->branches.size()) +
                                                          " branch_jaxprs; cond takes two (then, else)"));
-      for (std::size_t b = 0; b < 2; ++b) body(p->branches[b], "branch_jaxprs[" + std::to_string(b) + "]");
+      if (p->branches.empty())
+        throw TypeError(structural_error(where + in, "it has no branches; an indexed cond takes one or more"));
+      for (std::size_t b = 0; b < p->branches.size(); ++b)
+        body(p->branches[b], cond_branch_name(*p, b));
     }
   }
 }

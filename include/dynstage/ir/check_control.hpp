@@ -170,31 +170,37 @@ std::vector<Env> Checker::check_bodies(const Jaxpr& j, const Env& env, std::size
     return {};
   }
   const auto& p = std::get<CondParams>(e.params);
+  const std::size_t nb = p.branches.size();
   const Jaxpr& b0 = *p.branches[0];
-  const Jaxpr& b1 = *p.branches[1];
-  if (in.empty() || b0.invars.size() + 1 != in.size() || b1.invars.size() + 1 != in.size() ||
-      b0.outvars.size() != b1.outvars.size() || p.nimplicit_outputs < 0 ||
-      b0.outvars.size() < count(p.nimplicit_outputs))
-    layout_error(j, k, std::to_string(in.size()) + " operands and branch_jaxprs of " +
-                           std::to_string(b0.invars.size()) + " and " + std::to_string(b1.invars.size()) +
-                           " inputs and " + std::to_string(b0.outvars.size()) + " and " +
-                           std::to_string(b1.outvars.size()) + " outputs do not fit nimplicit_outputs=" +
-                           std::to_string(p.nimplicit_outputs) +
-                           " (the predicate, then each branch's inputs; equal output counts)");
+  bool fits = !in.empty() && p.nimplicit_outputs >= 0 && b0.outvars.size() >= count(p.nimplicit_outputs);
+  std::string counts;
+  for (std::size_t r = 0; r < nb; ++r) {
+    const Jaxpr& b = *p.branches[r];
+    fits = fits && b.invars.size() + 1 == in.size() && b.outvars.size() == b0.outvars.size();
+    counts += (r == 0 ? "" : r + 1 == nb ? " and " : ", ") + std::to_string(b.invars.size()) + " inputs/" +
+              std::to_string(b.outvars.size()) + " outputs";
+  }
+  if (!fits)
+    layout_error(j, k, std::to_string(in.size()) + " operands and " + (p.indexed ? "branches" : "branch_jaxprs") +
+                           " of " + counts + " do not fit nimplicit_outputs=" + std::to_string(p.nimplicit_outputs) +
+                           (p.indexed ? " (the index" : " (the predicate") +
+                           ", then each branch's inputs; equal output counts)");
   // Each branch takes every operand after the predicate, with its Dims.
   std::vector<Env> envs;
-  for (std::size_t r = 0; r < 2; ++r) {
-    const Jaxpr& b = *p.branches[r];
-    envs.push_back(check_body(j, env, k, b, "branch_jaxprs[" + std::to_string(r) + "]", in, b.invars.size(),
+  for (std::size_t r = 0; r < nb; ++r)
+    envs.push_back(check_body(j, env, k, *p.branches[r], cond_branch_name(p, r), in, p.branches[r]->invars.size(),
                               [](std::size_t q) { return q + 1; }));
-  }
-  // The branches agree on dtypes and ranks (the rule reads both).
-  for (std::size_t s = 0; s < b0.outvars.size(); ++s) {
-    const Aval t0 = atom_aval(envs[0], b0.outvars[s]), t1 = atom_aval(envs[1], b1.outvars[s]);
-    if (t0.dtype != t1.dtype || t0.rank() != t1.rank())
-      fail(j, k, "branch_jaxprs[0] output #" + std::to_string(s) + " has type " + aval_text(t0, b0, envs[0]) +
-                     " but branch_jaxprs[1] output #" + std::to_string(s) + " has type " +
-                     aval_text(t1, b1, envs[1]) + "; the branches return the same dtypes and ranks");
+  // The branches agree on dtypes and ranks (the rule reads them all).
+  for (std::size_t r = 1; r < nb; ++r) {
+    const Jaxpr& b = *p.branches[r];
+    for (std::size_t s = 0; s < b0.outvars.size(); ++s) {
+      const Aval t0 = atom_aval(envs[0], b0.outvars[s]), t1 = atom_aval(envs[r], b.outvars[s]);
+      if (t0.dtype != t1.dtype || t0.rank() != t1.rank())
+        fail(j, k, cond_branch_name(p, 0) + " output #" + std::to_string(s) + " has type " +
+                       aval_text(t0, b0, envs[0]) + " but " + cond_branch_name(p, r) + " output #" +
+                       std::to_string(s) + " has type " + aval_text(t1, b, envs[r]) +
+                       "; the branches return the same dtypes and ranks");
+    }
   }
   return envs;
 }
@@ -205,7 +211,7 @@ std::vector<Env> Checker::check_bodies(const Jaxpr& j, const Env& env, std::size
 void Checker::check_cond_outputs(const Jaxpr& j, const Env& env, std::size_t k, const CondParams& p,
                                  const std::vector<Env>& envs) {
   const Eqn& e = j.eqns[k];
-  for (std::size_t r = 0; r < 2; ++r) {
+  for (std::size_t r = 0; r < p.branches.size(); ++r) {
     const Jaxpr& b = *p.branches[r];
     const Env& benv = envs[r];
     for (std::size_t s = 0; s < b.outvars.size(); ++s) {
@@ -224,7 +230,7 @@ void Checker::check_cond_outputs(const Jaxpr& j, const Env& env, std::size_t k, 
                                    : *env[static_cast<std::size_t>(d.var)].aval.dim_value);
       }
       if (!same(got, want, false))
-        fail(j, k, "branch_jaxprs[" + std::to_string(r) + "] output #" + std::to_string(s) + " has type " +
+        fail(j, k, cond_branch_name(p, r) + " output #" + std::to_string(s) + " has type " +
                        aval_text(got, b, benv) + " but the equation's output #" + std::to_string(s) + " (" +
                        name(j, e.outputs[s]) + ":" + type_of(j, t) + ") is " + aval_text(want, b, benv) + " for it");
     }

@@ -44,7 +44,8 @@ enum class Kind : std::uint8_t {
   unary,       // elementwise, one operand, same shape out
   binary,      // elementwise, two operands of equal shape
   compare,     // elementwise binary producing bool
-  select,      // select_n(pred, case0, case1)
+  select,      // elementwise, three operands, each of the result's shape or rank 0 (broadcast):
+               // select_n(pred, case0, case1), clamp(lo, x, hi)
   convert,     // convert_element_type
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
   reduction,   // reduce_* over axes
@@ -147,12 +148,17 @@ struct DotGeneralParams {
 //              cond invars: cond consts, implicit, carried -> (bool[],)
 //              body invars: body consts, implicit, carried
 //              body outvars = equation outputs: implicit, carried
-//   cond       operands: pred, then the branch inputs: consts (of all
-//              branches, deduplicated; every branch takes all of them), args
+//   cond       operands: pred (or index), then the branch inputs: consts (of
+//              all branches, deduplicated; every branch takes all of them), args
 //              branch invars: the branch inputs
 //              branch outvars = equation outputs: implicit (nimplicit_outputs
 //              dimension values), explicit results
-//              branches[0] runs when pred is true, branches[1] otherwise.
+//              Two forms (CondParams::indexed): Catalyst's, a bool[] pred and
+//              two branches, branches[0] running when pred is true; and JAX's
+//              (lax.switch), an i32[] index and N >= 1 branches, branches[i]
+//              running for index i, and an index out of [0, N) running
+//              branches[N-1] (XLA's Conditional; dyn::switch_ clamps the
+//              index before, so that never happens in a traced program).
 // With preserve_dimensions a loop has no implicit operands (nimplicit=0):
 // carried dimensions are body constants and cannot change. Without, each
 // dynamic dimension of the carried values that the body changes is its own
@@ -175,8 +181,14 @@ struct WhileLoopParams {
   friend bool operator==(const WhileLoopParams&, const WhileLoopParams&) = default;
 };
 struct CondParams {
-  std::vector<std::shared_ptr<const Jaxpr>> branches;  // (then, else), printed branch_jaxprs
+  std::vector<std::shared_ptr<const Jaxpr>> branches;  // (then, else), or one per index value
   int nimplicit_outputs = 0;
+  // false: Catalyst's cond (dyn::cond), a bool[] predicate, printed
+  // `branch_jaxprs=(...) nimplicit_outputs=k`; true: JAX's cond as lax.switch
+  // binds it (dyn::switch_), an i32[] index, printed `branches=(...)` as JAX
+  // prints it (and `nimplicit_outputs=k` after it when k > 0: JAX's branches
+  // have no dynamic result sizes).
+  bool indexed = false;
   friend bool operator==(const CondParams&, const CondParams&) = default;
 };
 
@@ -317,7 +329,8 @@ inline constexpr int kVariadic = -1;
   X(gt,                   "gt",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \
   X(ge,                   "ge",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)
 #define DYN_SELECT_PRIMITIVES(X) \
-  X(select_n,             "select_n",             select,      NoParams,                3, any,             true,  simple,         none,  none)
+  X(select_n,             "select_n",             select,      NoParams,                3, any,             true,  simple,         none,  none)              \
+  X(clamp,                "clamp",                select,      NoParams,                3, any,             true,  simple,         none,  none)
 #define DYN_CONVERT_PRIMITIVES(X) \
   X(convert_element_type, "convert_element_type", convert,     ConvertParams,           1, any,             true,  simple,         same,  none)
 #define DYN_STRUCTURAL_PRIMITIVES(X) \

@@ -360,12 +360,16 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
             kvs.push_back({"preserve_dimensions", text(py_bool(p.preserve_dimensions))});
             return kvs;
           },
+          // Catalyst's cond (a bool predicate) prints branch_jaxprs and
+          // nimplicit_outputs; the indexed form prints JAX's branches, and
+          // nimplicit_outputs only when some result size is dynamic.
           [&ctx](const CondParams& p) {
             std::vector<pp::Doc> docs;
             for (const auto& b : p.branches) docs.push_back(pp_jaxpr(*b, ctx));
             std::vector<pp::KeyValue> kvs;
-            kvs.push_back({"branch_jaxprs", pp::jaxprs(docs)});
-            kvs.push_back({"nimplicit_outputs", text(std::to_string(p.nimplicit_outputs))});
+            kvs.push_back({p.indexed ? "branches" : "branch_jaxprs", pp::jaxprs(docs)});
+            if (!p.indexed || p.nimplicit_outputs != 0)
+              kvs.push_back({"nimplicit_outputs", text(std::to_string(p.nimplicit_outputs))});
             return kvs;
           },
       },

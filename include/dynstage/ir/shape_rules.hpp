@@ -233,6 +233,22 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::select_n>, const std::vector<A
   return {make_aval(c0.dtype, c0.shape, c0.weak && c1.weak)};
 }
 
+// clamp(lo, x, hi) = min(max(x, lo), hi), lax.clamp's rule: equal dtypes
+// (any dtype), lo and hi each rank 0 or x's shape; the result has x's shape.
+// (JAX raises TypeError for the shapes; here a shape mismatch is a
+// ShapeError, as for every rule.)
+inline std::vector<Aval> shape_rule(PrimTag<Prim::clamp>, const std::vector<Aval>& in, const NoParams&) {
+  check_arity(Prim::clamp, in, 3);
+  check_same_dtypes(Prim::clamp, in);
+  const Aval &lo = in[0], &x = in[1], &hi = in[2];
+  for (const auto& [bound, name] : {std::pair{&lo, "min"}, std::pair{&hi, "max"}})
+    if (bound->rank() != 0 && bound->shape != x.shape)
+      fail<ShapeError>(std::string("clamp requires ") + name + ".shape == operand.shape or " + name +
+                       ".shape == (), got " + name + ".shape=" + shape_str(bound->shape) + " and operand.shape=" +
+                       shape_str(x.shape));
+  return {make_aval(x.dtype, x.shape, lo.weak && x.weak && hi.weak)};
+}
+
 inline std::vector<Aval> shape_rule(PrimTag<Prim::convert_element_type>, const std::vector<Aval>& in, const ConvertParams& cp) {
   check_arity(Prim::convert_element_type, in, 1);
   return {make_aval(cp.new_dtype, in[0].shape, cp.weak_type)};

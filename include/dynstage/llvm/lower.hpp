@@ -231,6 +231,7 @@ private:
   llvm::Value* vector_math(Prim p, DType d, std::vector<llvm::Value*> args);
   llvm::Value* int_divrem(bool rem, llvm::Value* x, llvm::Value* y, DType d);
   llvm::Value* int_pow(llvm::Value* x, llvm::Value* y, DType d);
+  llvm::Value* max_min(bool is_max, DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* convert(DType from, DType to, llvm::Value* x);
 
   // --- materialisation points --------------------------------------------

@@ -341,9 +341,10 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
   }
 }
 
-// cond: the predicate picks one branch function; both write the same
-// outputs (caller-sized buffers, or cells when a size is an output of the
-// cond itself).
+// cond: the predicate (a conditional branch) or the index (a `switch`, whose
+// default is the last branch, as XLA's Conditional) picks one branch
+// function; all write the same outputs (caller-sized buffers, or cells when
+// a size is an output of the cond itself).
 inline void Lowering::emit_cond(std::size_t ei, FreeAfter& free_after) {
   const Eqn& e = j_.eqns[ei];
   const auto& p = std::get<CondParams>(e.params);
@@ -354,7 +355,8 @@ inline void Lowering::emit_cond(std::size_t ei, FreeAfter& free_after) {
   for (std::size_t k = 0; k < nout; ++k)
     for (const JDim& d : type(e.outputs[k]).shape)
       if (!d.is_static() && std::find(e.outputs.begin(), e.outputs.end(), d.var) != e.outputs.end()) cell[k] = true;
-  llvm::Function* fb[2] = {emit_nested(*p.branches[0], cell), emit_nested(*p.branches[1], cell)};
+  std::vector<llvm::Function*> fb;
+  for (const auto& br : p.branches) fb.push_back(emit_nested(*br, cell));
 
   std::vector<llvm::Value*> args;
   for (std::size_t q = 1; q < e.inputs.size(); ++q) args.push_back(operand_ptr(e.inputs[q]));
@@ -372,12 +374,23 @@ inline void Lowering::emit_cond(std::size_t ei, FreeAfter& free_after) {
     args.push_back(buf);
   }
   const Atom& pa = e.inputs[0];
-  llvm::Value* pred = pa.is_var() ? E.load(operand_ptr(pa), DType::bool_, E.c64(0)) : b.getInt1(pa.lit.i != 0);
-  llvm::BasicBlock* bb[2] = {llvm::BasicBlock::Create(E.ctx, "cond.true", E.fn),
-                             llvm::BasicBlock::Create(E.ctx, "cond.false", E.fn)};
+  std::vector<llvm::BasicBlock*> bb;
+  if (p.indexed) {
+    for (std::size_t k = 0; k < fb.size(); ++k)
+      bb.push_back(llvm::BasicBlock::Create(E.ctx, "cond.case" + std::to_string(k), E.fn));
+  } else {
+    bb = {llvm::BasicBlock::Create(E.ctx, "cond.true", E.fn), llvm::BasicBlock::Create(E.ctx, "cond.false", E.fn)};
+  }
   llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "cond.end", E.fn);
-  b.CreateCondBr(pred, bb[0], bb[1]);
-  for (int k = 0; k < 2; ++k) {
+  if (p.indexed) {
+    llvm::Value* index = pa.is_var() ? E.load(operand_ptr(pa), DType::i32, E.c64(0)) : b.getInt32(static_cast<std::uint32_t>(pa.lit.i));
+    llvm::SwitchInst* sw = b.CreateSwitch(index, bb.back(), static_cast<unsigned>(bb.size() - 1));
+    for (std::size_t k = 0; k + 1 < bb.size(); ++k) sw->addCase(b.getInt32(static_cast<std::uint32_t>(k)), bb[k]);
+  } else {
+    llvm::Value* pred = pa.is_var() ? E.load(operand_ptr(pa), DType::bool_, E.c64(0)) : b.getInt1(pa.lit.i != 0);
+    b.CreateCondBr(pred, bb[0], bb[1]);
+  }
+  for (std::size_t k = 0; k < bb.size(); ++k) {
     b.SetInsertPoint(bb[k]);
     call_nested(fb[k], args);
     b.CreateBr(join);

@@ -128,6 +128,16 @@ inline llvm::Value* Lowering::convert(DType from, DType to, llvm::Value* x) {
   return b.CreateFPCast(x, t);
 }
 
+// max/min as eager's max_value/min_value (the code of the max and min cases
+// of `fused`, for clamp): for floats (x > y || x != x) ? x : y, NaN
+// propagating; or on bool.
+inline llvm::Value* Lowering::max_min(bool is_max, DType d, llvm::Value* x, llvm::Value* y) {
+  if (is_float(d))
+    return b.CreateSelect(b.CreateOr(is_max ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y), b.CreateFCmpUNO(x, x)), x, y);
+  if (d == DType::bool_) return is_max ? b.CreateOr(x, y) : b.CreateAnd(x, y);
+  return b.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, x, y);
+}
+
 inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size_t axis, llvm::Value* limit) {
   switch (m.start) {
     case AxisMap::Start::constant: return E.c64(m.value);
@@ -265,6 +275,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
       llvm::Value* c1 = in(2);
       return b.CreateSelect(p, c1, c0);
     }
+    // clamp(lo, x, hi) = min(max(x, lo), hi), exactly eager's clamp_value
+    case Prim::clamp: return max_min(false, d0, max_min(true, d0, in(1), in(0)), in(2));
     case Prim::convert_element_type: return convert(d0, od, in(0));
 
     // layout primitives: the operand at the index their map gives

@@ -1,4 +1,5 @@
-// dynstage: control flow — for_loop, while_loop and cond (API.md §7, §8),
+// dynstage: control flow — for_loop, while_loop, cond (API.md §7, §8) and
+// switch_ (§13),
 // traced once through the bind algorithm of the Catalyst tracing note and
 // the Catalyst dynamic-arrays doc.
 //
@@ -89,6 +90,12 @@ std::vector<Value> bind_while_loop(const std::vector<Value>& init, const NestedF
                                    const LoopOptions& opts);
 std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operands, const NestedFn& then_fn,
                              const NestedFn& else_fn);
+// switch_: the index must be an integer scalar (TypeError otherwise);
+// bind_switch converts it to i32, clamps it into [0, N-1] and binds an
+// indexed cond of N >= 2 branches.
+void check_switch_index(const Aval& index);
+std::vector<Value> bind_switch(const Value& index, const std::vector<Value>& operands,
+                               const std::vector<NestedFn>& branches);
 
 // ---------------------------------------------------------------------------
 // Templates: typed leaves in and out of the non-template core.
@@ -413,5 +420,104 @@ Cond<Pred, Then, Else> cond(Pred pred, Then then_fn, Else else_fn,
                             std::source_location loc = std::source_location::current()) {
   return Cond<Pred, Then, Else>(std::move(pred), std::move(then_fn), std::move(else_fn), loc);
 }
+
+// ---------------------------------------------------------------------------
+// switch_(index, branch0, branch1, ...)(operands...)
+//
+// lax.switch: branch i runs for index i; the index (an integer C++ value,
+// tracer or array) is converted to i32 and clamped into [0, N-1], so -1 runs
+// branch 0 and N + 5 runs branch N-1. A traced index binds `convert_element_type`
+// (unless it is i32 already), `clamp 0:i32[] i N-1:i32[]` and one indexed
+// `cond[branches=(...)]`, as JAX prints lax.switch. Every branch takes the
+// operands and returns the same structure, dtypes and ranks (TypeError naming
+// the branches otherwise); sizes may differ, as in cond. As with cond, a C++
+// integer index picks the branch at trace time, and a single branch is just
+// called (as lax.switch does). switch_ is a class so that the branches can be
+// a pack and the user's line still a defaulted argument (CTAD, guide below).
+
+template <class Index, class... Branches>
+class switch_ {
+  static_assert(sizeof...(Branches) > 0,
+                "dyn::switch_: no branches (lax.switch: Empty branch sequence); pass at least one branch");
+  static constexpr std::size_t N = sizeof...(Branches);
+  using B0 = std::tuple_element_t<0, std::tuple<Branches...>>;
+
+public:
+  switch_(Index index, Branches... branches, std::source_location loc = std::source_location::current())
+      : index_(std::move(index)), branches_(std::move(branches)...), loc_(loc) {}
+
+  template <class... Ops>
+  auto operator()(const Ops&... ops) const {
+    using namespace detail;
+    OpSite site(loc_);
+    constexpr bool traced_inputs = is_tracer_v<Index> || (false || ... || has_tracer_leaf_v<Ops>);
+    constexpr bool traced = (false || ... || stages<traced_inputs, const Branches&, const lifted_t<Ops>&...>::value);
+    check_switch_index(leaf_aval(index_));
+    if constexpr (!traced) {
+      // Concrete: run one branch. All must give the same structure and types.
+      using R = concrete_t<std::invoke_result_t<const B0&, const lifted_t<Ops>&...>>;
+      static_assert((std::is_same_v<R, concrete_t<std::invoke_result_t<const Branches&, const lifted_t<Ops>&...>>> &&
+                     ...),
+                    "dyn::switch_: the branches must return the same structure and element types");
+      return pick(concrete_index(), [&](const auto& br) -> R { return to_concrete(br(lift_scalars(ops)...)); });
+    } else if constexpr (is_scalar_v<Index> || N == 1) {
+      // A C++ index (or a single branch) picks the branch at trace time.
+      using R = traced_t<std::invoke_result_t<const B0&, const traced_t<Ops>&...>>;
+      static_assert((std::is_same_v<R, traced_t<std::invoke_result_t<const Branches&, const traced_t<Ops>&...>>> &&
+                     ...),
+                    "dyn::switch_: the branches must return the same structure and element types");
+      std::vector<Value> args = leaves_of(ops...);
+      [[maybe_unused]] std::size_t k = 0;
+      auto typed = std::tuple<traced_t<Ops>...>{traced_like(ops, args, k)...};
+      std::size_t b = 0;
+      if constexpr (N > 1) b = concrete_index();
+      return pick(b, [&](const auto& br) -> R { return std::apply(br, typed); });
+    } else {
+      using R = traced_t<std::invoke_result_t<const B0&, const traced_t<Ops>&...>>;
+      auto typed = [&](const std::vector<Value>& args) {
+        [[maybe_unused]] std::size_t k = 0;
+        return std::tuple<traced_t<Ops>...>{traced_like(ops, args, k)...};
+      };
+      std::optional<TreeDef> tree;
+      std::vector<Value> outs = bind_all(std::index_sequence_for<Branches...>{}, leaves_of(ops...), typed, tree);
+      std::size_t j = 0;
+      auto make_leaf = [&]<class L>() -> L { return from_value<L>(outs.at(j++)); };
+      return unflatten<R>(*tree, make_leaf);
+    }
+  }
+
+private:
+  // The index of a concrete index (a C++ integer or an array) as lax.switch
+  // computes it: converted to i32 (wrapping, as convert_element_type), then
+  // clamped into [0, N-1].
+  std::size_t concrete_index() const {
+    const auto i = static_cast<std::int32_t>(detail::concrete_int(index_));
+    return i <= 0 ? 0 : static_cast<std::size_t>(i) >= N ? N - 1 : static_cast<std::size_t>(i);
+  }
+  // f(branch b).
+  template <std::size_t I = 0, class F>
+  decltype(auto) pick(std::size_t b, F&& f) const {
+    if constexpr (I + 1 == N) return f(std::get<I>(branches_));
+    else return b == I ? f(std::get<I>(branches_)) : pick<I + 1>(b, f);
+  }
+  template <std::size_t... I, class Typed>
+  std::vector<detail::Value> bind_all(std::index_sequence<I...>, const std::vector<detail::Value>& operands,
+                                      const Typed& typed, std::optional<detail::TreeDef>& tree) const {
+    using namespace detail;
+    auto fns = std::make_tuple([&](const std::vector<Value>& args) {
+      auto r = std::apply(std::get<I>(branches_), typed(args));
+      if constexpr (I == 0) tree = treedef_of(r);
+      return flatten_results(r);
+    }...);
+    return bind_switch(to_value(index_), operands, std::vector<NestedFn>{NestedFn(std::get<I>(fns))...});
+  }
+
+  Index index_;
+  std::tuple<Branches...> branches_;
+  std::source_location loc_;
+};
+
+template <class Index, class... Branches>
+switch_(Index, Branches...) -> switch_<Index, Branches...>;
 
 }  // namespace dyn

@@ -56,25 +56,29 @@ std::vector<Value> bind_while_loop(const std::vector<Value>& init, const NestedF
   return {outs.begin() + static_cast<std::ptrdiff_t>(nimplicit), outs.end()};
 }
 
-std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operands, const NestedFn& then_fn,
-                             const NestedFn& else_fn) {
-  using namespace control;
-  TraceState& caller = caller_trace("dyn::cond");
-  if (pred.rank() != 0 || pred.dtype() != DType::bool_)
-    fail<TypeError>("dyn::cond(): the predicate must be a scalar bool, got " + aval_str(pred.aval()) +
-                    "; compare it first (e.g. p != 0)");
+// cond and switch_: the branches are traced in the caller's dimensions, must
+// agree on everything but dynamic sizes (branch b against branch 0), and a
+// result dimension that is not the same caller-known dimension in every
+// branch becomes an implicit output. `names(b)` is how messages name
+// branch b ("the true branch", "branch 2").
+namespace control {
+std::vector<Value> bind_branches(const char* what, const Value& index, bool indexed,
+                                 const std::vector<Value>& operands, const std::vector<NestedFn>& fns,
+                                 const std::function<std::string(std::size_t)>& names) {
+  TraceState& caller = caller_trace(what);
+  const std::string op = std::string(what) + "()";
+  const std::size_t nb = fns.size();
   const NestedInput in = deduce_input_type(caller, operands, false);
   // Every dynamic result dimension is returned provisionally; the ones that
-  // are the same caller-known dimension in both branches are dropped below.
+  // are the same caller-known dimension in every branch are dropped below.
   struct Occurrence {
     std::size_t k, j;
     Dim d;
   };
-  std::vector<Occurrence> occ[2];
-  NestedBody br[2];
-  const NestedFn* fns[2] = {&then_fn, &else_fn};
-  for (int b = 0; b < 2; ++b)
-    br[b] = trace_nested(in, false, *fns[b], [&](TraceState& s, const std::vector<Value>& res) {
+  std::vector<std::vector<Occurrence>> occ(nb);
+  std::vector<NestedBody> br(nb);
+  for (std::size_t b = 0; b < nb; ++b)
+    br[b] = trace_nested(in, false, fns[b], [&](TraceState& s, const std::vector<Value>& res) {
       std::vector<Value> imp;
       for (std::size_t k = 0; k < res.size(); ++k) {
         const Aval a = res[k].aval();
@@ -88,73 +92,77 @@ std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operan
     });
   // The branches must agree on everything but dynamic sizes.
   const auto& r0 = br[0].results;
-  const auto& r1 = br[1].results;
-  if (r0.size() != r1.size())
-    fail<TypeError>("dyn::cond(): the true branch returns " + std::to_string(r0.size()) +
-                    " values but the false branch " + std::to_string(r1.size()) + "; return the same structure");
-  for (std::size_t k = 0; k < r0.size(); ++k) {
-    const std::string types = "branch output #" + std::to_string(k) + " has type " + aval_str(r0[k]) +
-                              " in the true branch but " + aval_str(r1[k]) + " in the false branch";
-    if (r0[k].dtype != r1[k].dtype)
-      fail<TypeError>("dyn::cond(): " + types + "; return the same dtype (e.g. astype<" +
-                      std::string(dtype_cpp_name(r0[k].dtype)) + ">)");
-    if (r0[k].rank() != r1[k].rank())
-      fail<TypeError>("dyn::cond(): " + types + "; the branches must return the same rank");
-    for (std::size_t j = 0; j < r0[k].shape.size(); ++j) {
-      const Dim& a = r0[k].shape[j];
-      const Dim& c = r1[k].shape[j];
-      if (a.is_static() && c.is_static() && a.value() != c.value())
-        fail<ShapeError>("dyn::cond(): " + types + "; static sizes must be equal");
-      if (a.is_static() != c.is_static())
-        fail<TypeError>("dyn::cond(): " + types + " (dimension " + std::to_string(j) +
-                        " is static in one branch and dynamic in the other); make both static or both dynamic");
+  for (std::size_t b = 1; b < nb; ++b) {
+    const auto& r1 = br[b].results;
+    if (r0.size() != r1.size())
+      fail<TypeError>(op + ": " + names(0) + " returns " + std::to_string(r0.size()) + " values but " + names(b) +
+                      (indexed ? " returns " : " ") + std::to_string(r1.size()) + "; return the same structure");
+    for (std::size_t k = 0; k < r0.size(); ++k) {
+      const std::string types = "branch output #" + std::to_string(k) + " has type " + aval_str(r0[k]) + " in " +
+                                names(0) + " but " + aval_str(r1[k]) + " in " + names(b);
+      if (r0[k].dtype != r1[k].dtype)
+        fail<TypeError>(op + ": " + types + "; return the same dtype (e.g. astype<" +
+                        std::string(dtype_cpp_name(r0[k].dtype)) + ">)");
+      if (r0[k].rank() != r1[k].rank()) fail<TypeError>(op + ": " + types + "; the branches must return the same rank");
+      for (std::size_t j = 0; j < r0[k].shape.size(); ++j) {
+        const Dim& a = r0[k].shape[j];
+        const Dim& c = r1[k].shape[j];
+        if (a.is_static() && c.is_static() && a.value() != c.value())
+          fail<ShapeError>(op + ": " + types + "; static sizes must be equal");
+        if (a.is_static() != c.is_static())
+          fail<TypeError>(op + ": " + types + " (dimension " + std::to_string(j) +
+                          " is static in one branch and dynamic in the other); make both static or both dynamic");
+      }
     }
   }
-  // Implicit outputs: one per distinct pair of branch dimensions, except a
-  // dimension that is the same in both branches and known to the caller.
+  // Implicit outputs: one per distinct tuple of branch dimensions, except a
+  // dimension that is the same in every branch and known to the caller.
   std::vector<std::size_t> keep;
   for (std::size_t q = 0; q < occ[0].size(); ++q) {
-    const Dim& d0 = occ[0][q].d;
-    const Dim& d1 = occ[1][q].d;
-    if (d0 == d1 && knows(caller, d0)) continue;
+    bool same = knows(caller, occ[0][q].d);
+    for (std::size_t b = 1; b < nb && same; ++b) same = occ[b][q].d == occ[0][q].d;
+    if (same) continue;
     bool dup = false;
-    for (std::size_t q2 : keep) dup = dup || (occ[0][q2].d == d0 && occ[1][q2].d == d1);
+    for (std::size_t q2 : keep) {
+      bool eq = true;
+      for (std::size_t b = 0; b < nb && eq; ++b) eq = occ[b][q2].d == occ[b][q].d;
+      dup = dup || eq;
+    }
     if (!dup) keep.push_back(q);
   }
-  for (NestedBody& nb : br) {
-    Jaxpr& j = *nb.jaxpr;
+  for (NestedBody& nb_ : br) {
+    Jaxpr& j = *nb_.jaxpr;
     std::vector<Atom> outs;
     for (std::size_t q : keep) outs.push_back(j.outvars[q]);
-    outs.insert(outs.end(), j.outvars.begin() + static_cast<std::ptrdiff_t>(nb.nimplicit), j.outvars.end());
+    outs.insert(outs.end(), j.outvars.begin() + static_cast<std::ptrdiff_t>(nb_.nimplicit), j.outvars.end());
     j.outvars = std::move(outs);
-    nb.nimplicit = keep.size();
+    nb_.nimplicit = keep.size();
     j.out_explicit.clear();
     if (!keep.empty()) {
       j.out_explicit.assign(keep.size(), false);
       j.out_explicit.resize(j.outvars.size(), true);
     }
-    TraceScope::order_jaxpr(j, nb.consts);  // drops what only the dropped outputs used
+    TraceScope::order_jaxpr(j, nb_.consts);  // drops what only the dropped outputs used
   }
-  // Both branches take the union of their constants (deduplicated by the
+  // Every branch takes the union of their constants (deduplicated by the
   // caller's variable), each in the caller's order of first appearance.
   std::vector<int> union_vars;
   std::vector<Value> union_values;
-  std::vector<std::vector<int>> caller_var(2);
-  for (int b = 0; b < 2; ++b)
+  std::vector<std::vector<int>> caller_var(nb);
+  for (std::size_t b = 0; b < nb; ++b)
     for (const Value& v : br[b].consts) {
       const Atom a = caller.atom_for(v);
-      if (!a.is_var()) internal_error("dyn::cond: a constant of a branch is a literal");
-      caller_var[static_cast<std::size_t>(b)].push_back(a.var);
+      if (!a.is_var()) internal_error(op + ": a constant of a branch is a literal");
+      caller_var[b].push_back(a.var);
       if (std::find(union_vars.begin(), union_vars.end(), a.var) == union_vars.end()) {
         union_vars.push_back(a.var);
         union_values.push_back(v);
       }
     }
-  for (int b = 0; b < 2; ++b) {
+  for (std::size_t b = 0; b < nb; ++b) {
     Jaxpr& j = *br[b].jaxpr;
     std::map<int, int> local;  // caller var -> this branch's var
-    for (std::size_t i = 0; i < j.constvars.size(); ++i)
-      local[caller_var[static_cast<std::size_t>(b)][i]] = j.constvars[i];
+    for (std::size_t i = 0; i < j.constvars.size(); ++i) local[caller_var[b][i]] = j.constvars[i];
     std::vector<int> constvars;
     for (int cv : union_vars) {
       auto it = local.find(cv);
@@ -163,7 +171,7 @@ std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operan
         for (JDim& d : ty.shape)
           if (!d.is_static()) {
             auto dt = local.find(d.var);
-            if (dt == local.end()) internal_error("dyn::cond: a constant's dimension is not a constant of the branch");
+            if (dt == local.end()) internal_error(op + ": a constant's dimension is not a constant of the branch");
             d.var = dt->second;
           }
         it = local.emplace(cv, j.new_var(std::move(ty))).first;
@@ -173,12 +181,44 @@ std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operan
     j.constvars = std::move(constvars);
     to_no_const_form(j);
   }
-  CondParams p{{br[0].jaxpr, br[1].jaxpr}, static_cast<int>(keep.size())};
-  std::vector<Value> ops{pred};
+  CondParams p;
+  for (const NestedBody& b : br) p.branches.push_back(b.jaxpr);
+  p.nimplicit_outputs = static_cast<int>(keep.size());
+  p.indexed = indexed;
+  std::vector<Value> ops{index};
   ops.insert(ops.end(), union_values.begin(), union_values.end());
   ops.insert(ops.end(), operands.begin(), operands.end());
   std::vector<Value> outs = bind(Prim::cond, ops, p);
   return {outs.begin() + static_cast<std::ptrdiff_t>(keep.size()), outs.end()};
+}
+}  // namespace control
+
+std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operands, const NestedFn& then_fn,
+                             const NestedFn& else_fn) {
+  if (pred.rank() != 0 || pred.dtype() != DType::bool_)
+    fail<TypeError>("dyn::cond(): the predicate must be a scalar bool, got " + aval_str(pred.aval()) +
+                    "; compare it first (e.g. p != 0)");
+  return control::bind_branches("dyn::cond", pred, false, operands, {then_fn, else_fn},
+                                [](std::size_t b) { return std::string(b == 0 ? "the true branch" : "the false branch"); });
+}
+
+void check_switch_index(const Aval& index) {
+  if (index.rank() != 0 || !is_integer(index.dtype))
+    fail<TypeError>("dyn::switch_(): the index must be an integer scalar, got " + aval_str(index) +
+                    "; convert it first (e.g. dyn::astype<int>(x))");
+}
+
+std::vector<Value> bind_switch(const Value& index, const std::vector<Value>& operands,
+                               const std::vector<NestedFn>& branches) {
+  check_switch_index(index.aval());
+  if (branches.size() < 2) internal_error("dyn::switch_: bind_switch of fewer than two branches");
+  // lax.switch: the index as i32, clamped into [0, N-1].
+  Value i = index;
+  if (i.dtype() != DType::i32) i = bind1(Prim::convert_element_type, {i}, ConvertParams{DType::i32, false});
+  auto i32 = [](std::int32_t v) { return Value{AnyArray(Array<std::int32_t>::scalar(v)), nullptr, false}; };
+  i = bind1(Prim::clamp, {i32(0), i, i32(static_cast<std::int32_t>(branches.size() - 1))});
+  return control::bind_branches("dyn::switch_", i, true, operands, branches,
+                                [](std::size_t b) { return "branch " + std::to_string(b); });
 }
 
 // ---------------------------------------------------------------------------
@@ -218,16 +258,19 @@ std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, 
     }
     case Prim::cond: {
       const auto& p = std::get<CondParams>(params);
-      if (in.empty() || in[0].rank() != 0 || in[0].dtype != DType::bool_)
-        fail<TypeError>("cond: the predicate must be a scalar bool, got " + (in.empty() ? "nothing" : aval_str(in[0])));
-      if (p.branches.size() != 2) internal_error("cond: two branches expected");
+      const DType want = p.indexed ? DType::i32 : DType::bool_;
+      if (in.empty() || in[0].rank() != 0 || in[0].dtype != want)
+        fail<TypeError>(std::string(p.indexed ? "cond: the index must be an i32 scalar, got "
+                                              : "cond: the predicate must be a scalar bool, got ") +
+                        (in.empty() ? "nothing" : aval_str(in[0])));
+      if (p.indexed ? p.branches.empty() : p.branches.size() != 2)
+        internal_error(p.indexed ? "cond: no branches" : "cond: two branches expected");
       const Jaxpr& b0 = *p.branches[0];
-      const Jaxpr& b1 = *p.branches[1];
-      for (const Jaxpr* b : {&b0, &b1}) {
+      for (const auto& b : p.branches) {
         if (b->invars.size() + 1 != in.size()) internal_error("cond: a branch does not take every operand");
         check_operands("cond", *b, in, [](std::size_t q) { return q + 1; });
+        if (b->outvars.size() != b0.outvars.size()) internal_error("cond: the branches return different counts");
       }
-      if (b0.outvars.size() != b1.outvars.size()) internal_error("cond: the branches return different counts");
       TraceState* t = current_trace();
       if (!t) internal_error("cond: output types outside of a trace");
       const auto ni = static_cast<std::size_t>(p.nimplicit_outputs);
@@ -237,16 +280,20 @@ std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, 
       for (std::size_t s = 0; s < ni; ++s) out.push_back(Aval{DType::i64, {}, false, t->new_dim_var()});
       for (std::size_t k = ni; k < b0.outvars.size(); ++k) {
         const Type& t0 = b0.type_of(b0.outvars[k]);
-        const Type& t1 = b1.type_of(b1.outvars[k]);
         Aval a{t0.dtype, {}, false, std::nullopt};
         for (std::size_t j = 0; j < t0.shape.size(); ++j) {
           if (t0.shape[j].is_static()) {
             a.shape.push_back(Dim(t0.shape[j].value));
             continue;
           }
+          // Implicit output s, if every branch returns its dimension j there.
           std::optional<Dim> d;
-          for (std::size_t s = 0; s < ni && !d; ++s)
-            if (b0.outvars[s].var == t0.shape[j].var && b1.outvars[s].var == t1.shape[j].var) d = out[s].dim_value;
+          for (std::size_t s = 0; s < ni && !d; ++s) {
+            bool all = true;
+            for (const auto& b : p.branches)
+              all = all && b->outvars[s].var == b->type_of(b->outvars[k]).shape[j].var;
+            if (all) d = out[s].dim_value;
+          }
           if (!d) d = eval_dim(b0, t0.shape[j].var, invar_dims);
           if (!d) internal_error("cond: an output dimension is neither implicit nor computable from the operands");
           a.shape.push_back(*d);
@@ -300,8 +347,15 @@ std::vector<AnyArray> control_impl(Prim prim, const std::vector<AnyArray>& in, c
     }
     case Prim::cond: {
       const auto& p = std::get<CondParams>(params);
-      const bool pred = scalar_of(in.at(0)).as<bool>();
-      return eval_jaxpr(*p.branches[pred ? 0 : 1], {}, std::vector<AnyArray>(in.begin() + 1, in.end()));
+      std::size_t b;
+      if (p.indexed) {  // out of range: the last branch (XLA's Conditional)
+        const std::int64_t i = i64(0);
+        b = i >= 0 && i < static_cast<std::int64_t>(p.branches.size()) ? static_cast<std::size_t>(i)
+                                                                        : p.branches.size() - 1;
+      } else {
+        b = scalar_of(in.at(0)).as<bool>() ? 0 : 1;
+      }
+      return eval_jaxpr(*p.branches[b], {}, std::vector<AnyArray>(in.begin() + 1, in.end()));
     }
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)

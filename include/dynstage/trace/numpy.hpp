@@ -241,6 +241,31 @@ Value where(Value pred, Value a, Value b) {
 }
 #endif
 
+// clamp(lo, x, hi) (lax.clamp): the three promoted to one dtype (a weak
+// literal takes the others'), then the primitive, whose rule wants lo and hi
+// of rank 0 or of x's shape. clip(x, lo, hi) (jnp.clip): the same after numpy
+// broadcasting of all three (jnp.clip prints as max then min; one clamp
+// computes the same values, NaN included).
+Value clamp(Value lo, Value x, Value hi);
+Value clip(Value x, Value lo, Value hi);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value clamp(Value lo, Value x, Value hi) {
+  std::vector<Value> vs{std::move(lo), std::move(x), std::move(hi)};
+  lift_all(vs);
+  promote_to(vs, result_type(vs));
+  return bind1(Prim::clamp, vs);
+}
+Value clip(Value x, Value lo, Value hi) {
+  std::vector<Value> vs{std::move(lo), std::move(x), std::move(hi)};
+  lift_all(vs);
+  const Shape out = broadcast_shapes("clip", vs);
+  promote_to(vs, result_type(vs));
+  for (std::size_t k = 0; k < 3; ++k)
+    if (k == 1 || vs[k].rank() != 0) vs[k] = broadcast_to_shape(vs[k], out, "clip");
+  return bind1(Prim::clamp, vs);
+}
+#endif
+
 // ---------------------------------------------------------------------------
 // Axes.
 

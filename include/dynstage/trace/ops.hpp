@@ -30,6 +30,9 @@ namespace detail {
 template <class A, class B>
 using promoted_t = element_t<promote_types(info_of<A>(), info_of<B>()).dtype>;
 
+template <class A, class B, class C>
+using promoted3_t = element_t<promote_types(promote_types(info_of<A>(), info_of<B>()), info_of<C>()).dtype>;
+
 template <class T>
 using inexact_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
 
@@ -162,6 +165,26 @@ auto where(const P& pred, const A& a, const B& b, detail::Loc loc = detail::Loc:
   using T = detail::promoted_t<A, B>;
   return detail::from_value<detail::result_of_t<T, P, A, B>>(
       detail::where(detail::to_value(pred), detail::to_value(a), detail::to_value(b)));
+}
+
+// clamp(lo, x, hi) (lax.clamp, primitive clamp): min(max(x, lo), hi); lo and
+// hi are rank 0 or of x's shape. clip(x, lo, hi) (jnp.clip): the same with
+// numpy broadcasting. A NaN in any operand gives NaN; lo > hi gives hi.
+template <class L, class X, class H>
+  requires Operand<L> && Operand<X> && Operand<H> && (ArrayLike<L> || ArrayLike<X> || ArrayLike<H>)
+auto clamp(const L& lo, const X& x, const H& hi, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  using T = detail::promoted3_t<L, X, H>;
+  return detail::from_value<detail::result_of_t<T, L, X, H>>(
+      detail::clamp(detail::to_value(lo), detail::to_value(x), detail::to_value(hi)));
+}
+template <class X, class L, class H>
+  requires Operand<X> && Operand<L> && Operand<H> && (ArrayLike<X> || ArrayLike<L> || ArrayLike<H>)
+auto clip(const X& x, const L& lo, const H& hi, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  using T = detail::promoted3_t<L, X, H>;
+  return detail::from_value<detail::result_of_t<T, L, X, H>>(
+      detail::clip(detail::to_value(x), detail::to_value(lo), detail::to_value(hi)));
 }
 
 // astype<U>(x): convert_element_type.
