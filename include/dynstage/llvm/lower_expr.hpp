@@ -128,9 +128,8 @@ inline llvm::Value* Lowering::convert(DType from, DType to, llvm::Value* x) {
   return b.CreateFPCast(x, t);
 }
 
-// max/min as eager's max_value/min_value (the code of the max and min cases
-// of `fused`, for clamp): for floats (x > y || x != x) ? x : y, NaN
-// propagating; or on bool.
+// max/min as eager's max_value/min_value (max, min, clamp): for floats
+// (x > y || x != x) ? x : y, NaN propagating; or/and on bool.
 inline llvm::Value* Lowering::max_min(bool is_max, DType d, llvm::Value* x, llvm::Value* y) {
   if (is_float(d))
     return b.CreateSelect(b.CreateOr(is_max ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y), b.CreateFCmpUNO(x, x)), x, y);
@@ -245,14 +244,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::rem: return fl ? b.CreateFRem(in(0), in(1)) : int_divrem(true, in(0), in(1), d0);
     case Prim::pow: return fl ? vector_math(e.prim, d0, {in(0), in(1)}) : int_pow(in(0), in(1), d0);
     case Prim::max:
-    case Prim::min: {
-      llvm::Value *x = in(0), *y = in(1);
-      const bool mx = e.prim == Prim::max;
-      if (fl)  // (x > y || x != x) ? x : y, exactly eager's max_value
-        return b.CreateSelect(b.CreateOr(mx ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y), b.CreateFCmpUNO(x, x)), x, y);
-      if (d0 == DType::bool_) return mx ? b.CreateOr(x, y) : b.CreateAnd(x, y);
-      return b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, x, y);
-    }
+    case Prim::min: return max_min(e.prim == Prim::max, d0, in(0), in(1));
     case Prim::atan2: return vector_math(e.prim, d0, {in(0), in(1)});
     case Prim::and_: return b.CreateAnd(in(0), in(1));
     case Prim::or_: return b.CreateOr(in(0), in(1));
