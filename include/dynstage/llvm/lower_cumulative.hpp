@@ -43,13 +43,7 @@ inline void Lowering::emit_cumulative(const Eqn& e, llvm::Value* out) {
       case Prim::cumsum: return fl ? b.CreateFAdd(acc, v) : b.CreateAdd(acc, v);
       case Prim::cumprod: return fl ? b.CreateFMul(acc, v) : b.CreateMul(acc, v);
       case Prim::cummax:
-      case Prim::cummin: {
-        const bool mx = p == Prim::cummax;
-        if (fl)  // (acc > v || acc != acc) ? acc : v, exactly eager's max_value
-          return b.CreateSelect(b.CreateOr(mx ? b.CreateFCmpOGT(acc, v) : b.CreateFCmpOLT(acc, v), b.CreateFCmpUNO(acc, acc)),
-                                acc, v);
-        return b.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, acc, v);
-      }
+      case Prim::cummin: return max_min(p == Prim::cummax, d, acc, v);  // exactly eager's max/min
       DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
       DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
