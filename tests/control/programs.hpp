@@ -54,6 +54,27 @@ inline constexpr auto doubling = [](auto x) {
                          {.preserve_dimensions = false})([](auto a) { return dyn::concatenate({a, a}, 0); })(x);
 };
 
+// A while loop whose condition captures a traced threshold: a constant of
+// cond_jaxpr (cond_nconsts=1).
+inline constexpr auto until = [](auto x, auto limit) {
+  return dyn::while_loop([&](auto a) { return dyn::sum(a) < limit; })([](auto a) { return a * 2.0; })(x);
+};
+// make_jaxpr(until)(dyn::ones<double>({2}), 1.0).
+inline constexpr const char* until_jaxpr =
+    "{ lambda ; a:f64[2] b:f64[]. let\n"
+    "    c:f64[2] = while_loop[\n"
+    "      body_jaxpr={ lambda ; d:f64[2]. let e:f64[2] = mul d 2.0:f64[] in (e,) }\n"
+    "      body_nconsts=0\n"
+    "      cond_jaxpr={ lambda ; f:f64[] g:f64[2]. let\n"
+    "          h:f64[] = reduce_sum[axes=(0,)] g\n"
+    "          i:bool[] = lt h f\n"
+    "        in (i,) }\n"
+    "      cond_nconsts=1\n"
+    "      nimplicit=0\n"
+    "      preserve_dimensions=True\n"
+    "    ] b a\n"
+    "  in (c,) }";
+
 // cond returning arange(n) or zeros(n * n): the result's size differs
 // between the branches, so it is an implicit output of the cond.
 inline constexpr auto arange_or_zeros = [](auto p, auto n) {

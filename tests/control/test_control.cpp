@@ -491,24 +491,8 @@ TEST_CASE("combinators nest: a cond inside a for loop, a while loop capturing a 
     CHECK(dyn::eager(collatz)(n).data()[0] == want);
   }
   // The condition captures a traced threshold: a constant of cond_jaxpr.
-  auto until = [](auto x, auto limit) {
-    return dyn::while_loop([&](auto a) { return dyn::sum(a) < limit; })([](auto a) { return a * 2.0; })(x);
-  };
-  auto ju = dyn::make_jaxpr(until)(dyn::ones<double>({2}), 1.0);
-  CHECK(str(ju) ==
-        "{ lambda ; a:f64[2] b:f64[]. let\n"
-        "    c:f64[2] = while_loop[\n"
-        "      body_jaxpr={ lambda ; d:f64[2]. let e:f64[2] = mul d 2.0:f64[] in (e,) }\n"
-        "      body_nconsts=0\n"
-        "      cond_jaxpr={ lambda ; f:f64[] g:f64[2]. let\n"
-        "          h:f64[] = reduce_sum[axes=(0,)] g\n"
-        "          i:bool[] = lt h f\n"
-        "        in (i,) }\n"
-        "      cond_nconsts=1\n"
-        "      nimplicit=0\n"
-        "      preserve_dimensions=True\n"
-        "    ] b a\n"
-        "  in (c,) }");
+  auto ju = dyn::make_jaxpr(control_programs::until)(dyn::ones<double>({2}), 1.0);
+  CHECK(str(ju) == control_programs::until_jaxpr);
   auto r = dyn::eval_jaxpr(ju, {dyn::ones<double>({2}), dyn::AnyArray(dyn::Array<double>::scalar(100.0))});
   CHECK(dyn::array_equal(r.at(0).get<double>(), dyn::full<double>({2}, 64.0)));
 }

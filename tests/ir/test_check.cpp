@@ -307,24 +307,8 @@ TEST_CASE("nested jaxprs: a body's equations, its inputs against the operands, t
 }
 
 TEST_CASE("while_loop: the condition returns one bool[]; its inputs are the cond constants and the carry") {
-  auto until = [](auto x, auto limit) {
-    return dyn::while_loop([&](auto a) { return dyn::sum(a) < limit; })([](auto a) { return a * 2.0; })(x);
-  };
-  auto cj = dyn::make_jaxpr(until)(dyn::ones<double>({2}), 1.0);
-  REQUIRE(str(cj) ==
-          "{ lambda ; a:f64[2] b:f64[]. let\n"
-          "    c:f64[2] = while_loop[\n"
-          "      body_jaxpr={ lambda ; d:f64[2]. let e:f64[2] = mul d 2.0:f64[] in (e,) }\n"
-          "      body_nconsts=0\n"
-          "      cond_jaxpr={ lambda ; f:f64[] g:f64[2]. let\n"
-          "          h:f64[] = reduce_sum[axes=(0,)] g\n"
-          "          i:bool[] = lt h f\n"
-          "        in (i,) }\n"
-          "      cond_nconsts=1\n"
-          "      nimplicit=0\n"
-          "      preserve_dimensions=True\n"
-          "    ] b a\n"
-          "  in (c,) }");
+  auto cj = dyn::make_jaxpr(control_programs::until)(dyn::ones<double>({2}), 1.0);
+  REQUIRE(str(cj) == control_programs::until_jaxpr);
   auto j = copy(cj);
   auto& p = std::get<dyn::detail::WhileLoopParams>(j->eqns[0].params);
   auto c = std::make_shared<dyn::Jaxpr>(*p.cond_jaxpr);
