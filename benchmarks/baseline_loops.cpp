@@ -1,5 +1,6 @@
 // Hand-written baseline loops, compiled -O3 -march=native (strict IEEE: the
 // sum-of-squares reduction cannot be reassociated, so GCC keeps it in order).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,45 @@ void matmul(const double* __restrict a, const double* __restrict b, double* __re
 void cumsum(const double* __restrict x, double* __restrict out, std::int64_t n) {
   double s = 0;
   for (std::int64_t i = 0; i < n; ++i) out[i] = s += x[i];
+}
+
+// The issue-16 kernels as a C++ user writes them. Inputs are assumed valid
+// (indices in range, no NaNs): the hand loops check nothing, while dynstage
+// clamps gather indices, drops out-of-range scatter updates and orders NaNs.
+
+// CSR y = A x, one row at a time: the row's products summed in order.
+void csr_matvec(const std::int32_t* __restrict row_ptr, const std::int32_t* __restrict cols,
+                const double* __restrict vals, const double* __restrict x, double* __restrict y,
+                std::int64_t rows) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::int32_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) s += vals[k] * x[cols[k]];
+    y[r] = s;
+  }
+}
+
+// counts[bins[i]] += 1 (counts zeroed first: the output is the whole histogram).
+void histogram(const std::int32_t* __restrict bins, std::int64_t n, std::int64_t* __restrict counts,
+               std::int64_t nbins) {
+  std::memset(counts, 0, sizeof(std::int64_t) * nbins);
+  for (std::int64_t i = 0; i < n; ++i) ++counts[bins[i]];
+}
+
+// Index of the first largest element of each row.
+void argmax_rows(const float* __restrict x, std::int32_t* __restrict out, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < cols; ++c)
+      if (xr[c] > xr[best]) best = c;
+    out[r] = static_cast<std::int32_t>(best);
+  }
+}
+
+// A sorted copy: copy, then std::sort (introsort) in place.
+void sort_copy(const float* __restrict x, float* __restrict out, std::int64_t n) {
+  std::memcpy(out, x, sizeof(float) * n);
+  std::sort(out, out + n);
 }
 
 }  // namespace bench::loops

@@ -20,6 +20,12 @@ void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t 
 void matmul(const double* a, const double* b, double* c, std::int64_t n);  // c = a @ b, n x n, i-k-j order
 void affine_loop(const double* x, double* out, std::int64_t n, std::int64_t iters);  // iters x (out = out*0.5 + 1)
 void cumsum(const double* x, double* out, std::int64_t n);  // out[i] = x[0] + ... + x[i], in order
+// Issue 16 (sizes and data: bench_sizes.hpp).
+void csr_matvec(const std::int32_t* row_ptr, const std::int32_t* cols, const double* vals, const double* x,
+                double* y, std::int64_t rows);  // y = A x, A in CSR form
+void histogram(const std::int32_t* bins, std::int64_t n, std::int64_t* counts, std::int64_t nbins);
+void argmax_rows(const float* x, std::int32_t* out, std::int64_t rows, std::int64_t cols);  // first occurrence
+void sort_copy(const float* x, float* out, std::int64_t n);  // out = x sorted ascending
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).

@@ -23,7 +23,10 @@
 // sizes) and poly100/* (100 sizes, one compile vs one compile per size).
 // Control flow adds loop/* (a 10,000-iteration for_loop over 16 doubles,
 // with the time per loop iteration as the counter "per_iter"). Issue 16 adds
-// cumsum/* (a running sum of 1e7 doubles).
+// cumsum/* (a running sum of 1e7 doubles) and the hand loops of csr/*,
+// hist/*, argmax/* and sort/*; their dynstage variants are in
+// bench_issue16.cpp (self-registering, built once the primitives exist).
+// Sizes: bench_sizes.hpp (numpy_baselines.py times NumPy on the same shapes).
 //
 // `bench_main --ir <case>` prints a kernel's jaxpr and optimised LLVM IR.
 // `bench_main --first-kernel` times, in a fresh process, the first and the
@@ -45,6 +48,8 @@
 #include <vector>
 
 #include "baselines.hpp"
+#include "bench_sizes.hpp"
+#include "issue16_data.hpp"
 
 namespace {
 
@@ -269,6 +274,54 @@ void BM_cumsum_loops(benchmark::State& st) {
     benchmark::ClobberMemory();
   }
   set_elements(st, n);
+}
+
+// ---------------------------------------------------------------------------
+// Issue 16: hand loops of the kernels whose dynstage forms need gather,
+// scatter-add, argmax and sort (bench_issue16.cpp). Inputs: issue16_data.hpp.
+
+void BM_csr_loops(benchmark::State& st) {
+  const auto& m = bench::data::csr();
+  double* y = out_buffer(m.rows);
+  for (auto _ : st) {
+    bench::loops::csr_matvec(m.row_ptr.data(), m.cols.data(), m.vals.data(), m.x.data(), y, m.rows);
+    benchmark::DoNotOptimize(y);
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, m.nnz);  // per nonzero
+}
+
+void BM_hist_loops(benchmark::State& st) {
+  const auto& bins = bench::data::hist_bins();
+  std::vector<std::int64_t> counts(bench::sizes::hist_bins);
+  for (auto _ : st) {
+    bench::loops::histogram(bins.data(), bins.size(), counts.data(), bench::sizes::hist_bins);
+    benchmark::DoNotOptimize(counts.data());
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, bins.size());
+}
+
+void BM_argmax_loops(benchmark::State& st) {
+  const auto& x = bench::data::argmax_matrix();
+  std::vector<std::int32_t> out(x.shape(0));
+  for (auto _ : st) {
+    bench::loops::argmax_rows(x.data(), out.data(), x.shape(0), x.shape(1));
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, x.size());
+}
+
+void BM_sort_loops(benchmark::State& st) {
+  const auto& x = bench::data::sort_input();
+  std::vector<float> out(x.size());
+  for (auto _ : st) {
+    bench::loops::sort_copy(x.data(), out.data(), x.size());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  set_elements(st, x.size());
 }
 
 // ---------------------------------------------------------------------------
@@ -540,13 +593,14 @@ void BM_poly_sizes(benchmark::State& st) {
 }
 
 // ---------------------------------------------------------------------------
-// Registration. Element counts: 1e3, 1e5, 1e7 (fused); 1e5, 1e7 (sum of
-// squares); 1000 x 1000 (softmax); 256, 512 (matmul).
+// Registration. Sizes: bench_sizes.hpp (the arg of a name is its size).
 
 void register_all() {
   using namespace bench;
-  const std::vector<std::int64_t> fused_n = {1000, 100000, 10000000};
-  const std::vector<std::int64_t> sumsq_n = {100000, 10000000};
+  const std::vector<std::int64_t> fused_n(sizes::fused_n.begin(), sizes::fused_n.end());
+  const std::vector<std::int64_t> sumsq_n(sizes::sumsq_n.begin(), sizes::sumsq_n.end());
+  const std::vector<std::int64_t> softmax_n(sizes::softmax_n.begin(), sizes::softmax_n.end());
+  const std::vector<std::int64_t> matmul_n(sizes::matmul_n.begin(), sizes::matmul_n.end());
   auto reg = [](const char* name, void (*fn)(benchmark::State&), const std::vector<std::int64_t>& args,
                 benchmark::TimeUnit unit) {
     auto* b = benchmark::RegisterBenchmark(name, fn);
@@ -572,21 +626,26 @@ void register_all() {
   reg("sumsq/fastmath", BM_sumsq_baseline<fastmath::sum_squares>, sumsq_n, kMicrosecond);
   reg("sumsq/eigen", BM_sumsq_baseline<eigen::sum_squares>, sumsq_n, kMicrosecond);
 
-  reg("cumsum/jit", BM_cumsum_jit, {10000000}, kMicrosecond);
-  reg("cumsum/eager", BM_cumsum_eager, {10000000}, kMicrosecond);
-  reg("cumsum/loops", BM_cumsum_loops, {10000000}, kMicrosecond);
+  reg("cumsum/jit", BM_cumsum_jit, {sizes::cumsum_n}, kMicrosecond);
+  reg("cumsum/eager", BM_cumsum_eager, {sizes::cumsum_n}, kMicrosecond);
+  reg("cumsum/loops", BM_cumsum_loops, {sizes::cumsum_n}, kMicrosecond);
+  // The other issue-16 kernels' hand loops (the arg: rows, samples, n, n).
+  reg("csr/loops", BM_csr_loops, {sizes::csr_rows}, kMicrosecond);
+  reg("hist/loops", BM_hist_loops, {sizes::hist_samples}, kMicrosecond);
+  reg("argmax/loops", BM_argmax_loops, {sizes::argmax_n}, kMicrosecond);
+  reg("sort/loops", BM_sort_loops, {sizes::sort_n}, kMicrosecond);
 
-  reg("softmax/jit", BM_softmax_jit, {1000}, kMicrosecond);
-  reg("softmax/jit_symbolic", BM_softmax_jit_symbolic, {1000}, kMicrosecond);
-  reg("softmax/eager", BM_softmax_eager, {1000}, kMicrosecond);
-  reg("softmax/loops", BM_softmax_baseline<loops::softmax_rows>, {1000}, kMicrosecond);
-  reg("softmax/fastmath", BM_softmax_baseline<fastmath::softmax_rows>, {1000}, kMicrosecond);
-  reg("softmax/eigen", BM_softmax_baseline<eigen::softmax_rows>, {1000}, kMicrosecond);
+  reg("softmax/jit", BM_softmax_jit, softmax_n, kMicrosecond);
+  reg("softmax/jit_symbolic", BM_softmax_jit_symbolic, softmax_n, kMicrosecond);
+  reg("softmax/eager", BM_softmax_eager, softmax_n, kMicrosecond);
+  reg("softmax/loops", BM_softmax_baseline<loops::softmax_rows>, softmax_n, kMicrosecond);
+  reg("softmax/fastmath", BM_softmax_baseline<fastmath::softmax_rows>, softmax_n, kMicrosecond);
+  reg("softmax/eigen", BM_softmax_baseline<eigen::softmax_rows>, softmax_n, kMicrosecond);
 
-  reg("matmul/jit", BM_matmul_jit, {256, 512}, kMillisecond);
-  reg("matmul/jit_symbolic", BM_matmul_jit_symbolic, {256, 512}, kMillisecond);
-  reg("matmul/eigen", BM_matmul_baseline<eigen::matmul>, {256, 512}, kMillisecond);
-  reg("matmul/loops", BM_matmul_baseline<loops::matmul>, {256, 512}, kMillisecond);
+  reg("matmul/jit", BM_matmul_jit, matmul_n, kMillisecond);
+  reg("matmul/jit_symbolic", BM_matmul_jit_symbolic, matmul_n, kMillisecond);
+  reg("matmul/eigen", BM_matmul_baseline<eigen::matmul>, matmul_n, kMillisecond);
+  reg("matmul/loops", BM_matmul_baseline<loops::matmul>, matmul_n, kMillisecond);
 
   reg("dispatch/jit_fused", BM_dispatch_jit_fused, {1}, kNanosecond);
   reg("dispatch/jit_add", BM_dispatch_jit_add, {1}, kNanosecond);
