@@ -13,6 +13,8 @@
 #      only, JSON to build-bench/bench.json (nothing is pinned: the machine is
 #      shared);
 #      then the softmax benchmarks again in a fresh process (malloc state);
+#      then NumPy on the same kernels and sizes (benchmarks/numpy_baselines.py,
+#      one thread, the same filter; skipped with a message without NumPy);
 #   3. time the first and second kernel compiles of 5 fresh processes;
 #   4. time `g++ -std=c++20 -O2 -c` of a user file including
 #      <dynstage/dynstage.hpp> and calling dyn::jit (3 times);
@@ -21,7 +23,10 @@
 # Environment: DYNSTAGE_BENCH_BUILD (build dir), DYNSTAGE_BENCH_REPS (5),
 # DYNSTAGE_BENCH_MD (docs/benchmarks.md), CXX (g++), JOBS (2),
 # DYNSTAGE_BENCH_BEFORE (an earlier run's bench.json: adds a before/after
-# section comparing the jit's ratios run by run).
+# section comparing the jit's ratios run by run), DYNSTAGE_BENCH_PYTHON (the
+# Python interpreters to try for NumPy, in order; default "python3
+# /usr/bin/python3": Debian's python3-numpy is in the system interpreter,
+# which a pyenv or venv python3 on PATH hides).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -101,6 +106,29 @@ if grep -q '"run_name": "softmax/jit' "$json"; then
     --benchmark_out="$fresh" --benchmark_out_format=json "$@" --benchmark_filter='^softmax/'
 fi
 
+# 2c. NumPy baselines (issue 16), in the same run: the same kernels and sizes
+# (benchmarks/bench_sizes.hpp), one thread, the same --benchmark_filter.
+numpy_json=$build/numpy.json
+rm -f "$numpy_json"
+numpy_skipped=
+np_args=()
+for a in "$@"; do
+  case $a in --benchmark_filter=*) np_args+=("$a") ;; esac
+done
+py=
+for cand in ${DYNSTAGE_BENCH_PYTHON:-python3 /usr/bin/python3}; do
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' 2>/dev/null; then py=$cand; break; fi
+done
+if [ -z "$py" ]; then
+  numpy_skipped="NumPy not found (Debian's python3-numpy; scripts/setup.sh installs it)"
+  echo "bench.sh: $numpy_skipped; skipping the NumPy baselines" >&2
+elif ! OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 BLIS_NUM_THREADS=1 \
+       "$py" benchmarks/numpy_baselines.py --out "$numpy_json" --reps "$reps" "${np_args[@]}"; then
+  rm -f "$numpy_json"
+  numpy_skipped="benchmarks/numpy_baselines.py failed (its message is in the run's log)"
+  echo "bench.sh: $numpy_skipped; the report goes without NumPy" >&2
+fi
+
 # 3. First kernel of a process (fresh processes, so LLVM's one-off setup is in it).
 first=$build/first_kernel.jsonl
 : >"$first"
@@ -150,6 +178,7 @@ done
 # 5. Report.
 extra=()
 if [ -f "$fresh" ]; then extra+=(--softmax-fresh "$fresh"); fi
+if [ -f "$numpy_json" ]; then extra+=(--numpy "$numpy_json"); else extra+=(--numpy-skipped "$numpy_skipped"); fi
 # DYNSTAGE_BENCH_BEFORE=<bench.json of an earlier run> adds a before/after
 # section (labels: DYNSTAGE_BENCH_BEFORE_LABEL, DYNSTAGE_BENCH_AFTER_LABEL; a
 # paragraph: DYNSTAGE_BENCH_BEFORE_NOTE).

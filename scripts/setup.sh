@@ -22,8 +22,9 @@ for arg in "$@"; do
   esac
 done
 
+# python3-numpy: the NumPy baselines of scripts/bench.sh (benchmarks/numpy_baselines.py).
 packages=(meson ninja-build pkg-config cmake g++ llvm-19-dev libzstd-dev
-          libboost-dev doctest-dev libbenchmark-dev libeigen3-dev)
+          libboost-dev doctest-dev libbenchmark-dev libeigen3-dev python3-numpy)
 
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
