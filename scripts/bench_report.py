@@ -5,12 +5,15 @@ Input: Google Benchmark JSON from benchmarks/bench_main (run with
 --benchmark_repetitions=N --benchmark_report_aggregates_only=true), the
 first-kernel timings (one JSON object per line, one line per fresh process)
 and the user-file compile times (seconds, one per line), all written by
-scripts/bench.sh. Output: markdown on stdout.
+scripts/bench.sh, and optionally benchmarks/numpy_baselines.py's JSON (the
+same format, variants "numpy*", merged into the run). Output: markdown on
+stdout.
 
 Benchmark names are "case/variant/arg". Every figure is the median over the
 repetitions; ratios divide a baseline's median by dyn::jit's median of the
 same run, so > 1 means the JIT is faster. Ratios and targets use the CPU time
-of the benchmark thread (see the note written into the report).
+of the benchmark thread (see the note written into the report). A case's
+NumPy figure is its fastest NumPy form ("numpy*" variant) in the run.
 """
 
 import argparse
@@ -40,6 +43,17 @@ VARIANT_LABEL = {
     "clear_cache": "trace + lower + compile (+ first call), clear_cache() each time",
     "trace_only": "trace only (make_jaxpr)",
 }
+
+# NumPy variants are labelled by their form (numpy_baselines.py's context),
+# filled in main().
+NUMPY_FORMS = {}
+
+
+def variant_label(case, v):
+    if v.startswith("numpy"):
+        form = NUMPY_FORMS.get(f"{case}/{v}")
+        return f"NumPy `{form}`" if form else f"NumPy ({v})"
+    return VARIANT_LABEL.get(v, v)
 
 
 def load_runs(path):
@@ -160,9 +174,16 @@ def main():
     ap.add_argument("--before-label", default="before", help="what the earlier run measured (a commit)")
     ap.add_argument("--after-label", default="after", help="what this run measured")
     ap.add_argument("--before-note", default="", help="a paragraph for the before/after section")
+    ap.add_argument("--numpy", help="benchmarks/numpy_baselines.py's JSON of the same run")
+    ap.add_argument("--numpy-skipped", default="", help="why the NumPy baselines were not run")
     args = ap.parse_args()
 
     ctx, runs = load_runs(args.json)
+    np_ctx = {}
+    if args.numpy:
+        np_ctx, np_runs = load_runs(args.numpy)
+        NUMPY_FORMS.update(np_ctx.get("forms", {}))
+        runs.update(np_runs)  # variants "numpy*" only: no key collides
     reps = None
     for r in runs.values():
         if "median" in r:
@@ -176,6 +197,17 @@ def main():
     def ratio(case, variant, arg):
         j, b = med(case, "jit", arg), med(case, variant, arg)
         return b / j if j and b else None
+
+    def numpy_variants(case, arg):
+        return sorted(k[1] for k in runs if k[0] == case and k[2] == arg and k[1].startswith("numpy"))
+
+    def best_numpy(case, arg):
+        """The fastest NumPy form of a case in this run: (variant, median CPU ns), or (None, None)."""
+        timed = [(med(case, v, arg), v) for v in numpy_variants(case, arg) if med(case, v, arg)]
+        if not timed:
+            return None, None
+        t, v = min(timed)
+        return v, t
 
     out = []
     w = out.append
@@ -226,6 +258,12 @@ def main():
           "the code measured is built as listed below) |")
     w("| flags | bench_main.cpp (dynstage, eager, jit) `-O2`; hand loops `-O3 -march=native`; "
       "fast-math loops `-O3 -march=native -ffast-math`; Eigen 3.4 `-O3 -march=native`, one thread |")
+    if np_ctx:
+        w(f"| NumPy | {np_ctx.get('numpy_version', '?')} on {np_ctx.get('python', '?')}, "
+          f"`benchmarks/numpy_baselines.py` in the same run ({np_ctx.get('threads', '')}); "
+          f"BLAS: {np_ctx.get('blas', '?')} |")
+    elif args.numpy_skipped:
+        w(f"| NumPy | not run: {args.numpy_skipped} |")
     w("")
     w("Conventions: inputs are allocated once, outside the timed loop (uniform in [-4, 4]). "
       "dyn::jit and eager allocate their outputs on every call (part of their cost); the hand loops "
@@ -241,13 +279,14 @@ def main():
 
     def table(case, args_, variants, per="element", count=lambda a: a, title_arg=lambda a: f"n = {a:,}"):
         for a in args_:
-            if not any((case, v, a) in runs for v in variants):
+            variants_a = list(variants) + [v for v in numpy_variants(case, a) if v not in variants]
+            if not any((case, v, a) in runs for v in variants_a):
                 continue
             w(f"**{title_arg(a)}**")
             w("")
             w(f"| variant | median CPU time | median wall time | ns/{per} | jit speed-up vs this |")
             w("| --- | ---: | ---: | ---: | ---: |")
-            for v in variants:
+            for v in variants_a:
                 r = runs.get((case, v, a))
                 if not r or "median" not in r:
                     continue
@@ -255,7 +294,7 @@ def main():
                 c = ns(m)
                 rr = ratio(case, v, a)
                 rtxt = "—" if v == "jit" else (fmt_ratio(rr) if rr else "")
-                w(f"| {VARIANT_LABEL.get(v, v)} | {fmt_time(c)}{cv_pct(r)} | {fmt_time(ns(m, 'real_time'))} | "
+                w(f"| {variant_label(case, v)} | {fmt_time(c)}{cv_pct(r)} | {fmt_time(ns(m, 'real_time'))} | "
                   f"{c / count(a):.3g} | {rtxt} |")
             w("")
 
@@ -306,16 +345,78 @@ def main():
         targets.ratio_at_least(f"sum of squares n={n:,}: vs hand loop", ratio("sumsq", "loops", n), 0.9)
         targets.ratio_at_least(f"sum of squares n={n:,}: vs Eigen", ratio("sumsq", "eigen", n), 1.0)
 
-    cumsum_n = sorted({k[2] for k in runs if k[0] == "cumsum"})
-    if cumsum_n:
-        w("## Running sum `cumsum(x, 0)` (f64, issue 16)")
+    # --- issue 16: indexing, scatter, cumulative ops, argmax, sort --------------
+    # (case, title, what one item is, per-kernel paragraph); sizes: benchmarks/bench_sizes.hpp.
+    issue16 = [
+        ("cumsum", "Running sum `cumsum(x, 0)` (f64)", "element",
+         "A sequential scan in the JIT, eager and the hand loop: each element adds to the previous sum, "
+         "left to right, so their results are bit-identical (no reassociation); NumPy's `np.cumsum` "
+         "adds in the same order."),
+        ("csr", "CSR sparse matrix-vector product (f64 values, i32 indices)", "nonzero",
+         "y = A x with A 1e5 x 1e5, exactly 10 nonzeros per row at random (unsorted) columns, 1e6 "
+         "nonzeros. dynstage: `zeros({rows}).at(row_of_nz).add(vals * x.at(cols).get())` (gather fused "
+         "into the product, then a scatter-add segment sum); hand loop: row by row over `row_ptr`. "
+         "Items are nonzeros. NumPy converts i32 index arrays to int64 on every call; its `cols64` "
+         "form gets them converted once, beforehand."),
+        ("hist", "Histogram by scatter-add (i32 bins, i64 counts)", "sample",
+         "`counts[bins[i]] += 1` for 1e7 bin indices uniform over 1000 bins. dynstage: "
+         "`zeros<i64>({1000}).at(bins).add(1)`; hand loop: `++counts[bins[i]]`. `np.bincount` is "
+         "NumPy's fast form, fastest with int64 bins (`bins64`, converted once beforehand; i32 bins "
+         "it converts on every call); `np.add.at` (the literal `.at().add` translation) is listed "
+         "for scale."),
+        ("argmax", "argmax over the rows of a matrix (f32)", "element",
+         "`argmax(x, 1)` of a 1000 x 1000 f32 matrix (first occurrence; i32 result in dynstage, i64 in "
+         "NumPy). The hand loop is a plain compare loop per row, which GCC leaves scalar; NumPy's "
+         "argmax is vectorised (SIMD), so here NumPy is the harder target."),
+        ("sort", "Sort (f32)", "element",
+         "`sort(x)` of 1e6 f32 into a new array. Hand loop: copy, then `std::sort` (introsort). "
+         "`np.sort` is NumPy's default `kind='quicksort'`, an introsort here (newer NumPy releases "
+         "dispatch to vectorised sorts, x86-simd-sort, on CPUs that have the instructions; the version "
+         "and CPU flags are in the table at the top)."),
+    ]
+    present16 = [c for c in issue16 if any(k[0] == c[0] for k in runs)]
+    if present16:
+        w("## Issue 16 kernels: dynstage vs NumPy and hand-written loops")
         w("")
-        w("A sequential scan in every variant: each element adds to the previous sum, left to right, "
-          "so the results are bit-identical (no reassociation).")
+        w("Targets (issue 16): dyn::jit >= 1.0x NumPy and >= 0.8x the hand-written `-O3 -march=native` "
+          "loop on each kernel. NumPy runs in the same `scripts/bench.sh` run "
+          "(`benchmarks/numpy_baselines.py`, same shapes and dtypes from `benchmarks/bench_sizes.hpp`, "
+          "inputs from the same distributions but NumPy's own generator); its figure is the fastest NumPy "
+          "form timed for the kernel. Ratios are times divided by dyn::jit's (> 1: dyn::jit faster); "
+          "*NumPy / hand loop* says how far NumPy itself is from a C++ loop. The dynstage benchmarks of "
+          "CSR, histogram, argmax and sort are in `benchmarks/bench_issue16.cpp`, built once gather, "
+          "scatter-add, argmax and sort land; until then their dyn::jit column is empty.")
         w("")
-        table("cumsum", cumsum_n, ["jit", "eager", "loops"])
-        for n in cumsum_n:
-            targets.ratio_at_least(f"cumsum n={n:,}: vs hand loop", ratio("cumsum", "loops", n), 0.8)
+        w("| kernel | dyn::jit | hand loop | NumPy (fastest form) | NumPy / jit | hand loop / jit | "
+          "NumPy / hand loop |")
+        w("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+        for case, title, _, _ in present16:
+            for a in sorted({k[2] for k in runs if k[0] == case}):
+                j, lp = med(case, "jit", a), med(case, "loops", a)
+                nv, nt = best_numpy(case, a)
+                npcell = f"{fmt_time(nt)} `{NUMPY_FORMS.get(f'{case}/{nv}', nv)}`" if nv else "—"
+                w(f"| {title.split(' (')[0]}, {a:,} | {fmt_time(j) if j else '—'} | "
+                  f"{fmt_time(lp) if lp else '—'} | {npcell} | "
+                  f"{fmt_ratio(nt / j) if nt and j else '—'} | {fmt_ratio(lp / j) if lp and j else '—'} | "
+                  f"{fmt_ratio(nt / lp) if nt and lp else '—'} |")
+        w("")
+        for case, title, per, text in present16:
+            args16 = sorted({k[2] for k in runs if k[0] == case})
+            w(f"### {title}")
+            w("")
+            w(text)
+            w("")
+            table(case, args16, ["jit", "eager", "loops"], per=per,
+                  count=(lambda a: a * bench_nnz_per_row(runs, a)) if case == "csr" else
+                  (lambda a: a * a) if case == "argmax" else (lambda a: a),
+                  title_arg=(lambda a: f"{a} x {a}") if case == "argmax" else
+                  (lambda a: f"{a:,} rows") if case == "csr" else (lambda a: f"n = {a:,}"))
+            for a in args16:
+                what = f"{title.split(' (')[0]} ({a:,})"
+                _, nt = best_numpy(case, a)
+                j = med(case, "jit", a)
+                targets.ratio_at_least(f"{what}: vs NumPy (issue 16)", nt / j if nt and j else None, 1.0)
+                targets.ratio_at_least(f"{what}: vs hand loop (issue 16)", ratio(case, "loops", a), 0.8)
 
     w("## Softmax over the rows of a matrix (f64)")
     w("")
@@ -370,19 +471,40 @@ def main():
         w("")
         w("| variant | median CPU time | median wall time | GFLOP/s (CPU time) | jit speed-up vs this |")
         w("| --- | ---: | ---: | ---: | ---: |")
-        for v in ["jit", "jit_symbolic", "eigen", "loops"]:
+        for v in ["jit", "jit_symbolic", "eigen", "loops"] + numpy_variants("matmul", n):
             r = runs.get(("matmul", v, n))
             if not r or "median" not in r:
                 continue
             m = r["median"]
             c = ns(m)
             rr = ratio("matmul", v, n)
-            w(f"| {VARIANT_LABEL[v] if v != 'loops' else 'hand i-k-j loop, -O3 -march=native'} | "
+            w(f"| {variant_label('matmul', v) if v != 'loops' else 'hand i-k-j loop, -O3 -march=native'} | "
               f"{fmt_time(c)}{cv_pct(r)} | {fmt_time(ns(m, 'real_time'))} | {2 * n ** 3 / c:.1f} | "
               f"{'—' if v == 'jit' else fmt_ratio(rr) if rr else ''} |")
         w("")
     if 512 in mm_n:
         targets.ratio_at_least("matmul 512: vs Eigen", ratio("matmul", "eigen", 512), 0.5)
+
+    # --- every case against NumPy ------------------------------------------------
+    order = ["fused", "sumsq", "cumsum", "csr", "hist", "argmax", "sort", "softmax", "matmul"]
+    np_keys = sorted({(k[0], k[2]) for k in runs if k[1].startswith("numpy")},
+                     key=lambda ca: (order.index(ca[0]) if ca[0] in order else len(order), ca))
+    if np_keys:
+        w("## dyn::jit vs NumPy, every case")
+        w("")
+        w("NumPy's fastest form of each case in this run (`benchmarks/numpy_baselines.py`; one thread; "
+          "NumPy allocates its results and temporaries per call, as the JIT allocates its outputs). "
+          "NumPy / jit > 1: dyn::jit faster. The per-case tables above list every NumPy form timed.")
+        w("")
+        w("| case | size | NumPy form | NumPy | dyn::jit | NumPy / jit | hand loop | NumPy / hand loop |")
+        w("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+        for case, a in np_keys:
+            nv, nt = best_numpy(case, a)
+            j, lp = med(case, "jit", a), med(case, "loops", a)
+            w(f"| {case} | {a:,} | `{NUMPY_FORMS.get(f'{case}/{nv}', nv)}` | {fmt_time(nt)} | "
+              f"{fmt_time(j) if j else '—'} | {fmt_ratio(nt / j) if j else '—'} | "
+              f"{fmt_time(lp) if lp else '—'} | {fmt_ratio(nt / lp) if lp else '—'} |")
+        w("")
 
     # --- dispatch --------------------------------------------------------------
     w("## Dispatch: a cached call at n = 1")
@@ -585,7 +707,7 @@ def main():
         w("")
 
     # --- summary (placed after the header) -----------------------------------
-    summary = ["## Targets (issues 3, 4 and 5)", "",
+    summary = ["## Targets (issues 3, 4, 5 and 16)", "",
                "Ratio = baseline median / jit median of the same run (> 1: jit faster), CPU time.", "",
                "| target | measured | | margin or miss |", "| --- | --- | --- | --- |"]
     for what, measured, status, note in targets.rows:
@@ -597,6 +719,15 @@ def main():
     if args.before:
         out += before_after(args.before, runs, args.before_label, args.after_label, args.before_note)
     sys.stdout.write("\n".join(out) + "\n")
+
+
+def bench_nnz_per_row(runs, rows):
+    """Nonzeros per row of the CSR benchmark (its items counter / rows), 10 if unknown."""
+    for k, r in runs.items():
+        m = r.get("median", {})
+        if k[0] == "csr" and k[2] == rows and "n" in m and m["n"]:
+            return m["n"] / rows
+    return 10
 
 
 def before_after(path, runs, before_label, after_label, note=""):
