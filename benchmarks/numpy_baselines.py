@@ -222,7 +222,14 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="seed of the shuffled repetition order")
     args = ap.parse_args()
 
-    cases, checks = make_cases(read_sizes(args.sizes))
+    sizes = read_sizes(args.sizes)
+    needed = ["fused_n", "sumsq_n", "softmax_n", "matmul_n", "cumsum_n", "csr_rows", "csr_nnz_per_row",
+              "hist_samples", "hist_bins", "argmax_n", "sort_n"]
+    missing = [k for k in needed if k not in sizes]
+    if missing:
+        sys.exit(f"numpy_baselines.py: {args.sizes} has no line `constexpr ... <name> = <value>;` for "
+                 f"{', '.join(missing)}")
+    cases, checks = make_cases(sizes)
     bad = [k for k, v in checks.items() if not (v <= 1e-12 if k.startswith("csr") else
                                                 v == 0 if k.startswith("hist") else v == 1)]
     if bad:
