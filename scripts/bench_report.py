@@ -260,7 +260,8 @@ def main():
       "fast-math loops `-O3 -march=native -ffast-math`; Eigen 3.4 `-O3 -march=native`, one thread |")
     if np_ctx:
         w(f"| NumPy | {np_ctx.get('numpy_version', '?')} on {np_ctx.get('python', '?')}, "
-          f"`benchmarks/numpy_baselines.py` in the same run ({np_ctx.get('threads', '')}); "
+          f"`benchmarks/numpy_baselines.py` in the same run, right after bench_main (its own process, so its "
+          f"repetitions are not interleaved with the C++ ones; {np_ctx.get('threads', '')}); "
           f"BLAS: {np_ctx.get('blas', '?')} |")
     elif args.numpy_skipped:
         w(f"| NumPy | not run: {args.numpy_skipped} |")
