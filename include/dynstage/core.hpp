@@ -39,8 +39,10 @@
 #include "trace/tracer.hpp"
 #include "trace/numpy.hpp"
 #include "trace/numpy_shape.hpp"
+#include "trace/numpy_index.hpp"
 #include "trace/ops.hpp"
 #include "trace/ops_shape.hpp"
+#include "trace/ops_index.hpp"
 #include "trace/pytree.hpp"
 #include "trace/api.hpp"
 #include "trace/control.hpp"
@@ -49,5 +51,6 @@
 // Running: the eager kernels and the interpreter.
 #include "eager/kernel_util.hpp"
 #include "eager/kernels_cumulative.hpp"
+#include "eager/kernels_index.hpp"
 #include "eager/kernels.hpp"
 #include "eager/interpret.hpp"

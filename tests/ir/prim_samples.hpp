@@ -147,6 +147,17 @@ inline Sample sample_of(Prim p) {
       return b.eqn(p, {x, u, i, b.index(2)}, NoParams{});
     }
     case Prim::iota: return b.eqn(p, {}, IotaParams{DType::i32, {2, 3}, 1});
+    case Prim::gather: {  // rows 1, 2, 3 and 4 (clamped to 3) of a 4x5 array: x[idx]
+      const Atom x = b.in(DType::f64, {4, 5});
+      const Atom i = b.in(DType::i32, {4, 1});
+      return b.eqn(p, {x, i}, GatherParams{{1}, {0}, {0}, {1, 5}});
+    }
+    DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL) {  // rows 1, 2, 3 and 4 (dropped) updated: x.at(idx).op(u)
+      const Atom x = b.in(DType::f64, {4, 5});
+      const Atom i = b.in(DType::i32, {4, 1});
+      const Atom u = b.in(DType::f64, {4, 5});
+      return b.eqn(p, {x, i, u}, ScatterParams{{1}, {0}, {0}});
+    }
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})}, ReduceParams{{0, 2}});
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // reversed for two of the four

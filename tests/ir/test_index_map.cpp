@@ -5,7 +5,8 @@
 // documentation singles out: broadcasting a size-1 axis, strided and
 // runtime-start slices, start indices clamped into range (lax.dynamic_slice,
 // lax.dynamic_update_slice: "the start indices are clamped so that the slice
-// lies inside the operand"), concatenating several operands.
+// lies inside the operand"), concatenating several operands, gathering
+// rows and columns at indices in and out of range (mode CLIP).
 #include <dynstage/core.hpp>
 #include <dynstage/ir/index_map.hpp>
 
@@ -64,9 +65,19 @@ void check_maps(const Sample& s, Prim p) {
     return s.args.at(static_cast<std::size_t>(it - j.invars.begin()));
   };
   auto scalar = [&](std::size_t k) { return static_cast<std::int64_t>(values_of(input(k)).at(0)); };
-  // The start of axis a of input k's map; `limit`: the largest clamped start.
-  auto start = [&](const AxisMap& m, std::size_t k, std::size_t a, std::int64_t limit) -> std::int64_t {
+  // The start of axis a of input k's map; `limit`: the largest clamped
+  // start; `o`: the output index (a gathered start reads the indices there).
+  auto start = [&](const AxisMap& m, std::size_t k, std::size_t a, std::int64_t limit,
+                   const std::vector<std::int64_t>& o) -> std::int64_t {
     switch (m.start) {
+      case AxisMap::Start::gathered:
+      case AxisMap::Start::scattered: {
+        const IndexMap iv = index_map(j, e, 1);
+        std::vector<std::int64_t> at;
+        for (const AxisMap& b : iv.axes) at.push_back(b.out_axis >= 0 ? o.at(static_cast<std::size_t>(b.out_axis)) : m.value);
+        const auto v = static_cast<std::int64_t>(values_of(input(1)).at(static_cast<std::size_t>(ravel(at, input(1).shape()))));
+        return m.start == AxisMap::Start::gathered ? std::clamp<std::int64_t>(v, 0, limit) : v;
+      }
       case AxisMap::Start::constant: return m.value;
       case AxisMap::Start::dim_operand: return scalar(static_cast<std::size_t>(m.input));
       case AxisMap::Start::clamped: return std::clamp<std::int64_t>(scalar(static_cast<std::size_t>(m.input)), 0, limit);
@@ -88,7 +99,7 @@ void check_maps(const Sample& s, Prim p) {
     const std::vector<double> u = values_of(input(k));
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(u.size()); ++i) {
       std::vector<std::int64_t> o = unravel(i, ushape);
-      for (std::size_t a = 0; a < o.size(); ++a) o[a] += start(m.axes[a], k, a, oshape[a] - ushape[a]);
+      for (std::size_t a = 0; a < o.size(); ++a) o[a] += start(m.axes[a], k, a, oshape[a] - ushape[a], o);
       const auto ol = static_cast<std::size_t>(ravel(o, oshape));
       INFO(prim_name(p) << " input " << k << " element " << i << " -> output " << ol);
       CHECK(got.at(ol) == u[static_cast<std::size_t>(i)]);
@@ -116,8 +127,8 @@ void check_maps(const Sample& s, Prim p) {
           for (std::size_t a = 0; a < x.size(); ++a) {
             const AxisMap& am = m.axes[a];
             const auto oa = static_cast<std::size_t>(am.out_axis);
-            x[a] = am.out_axis < 0 ? start(am, k, a, 0)
-                                   : start(am, k, a, xshape[a] - oshape[oa]) + am.stride * o[oa];
+            x[a] = am.out_axis < 0 ? start(am, k, a, xshape[a] - 1, o)
+                                   : start(am, k, a, xshape[a] - oshape[oa], o) + am.stride * o[oa];
           }
           CHECK(got[ol] == values_of(input(k)).at(static_cast<std::size_t>(ravel(x, xshape))));
           break;
@@ -145,7 +156,7 @@ TEST_CASE("index maps: every layout primitive of the table has one, and it agree
     ++layout;
     check_maps(prim_samples::sample_of(p), p);
   }
-  CHECK(layout == 9);
+  CHECK(layout == 10);
 }
 
 TEST_CASE("index maps: broadcast of a size-1 axis, strided slice, 3-d transpose, three-way concatenate") {
@@ -195,4 +206,41 @@ TEST_CASE("index maps: dynamic_slice and dynamic_update_slice clamp their starts
       check_maps(b.eqn(Prim::dynamic_update_slice, {x, u, s0, b.index(i + 1)}, NoParams{}), Prim::dynamic_update_slice);
     }
   }
+}
+
+TEST_CASE("index maps: gather reads the operand at starts taken from the indices, clamped (mode CLIP)") {
+  // x[idx] (rows) and x[:, idx] (columns) of a 4x5 array at [-2, 0, 3, 7].
+  {
+    OneEqn b;
+    const Atom x = b.in(DType::f64, {4, 5});
+    const Atom i = b.in(DType::i32, {4, 1});
+    b.args.back() = AnyArray(Array<std::int32_t>({4, 1}, {-2, 0, 3, 7}));
+    const Sample s = b.eqn(Prim::gather, {x, i}, GatherParams{{1}, {0}, {0}, {1, 5}});
+    const IndexMap m = index_map(*s.jaxpr.jaxpr, s.jaxpr.jaxpr->eqns[0]);
+    CHECK(m.axes[0].start == AxisMap::Start::gathered);
+    CHECK(m.axes[0].out_axis == -1);  // collapsed
+    CHECK(m.axes[1].out_axis == 1);
+    check_maps(s, Prim::gather);
+  }
+  {
+    OneEqn b;
+    const Atom x = b.in(DType::i64, {4, 5});
+    const Atom i = b.in(DType::i64, {2, 3, 1});
+    b.args.back() = AnyArray(Array<std::int64_t>({2, 3, 1}, {4, -1, 0, 9, 2, 1}));
+    check_maps(b.eqn(Prim::gather, {x, i}, GatherParams{{0}, {1}, {1}, {4, 1}}), Prim::gather);
+  }
+  // Two-component index vectors: x[r, c] with a 2x2 window kept (slices).
+  {
+    OneEqn b;
+    const Atom x = b.in(DType::f32, {4, 5});
+    const Atom i = b.in(DType::i32, {3, 2});
+    b.args.back() = AnyArray(Array<std::int32_t>({3, 2}, {0, 0, 3, 4, 1, 2}));
+    check_maps(b.eqn(Prim::gather, {x, i}, GatherParams{{1, 2}, {}, {0, 1}, {2, 2}}), Prim::gather);
+  }
+  // scatter_map: update element -> operand element, its start unclamped.
+  const IndexMap sm = scatter_map(ScatterParams{{1}, {0}, {0}}, 2);
+  CHECK(sm.axes[0].start == AxisMap::Start::scattered);
+  CHECK(sm.axes[0].out_axis == -1);
+  CHECK(sm.axes[1].out_axis == 1);
+  CHECK(sm.axes[1].start == AxisMap::Start::constant);
 }

@@ -1106,3 +1106,56 @@ TEST_CASE("rules: cumulative primitives keep their operand's type; a bad axis or
                        "cumprod: axis 0 is out of bounds for an array of shape ()", IndexError);
   CHECK_THROWS_WITH_AS(ae(Prim::cummax, {}, CumulativeParams{0, false}), "cummax takes 1 operand, got 0", TypeError);
 }
+
+// XLA's Gather and Scatter with the index vector last (ir/shape_rules_index.hpp).
+TEST_CASE("rules: gather and scatter shapes from their dimension numbers; bad numbers are rejected") {
+  // x[idx] of an f32[5,3] at i32[4]: (4, 3).
+  const GatherParams rows{{1}, {0}, {0}, {1, 3}};
+  auto out = ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4, 1})}, rows);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].shape == Shape{Dim(4), Dim(3)});
+  // x[:, idx] of an f32[5,3] at i64[2,6]: the batch axes replace axis 1.
+  out = ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i64, {2, 6, 1})}, GatherParams{{0}, {1}, {1}, {5, 1}});
+  CHECK(out[0].shape == Shape{Dim(5), Dim(2), Dim(6)});
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::f32, {4, 1})}, rows),
+                       "gather indices must have an integer dtype, got f32[4,1]", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4})}, rows),
+                       "gather the last axis of the indices must have size 1 (the length of start_index_map (0,)), "
+                       "got indices shape (4,)",
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4, 1})}, GatherParams{{1}, {0}, {0}, {1, 4}}),
+                       "gather slice_sizes must be non-negative and at most the operand shape, got slice_sizes (1, 4) "
+                       "for operand shape (5, 3)",
+                       IndexError);
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4, 1})}, GatherParams{{1}, {0}, {0}, {2, 3}}),
+                       "gather collapsed_slice_dims (0,) must have slice size 0 or 1, got slice_sizes (2, 3)", ShapeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4, 1})}, GatherParams{{}, {0}, {0}, {1, 3}}),
+                       "gather offset_dims () and collapsed_slice_dims (0,) must together have one entry per operand "
+                       "axis, got operand shape (5, 3)",
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4, 1})}, GatherParams{{1}, {0}, {2}, {1, 3}}),
+                       "gather start_index_map (2,) out of range for operand shape (5, 3)", IndexError);
+
+  // counts.at(bins).add(1): i32[4] at i32[6,1] with i32[6] updates.
+  const ScatterParams hist{{}, {0}, {0}};
+  for (Prim p : {Prim::scatter, Prim::scatter_add, Prim::scatter_mul, Prim::scatter_min, Prim::scatter_max}) {
+    CAPTURE(prim_name(p));
+    out = ae(p, {av(DType::i32, {4}), av(DType::i32, {6, 1}), av(DType::i32, {6})}, hist);
+    CHECK(out[0].shape == Shape{Dim(4)});
+  }
+  CHECK_THROWS_WITH_AS(ae(Prim::scatter_add, {av(DType::f32, {4, 3}), av(DType::i32, {3, 1}), av(DType::f32, {3})},
+                          ScatterParams{{1}, {0}, {0}}),
+                       "scatter-add updates must have rank 2 (the indices' batch axes plus update_window_dims (1,)), "
+                       "got updates shape (3,) for indices shape (3, 1)",
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::scatter, {av(DType::f32, {4}), av(DType::i32, {6, 1}), av(DType::i32, {6})}, hist),
+                       "scatter updates dtype must match operand dtype, got updates dtype i32 and operand dtype f32",
+                       TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::scatter_max, {av(DType::i32, {4}), av(DType::i32, {6, 1}), av(DType::i32, {5})}, hist),
+                       "scatter-max updates shape (5,) does not match the batch axes of indices shape (6, 1)", ShapeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::scatter_mul, {av(DType::f32, {4, 3}), av(DType::i32, {2, 1}), av(DType::f32, {2, 5})},
+                          ScatterParams{{1}, {0}, {0}}),
+                       "scatter-mul update windows must fit the operand, got updates shape (2, 5) with update_window_dims "
+                       "(1,) for operand shape (4, 3)",
+                       ShapeError);
+}

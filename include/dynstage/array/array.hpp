@@ -192,6 +192,13 @@ public:
   const T* begin() const { return data(); }
   const T* end() const { return data() + size(); }
 
+  // x.at(i, j, ...): indexing and functional updates, as on a Tracer
+  // (trace/ops_index.hpp; x(i, j) below reads one element).
+  template <class... I>
+  auto at(const I&... i) const {
+    return at_ref(*this, i...);
+  }
+
   // Element access by index (row-major, bounds-checked).
   template <class... I>
   const T& operator()(I... idx) const {

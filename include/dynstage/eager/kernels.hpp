@@ -17,6 +17,7 @@
 
 #include "kernel_util.hpp"
 #include "kernels_cumulative.hpp"
+#include "kernels_index.hpp"
 
 // The eager kernels are compiled once per program, in the one translation
 // unit that defines DYNSTAGE_IMPLEMENTATION; rules.hpp declares impl.

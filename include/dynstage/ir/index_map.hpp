@@ -7,13 +7,21 @@
 // the fusion planner (which operand axes a row axis reaches, fusion.hpp rule
 // 4), the lowering (the operand index an inlined layout primitive reads, and
 // whether a nest needs a multi-index) and the window writes of concatenate
-// and dynamic_update_slice. A new layout primitive (gather, pad, rev) is one
-// more case of `index_map`.
+// and dynamic_update_slice. A new layout primitive (pad, rev) is one more case
+// of `index_map`.
+//
+// gather reads its operand at a start taken from data (Start::gathered); a
+// scatter writes each update element to the operand element the same kind
+// of map gives (Start::scattered): `scatter_map` is that map, and the
+// indices operand of both is read as `index_vector_map` says. The eager
+// kernels (eager/kernels_index.hpp) and the LLVM lowering follow these two
+// functions; nothing else knows the dimension numbers.
 //
 // Maps are symbolic: starts that are runtime values name the input that holds
 // them, so the map is a fact about the equation, not about one call.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,6 +45,11 @@ struct AxisMap {
                     // inside the larger along this axis: into [0, larger dim - smaller dim]
                     // (dynamic_slice, dynamic_update_slice; JAX clamps the same way)
     concat_offset,  // the sum of this axis's sizes over inputs [0, input) (concatenate)
+    gathered,       // component `value` of the index vector that input `input` (the indices)
+                    // holds at this element's batch index (index_vector_map), clamped so
+                    // that the slice lies inside the operand (gather, mode CLIP)
+    scattered,      // the same component, unclamped: a window that does not fit is dropped
+                    // (scatter, mode FILL_OR_DROP)
   };
   int out_axis = -1;
   std::int64_t stride = 1;
@@ -75,8 +88,10 @@ constexpr bool is_layout(Prim p) {
     case Prim::dynamic_slice:
     case Prim::iota:
     case Prim::concatenate:
-    case Prim::dynamic_update_slice: return true;
+    case Prim::dynamic_update_slice:
+    case Prim::gather: return true;
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
@@ -91,7 +106,8 @@ inline std::size_t mapped_inputs(const Eqn& e) {
   switch (e.prim) {
     case Prim::iota: return 0;
     case Prim::concatenate: return e.inputs.size();
-    case Prim::dynamic_update_slice: return 2;
+    case Prim::dynamic_update_slice:
+    case Prim::gather: return 2;  // gather: the operand, and the indices (index_vector_map)
     case Prim::broadcast_in_dim:
     case Prim::reshape:
     case Prim::squeeze:
@@ -99,12 +115,61 @@ inline std::size_t mapped_inputs(const Eqn& e) {
     case Prim::slice:
     case Prim::dynamic_slice: return 1;
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("mapped_inputs: " + std::string(prim_name(e.prim)) + " is not a layout primitive");
+}
+
+// The map of a gather (dimension numbers offset_dims, collapsed_slice_dims,
+// start_index_map), or of a scatter's updates (update_window_dims,
+// inserted_window_dims, scatter_dims_to_operand_dims: the same structure),
+// from the index o of an output (update) element to the operand element it
+// reads (is combined into): the operand's non-collapsed axes take the
+// offset axes of o in order; component c of the index vector adds its start
+// along operand axis start_index_map[c]. The slice (window) size along an
+// operand axis is 1 if collapsed, else the size of its offset axis of o.
+inline IndexMap slice_map(const std::vector<std::int64_t>& offset_dims, const std::vector<std::int64_t>& collapsed,
+                          const std::vector<std::int64_t>& start_index_map, std::size_t operand_rank,
+                          AxisMap::Start start) {
+  IndexMap m;
+  m.axes.resize(operand_rank);
+  std::size_t next = 0;
+  for (std::size_t d = 0; d < operand_rank; ++d) {
+    const auto di = static_cast<std::int64_t>(d);
+    if (std::find(collapsed.begin(), collapsed.end(), di) == collapsed.end() && next < offset_dims.size())
+      m.axes[d].out_axis = static_cast<int>(offset_dims[next++]);
+    const auto c = std::find(start_index_map.begin(), start_index_map.end(), di);
+    if (c != start_index_map.end()) {
+      m.axes[d].start = start;
+      m.axes[d].value = c - start_index_map.begin();
+      m.axes[d].input = 1;
+    }
+  }
+  return m;
+}
+
+// Where the indices (batch + [K]) of a gather or scatter are read for the
+// output (update) element at o: indices axis i < batch rank is the i-th axis
+// of o that is not an offset (window) axis; the last axis is the component
+// (out_axis -1: the reader picks c).
+inline IndexMap index_vector_map(const std::vector<std::int64_t>& offset_dims, std::size_t out_rank) {
+  IndexMap m;
+  for (std::size_t o = 0; o < out_rank; ++o)
+    if (std::find(offset_dims.begin(), offset_dims.end(), static_cast<std::int64_t>(o)) == offset_dims.end())
+      m.axes.push_back(AxisMap{static_cast<int>(o)});
+  m.axes.push_back(AxisMap{-1});
+  return m;
+}
+
+// The scatter map of update element u (input 2 of a scatter equation): the
+// operand element it combines into, its start unclamped (Start::scattered).
+inline IndexMap scatter_map(const ScatterParams& sp, std::size_t operand_rank) {
+  return slice_map(sp.update_window_dims, sp.inserted_window_dims, sp.scatter_dims_to_operand_dims, operand_rank,
+                   AxisMap::Start::scattered);
 }
 
 // The index map of data input k of layout equation e: which element of that
@@ -187,7 +252,15 @@ inline IndexMap index_map(const Jaxpr& j, const Eqn& e, std::size_t k = 0) {
       }
       return m;
     }
+    case Prim::gather: {
+      // Input 0: the slice map; input 1 (the indices): the index vector map.
+      const auto& gp = std::get<GatherParams>(e.params);
+      const std::size_t out_rank = j.types[static_cast<std::size_t>(e.outputs[0])].rank();
+      if (k == 1) return index_vector_map(gp.offset_dims, out_rank);
+      return slice_map(gp.offset_dims, gp.collapsed_slice_dims, gp.start_index_map, rank, AxisMap::Start::gathered);
+    }
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)

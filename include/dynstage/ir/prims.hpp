@@ -50,6 +50,7 @@ enum class Kind : std::uint8_t {
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
   reduction,   // reduce_* over axes
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
+  scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
   contraction, // dot_general
   control,     // for_loop, while_loop, cond: nested jaxprs (trace/control.hpp)
 };
@@ -114,6 +115,32 @@ struct CumulativeParams {
   bool reverse = false;
   friend bool operator==(const CumulativeParams&, const CumulativeParams&) = default;
 };
+// gather (lax.gather; XLA's Gather with the index vector as the last axis
+// of the indices, as JAX always puts it). Operands: the array, the indices
+// (integer, shape batch + [K]), then one i64 scalar per kDynamicDim slice
+// size. Output: the batch axes, with the slice's non-collapsed axes at
+// offset_dims. Component c of an index vector is the start along operand
+// axis start_index_map[c], clamped so that the slice lies inside the operand
+// (mode CLIP: dynstage's gathers clamp). ir/index_map.hpp states the map.
+struct GatherParams {
+  std::vector<std::int64_t> offset_dims;           // output axes of the slice's kept axes, ascending
+  std::vector<std::int64_t> collapsed_slice_dims;  // operand axes of slice size 1 left out of the output
+  std::vector<std::int64_t> start_index_map;       // index-vector component -> operand axis
+  std::vector<std::int64_t> slice_sizes;           // per operand axis; kDynamicDim from operands 2..
+  friend bool operator==(const GatherParams&, const GatherParams&) = default;
+};
+// scatter, scatter-add, ... (lax.scatter_*): the inverse of a gather with the
+// same structure under XLA's other names. Operands: the array, the indices
+// (batch + [K]), the updates (the shape the matching gather would return).
+// An update whose window does not fit inside the operand is dropped (mode
+// FILL_OR_DROP, JAX's default for updates); duplicates combine in order.
+struct ScatterParams {
+  std::vector<std::int64_t> update_window_dims;            // update axes inside a window, ascending
+  std::vector<std::int64_t> inserted_window_dims;          // operand axes of window size 1 absent from updates
+  std::vector<std::int64_t> scatter_dims_to_operand_dims;  // index-vector component -> operand axis
+  friend bool operator==(const ScatterParams&, const ScatterParams&) = default;
+};
+
 // dot_general: the axes of an operand of rank `rank` that are neither batch
 // nor contracting, in order (they make up the output after the batch axes).
 inline std::vector<std::int64_t> dot_free_axes(int rank, const std::vector<std::int64_t>& batch,
@@ -194,7 +221,7 @@ struct CondParams {
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, ReduceParams, CumulativeParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
+                            IotaParams, GatherParams, ScatterParams, ReduceParams, CumulativeParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
                             CondParams>;
 
 // ---------------------------------------------------------------------------
@@ -342,7 +369,14 @@ inline constexpr int kVariadic = -1;
   X(slice,                "slice",                structural,  SliceParams,             1, any,             true,  simple,         none,  none)              \
   X(dynamic_slice,        "dynamic_slice",        structural,  DynamicSliceParams,     -1, any,             true,  simple,         none,  none)              \
   X(dynamic_update_slice, "dynamic_update_slice", structural,  NoParams,               -1, any,             false, simple,         none,  none)              \
-  X(iota,                 "iota",                 structural,  IotaParams,              0, numeric,         true,  simple,         none,  none)
+  X(iota,                 "iota",                 structural,  IotaParams,              0, numeric,         true,  simple,         none,  none)              \
+  X(gather,               "gather",               structural,  GatherParams,           -1, any,             true,  simple,         none,  none)
+#define DYN_SCATTER_PRIMITIVES(X) \
+  X(scatter,              "scatter",              scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
+  X(scatter_add,          "scatter-add",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
+  X(scatter_mul,          "scatter-mul",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
+  X(scatter_min,          "scatter-min",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
+  X(scatter_max,          "scatter-max",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)
 #define DYN_REDUCTION_PRIMITIVES(X) \
   X(reduce_sum,           "reduce_sum",           reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)              \
   X(reduce_max,           "reduce_max",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
@@ -365,8 +399,8 @@ inline constexpr int kVariadic = -1;
   DYN_UNARY_PRIMITIVES(X) DYN_BINARY_PRIMITIVES(X) DYN_COMPARE_PRIMITIVES(X) DYN_SELECT_PRIMITIVES(X) \
   DYN_CONVERT_PRIMITIVES(X)
 #define DYN_PRIMITIVES(X)                                                                                  \
-  DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_REDUCTION_PRIMITIVES(X)               \
-  DYN_CUMULATIVE_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X) DYN_CONTROL_PRIMITIVES(X)
+  DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_SCATTER_PRIMITIVES(X)                \
+  DYN_REDUCTION_PRIMITIVES(X) DYN_CUMULATIVE_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X) DYN_CONTROL_PRIMITIVES(X)
 
 // `case Prim::x:` for every row of a list: a `switch` over Prim names whole
 // categories this way, so it stays exhaustive (-Werror=switch) without a
@@ -439,6 +473,9 @@ DYN_CONVERT_PRIMITIVES(DYN_X)
 #define KIND structural
 DYN_STRUCTURAL_PRIMITIVES(DYN_X)
 #undef KIND
+#define KIND scatter
+DYN_SCATTER_PRIMITIVES(DYN_X)
+#undef KIND
 #define KIND reduction
 DYN_REDUCTION_PRIMITIVES(DYN_X)
 #undef KIND
@@ -461,6 +498,7 @@ constexpr int expected_arity(Kind k) {
     case Kind::compare: return 2;
     case Kind::select: return 3;
     case Kind::structural:
+    case Kind::scatter:
     case Kind::reduction:
     case Kind::cumulative:
     case Kind::contraction:
@@ -480,7 +518,7 @@ constexpr const char* check_rows() {
     // The LLVM lowering computes elementwise values only inline (Lowering::fused).
     if (is_elementwise(r.kind) && !r.fused) return "an elementwise primitive must be fused";
     // Their own loop nests: emit_reduction, emit_cumulative, emit_dot, lower_control.hpp.
-    if ((r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::contraction ||
+    if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::contraction ||
          r.kind == Kind::control) && r.fused)
       return "reductions, cumulative ops, contractions and control flow are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";

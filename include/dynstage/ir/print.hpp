@@ -331,6 +331,34 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
                                              {"dtype", text(std::string(dtype_numpy_name(p.dtype)))},
                                              {"shape", text(py_tuple(p.shape))}};
           },
+          // JAX's spelling; dynstage's gathers always clamp (CLIP) and its
+          // scatters drop what does not fit (FILL_OR_DROP).
+          [](const GatherParams& p) {
+            return std::vector<pp::KeyValue>{
+                {"dimension_numbers",
+                 text("GatherDimensionNumbers(offset_dims=" + py_tuple(p.offset_dims) +
+                      ", collapsed_slice_dims=" + py_tuple(p.collapsed_slice_dims) +
+                      ", start_index_map=" + py_tuple(p.start_index_map) +
+                      ", operand_batching_dims=(), start_indices_batching_dims=())")},
+                {"fill_value", text("None")},
+                {"indices_are_sorted", text("False")},
+                {"mode", text("GatherScatterMode.CLIP")},
+                {"slice_sizes", text(py_tuple(p.slice_sizes))},
+                {"unique_indices", text("False")}};
+          },
+          [](const ScatterParams& p) {
+            return std::vector<pp::KeyValue>{
+                {"dimension_numbers",
+                 text("ScatterDimensionNumbers(update_window_dims=" + py_tuple(p.update_window_dims) +
+                      ", inserted_window_dims=" + py_tuple(p.inserted_window_dims) +
+                      ", scatter_dims_to_operand_dims=" + py_tuple(p.scatter_dims_to_operand_dims) +
+                      ", operand_batching_dims=(), scatter_indices_batching_dims=())")},
+                {"indices_are_sorted", text("False")},
+                {"mode", text("GatherScatterMode.FILL_OR_DROP")},
+                {"unique_indices", text("False")},
+                {"update_consts", text("()")},
+                {"update_jaxpr", text("None")}};
+          },
           [](const ReduceParams& p) { return std::vector<pp::KeyValue>{{"axes", text(py_tuple(p.axes))}}; },
           [](const CumulativeParams& p) {
             return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"reverse", text(py_bool(p.reverse))}};

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "index_map.hpp"
 #include "rules.hpp"
 
 namespace dyn::detail::rule_util {
@@ -566,6 +567,9 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::round>, const std::vector<Aval
                     std::to_string(rp.rounding_method));
   return unary_rule(Prim::round, in, prim_info(Prim::round).dtypes);
 }
+// gather and the scatters: their own file, in this namespace.
+#include "shape_rules_index.hpp"
+
 template <Prim P>
 std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>&, const params_of_t<P>&) {
   static_assert(P != P, "no shape rule for this primitive: define shape_rule(PrimTag<Prim::...>, ...) in "

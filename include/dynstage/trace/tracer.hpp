@@ -76,6 +76,12 @@ public:
     return U{};
   }
 
+  // x.at(i, j, ...): indexing and functional updates (trace/ops_index.hpp).
+  template <class... I>
+  auto at(const I&... i) const {
+    return at_ref(*this, i...);
+  }
+
   // Internal: the node and its value form.
   const detail::TracerRef& node_ref() const { return node_; }
   detail::Value value() const { return detail::Value{AnyArray(), node_, node().aval.weak}; }
