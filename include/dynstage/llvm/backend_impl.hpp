@@ -35,6 +35,7 @@
 #include "lower_body.hpp"
 #include "lower_control.hpp"
 #include "lower_cumulative.hpp"
+#include "lower_scatter.hpp"
 #include "lower_dot.hpp"
 #include "lower_expr.hpp"
 #include "lower_roots.hpp"
@@ -218,6 +219,8 @@ void throw_kernel_error(std::int32_t code, const std::source_location* jit_site)
   if (code & kKernelNegativeSize)
     throw ShapeError(with_context(place("jit: a size computed inside the function is negative (an array dimension from data, or "
                            "integer arithmetic on sizes that overflowed)")));
+  if (code & kKernelGatherEmpty)
+    throw IndexError(with_context(place("gather: cannot index into an operand axis of size 0 (the result is not empty)")));
   internal_error("kernel returned unknown code " + std::to_string(code));
 }
 

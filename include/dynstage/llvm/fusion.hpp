@@ -13,10 +13,11 @@
 //  1. Fusible primitives: those whose table row says `fused` (ir/prims.hpp):
 //     elementwise (unary, binary, compare, select_n, convert_element_type)
 //     and index remaps (broadcast_in_dim, reshape, squeeze, transpose,
-//     slice, dynamic_slice, iota). They never get a buffer of their own
+//     slice, dynamic_slice, gather, iota). They never get a buffer of their own
 //     unless rule 3 says so.
 //  2. Materialisation points (own loop nests): jaxpr inputs and outputs,
-//     reductions, cumulative ops, dot_general, concatenate, dynamic_update_slice.
+//     reductions, cumulative ops, scatters, dot_general, concatenate,
+//     dynamic_update_slice.
 //     A dot_general operand must be a buffer: if it is not one (possibly
 //     through reshapes, which keep the row-major order), it is materialised.
 //     Control flow (for_loop, while_loop, cond) is a barrier: every operand
@@ -142,13 +143,19 @@ struct Walk {
         if (e.prim == Prim::broadcast_in_dim && e.inputs[0].is_var() && fused(e.inputs[0].var) &&
             expands(j.types[static_cast<std::size_t>(e.inputs[0].var)], t))
           expanded[static_cast<std::size_t>(e.inputs[0].var)] = true;
+        // A gather may read an operand element, and reads an index vector,
+        // more than once: expensive inputs are materialised (rule 3).
+        if (e.prim == Prim::gather)
+          for (std::size_t k = 0; k < 2; ++k)
+            if (e.inputs[k].is_var() && fused(e.inputs[k].var)) expanded[static_cast<std::size_t>(e.inputs[k].var)] = true;
         for (std::size_t i = 0; i < num_data_inputs(e); ++i) visit(e.inputs[i], nest, ei, space, order);
         return;
       }
+      case Kind::scatter:
       case Kind::reduction:
       case Kind::cumulative:
       case Kind::contraction:
-      case Kind::control: internal_error("plan_fusion: a reduction, dot_general or control equation is not fusible");
+      case Kind::control: internal_error("plan_fusion: a scatter, reduction, dot_general or control equation is not fusible");
     }
   }
 
@@ -180,6 +187,11 @@ struct Walk {
         for (std::size_t k = 1; k < e.inputs.size(); ++k)
           visit(e.inputs[k], ei, -2 - static_cast<int>(k), sym_numel(j.type_of(e.inputs[k])), ei);
         return;
+      DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
+        // The copy of the operand; the nest over the updates.
+        visit(e.inputs[0], ei, -2, space, ei);
+        for (std::size_t k = 1; k < 3; ++k) visit(e.inputs[k], ei, -3, sym_numel(j.type_of(e.inputs[2])), ei);
+        return;
       DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // (each operand element read once)
         visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
@@ -193,6 +205,7 @@ struct Walk {
       case Prim::squeeze:
       case Prim::slice:
       case Prim::dynamic_slice:
+      case Prim::gather:
       case Prim::iota:
         for (std::size_t i = 0; i < num_data_inputs(e); ++i) {
           const int key = prim_kind(e.prim) == Kind::structural ? ei : -1;

@@ -152,24 +152,38 @@ struct RowWalk {
       return;
     }
     for (std::size_t k = mapped_inputs(e); k < e.inputs.size(); ++k) visit(e.inputs[k], {});
+    if (e.prim == Prim::gather) visit(e.inputs[1], axes_tags(j, e, index_map(j, e, 1), tags, 1));
     const IndexMap m = index_map(j, e);
     if (m.form == IndexMap::Form::iota || !e.inputs[0].is_var()) return;  // reads no array
     const std::vector<JDim>& od = j.types[static_cast<std::size_t>(e.outputs[0])].shape;
     const std::vector<JDim>& xd = j.type_of(e.inputs[0]).shape;
     if (m.form == IndexMap::Form::linear) return visit(e.inputs[0], linear_tags(xd, od, tags));
-    // An operand axis that follows an output axis unchanged keeps its tag;
-    // one that shifts or strides it stays in the row only if that axis is
-    // not a row axis.
+    visit(e.inputs[0], axes_tags(j, e, m, tags, 0));
+  }
+
+  // The tags of input k's axes under axes-form map m, from the output's.
+  // An input axis that follows an output axis unchanged keeps its tag; one
+  // that shifts or strides it stays in the row only if that axis is not a
+  // row axis. A start read from data (gather) may be any row: mixed.
+  static std::vector<int> axes_tags(const Jaxpr& j, const Eqn& e, const IndexMap& m, const std::vector<int>& tags,
+                                    std::size_t k) {
+    const std::vector<JDim>& od = j.types[static_cast<std::size_t>(e.outputs[0])].shape;
+    const std::vector<JDim>& xd = j.type_of(e.inputs[k]).shape;
     std::vector<int> xt(xd.size(), kInner);
     for (std::size_t i = 0; i < xd.size(); ++i) {
       const AxisMap& a = m.axes[i];
-      if (is_unit(xd[i]) || a.out_axis < 0) continue;
+      if (is_unit(xd[i])) continue;
+      if (a.start == AxisMap::Start::gathered) {
+        xt[i] = kMixed;
+        continue;
+      }
+      if (a.out_axis < 0) continue;
       const int tag = tags[static_cast<std::size_t>(a.out_axis)];
       xt[i] = a.passes_through() && xd[i] == od[static_cast<std::size_t>(a.out_axis)] ? tag
               : tag == kInner                                                          ? kInner
                                                                                        : kMixed;
     }
-    visit(e.inputs[0], xt);
+    return xt;
   }
 };
 

@@ -223,8 +223,14 @@ private:
   // (ir/index_map.hpp); the operand index is built once per (e, ix).
   llvm::Value* remapped(const Eqn& e, Ix& ix);
   // The start of an axis map, as i64. `limit`: the largest start a clamped
-  // one may take (the larger array's dimension minus the smaller's).
-  llvm::Value* start_of(const Eqn& e, const AxisMap& m, std::size_t axis, llvm::Value* limit);
+  // or gathered one may take (the larger array's dimension minus the
+  // smaller's); `ix`: the index whose index vector a gathered or scattered
+  // start reads.
+  llvm::Value* start_of(const Eqn& e, const AxisMap& m, std::size_t axis, llvm::Value* limit, Ix* ix = nullptr);
+  // The raw component m.value of the index vector of gather/scatter e at
+  // the output (update) index ix, as i64.
+  llvm::Value* index_vector_component(const Eqn& e, const AxisMap& m, Ix& ix);
+  void emit_scatter(const Eqn& e, llvm::Value* out);  // lower_scatter.hpp
 
   llvm::Value* fused(const Eqn& e, Ix& ix);
   llvm::Value* libm(const char* name, DType d, std::vector<llvm::Value*> args);

@@ -46,6 +46,7 @@ inline void Lowering::emit_cumulative(const Eqn& e, llvm::Value* out) {
       case Prim::cummin: return max_min(p == Prim::cummax, d, acc, v);  // exactly eager's max/min
       DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
       DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;

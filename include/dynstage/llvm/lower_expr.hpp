@@ -137,7 +137,18 @@ inline llvm::Value* Lowering::max_min(bool is_max, DType d, llvm::Value* x, llvm
   return b.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, x, y);
 }
 
-inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size_t axis, llvm::Value* limit) {
+inline llvm::Value* Lowering::index_vector_component(const Eqn& e, const AxisMap& m, Ix& ix) {
+  const Atom& idx = e.inputs[1];
+  const IndexMap iv = e.prim == Prim::gather ? index_map(j_, e, 1)
+                                              : index_vector_map(std::get<ScatterParams>(e.params).update_window_dims,
+                                                                 type(e.inputs[2].var).rank());
+  Ix& r = new_ix(dims_of(idx.var));
+  for (const AxisMap& a : iv.axes)
+    r.multi.push_back(a.out_axis >= 0 ? axis(ix, static_cast<std::size_t>(a.out_axis)) : E.c64(m.value));
+  return b.CreateSExt(operand(idx, r), E.i64);
+}
+
+inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size_t axis, llvm::Value* limit, Ix* ix) {
   switch (m.start) {
     case AxisMap::Start::constant: return E.c64(m.value);
     case AxisMap::Start::dim_operand: return dim_operand(e.inputs[static_cast<std::size_t>(m.input)]);
@@ -146,6 +157,25 @@ inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size
       s = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, E.c64(0));
       return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, limit);
     }
+    case AxisMap::Start::gathered: {
+      // An empty operand axis has nothing to read: stop the kernel (eager
+      // raises the same IndexError). Static limits are checked here.
+      if (const auto k = Emitter::konst(limit); k && *k < 0) {
+        E.exit_with(b.getInt32(kKernelGatherEmpty));
+        b.SetInsertPoint(llvm::BasicBlock::Create(E.ctx, "gather.dead", b.GetInsertBlock()->getParent()));
+      } else if (!Emitter::konst(limit)) {
+        llvm::Function* fn = b.GetInsertBlock()->getParent();
+        llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "gather.empty", fn);
+        llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "gather.ok", fn);
+        b.CreateCondBr(b.CreateICmpSLT(limit, E.c64(0)), bad, ok, E.weights(1, 1000));
+        b.SetInsertPoint(bad);
+        E.exit_with(b.getInt32(kKernelGatherEmpty));
+        b.SetInsertPoint(ok);
+      }
+      llvm::Value* s = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, index_vector_component(e, m, *ix), E.c64(0));
+      return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, limit);
+    }
+    case AxisMap::Start::scattered: return index_vector_component(e, m, *ix);
     case AxisMap::Start::concat_offset: {
       llvm::Value* off = E.c64(0);
       for (std::size_t k = 0; k < static_cast<std::size_t>(m.input); ++k) off = E.add(off, dims_of(e.inputs[k].var)[axis]);
@@ -173,14 +203,14 @@ inline llvm::Value* Lowering::remapped(const Eqn& e, Ix& ix) {
       const Dims od = dims_of(e.outputs[0]);
       for (std::size_t i = 0; i < xd.size(); ++i) {
         const AxisMap& a = m.axes[i];
-        if (a.out_axis < 0) {
-          r.multi.push_back(start_of(e, a, i, nullptr));
+        if (a.out_axis < 0) {  // a constant, or a collapsed gathered axis (slice size 1)
+          r.multi.push_back(start_of(e, a, i, b.CreateSub(xd[i], E.c64(1)), &ix));
           continue;
         }
         const auto oa = static_cast<std::size_t>(a.out_axis);
         llvm::Value* o = axis(ix, oa);
         if (a.stride != 1) o = b.CreateMul(o, E.c64(a.stride), "", true, true);
-        llvm::Value* start = start_of(e, a, i, a.start == AxisMap::Start::clamped ? b.CreateSub(xd[i], od[oa]) : nullptr);
+        llvm::Value* start = start_of(e, a, i, b.CreateSub(xd[i], od[oa]), &ix);
         r.multi.push_back(Emitter::is_k(start, 0) ? o : b.CreateAdd(start, o, "", true, true));
       }
     }
@@ -278,10 +308,12 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::transpose:
     case Prim::slice:
     case Prim::dynamic_slice:
+    case Prim::gather:
     case Prim::iota: return remapped(e, ix);
 
     case Prim::concatenate:
     case Prim::dynamic_update_slice:
+    DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     case Prim::reduce_sum:
     case Prim::reduce_max:
     case Prim::reduce_min:

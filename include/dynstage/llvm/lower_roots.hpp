@@ -26,6 +26,7 @@ inline void Lowering::emit_root(std::size_t ei) {
   switch (prim_kind(e.prim)) {
     case Kind::reduction: emit_reduction(e, out); return;
     case Kind::cumulative: emit_cumulative(e, out); return;
+    case Kind::scatter: emit_scatter(e, out); return;
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::structural:
@@ -179,6 +180,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, acc, v);
       DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;

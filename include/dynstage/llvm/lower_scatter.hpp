@@ -1,0 +1,76 @@
+// dynstage: the loop nests of the scatters (scatter, scatter-add, -mul,
+// -min, -max). Part of the backend implementation (DYNSTAGE_IMPLEMENTATION):
+// a member of Lowering (lower.hpp).
+//
+// The result is a copy of the operand (one flat nest; the operand fused into
+// it), then one nest over the updates in row-major order: each update element
+// is combined into the element the scatter map gives (ir/index_map.hpp,
+// scatter_map; its start read from the indices at the update's batch index),
+// unless its window does not fit in the operand (mode FILL_OR_DROP: the
+// element is skipped). The updates and indices are computed inline at each
+// update element. The order and the combining operations are the eager
+// kernel's (eager/kernels_index.hpp): duplicates accumulate in the same
+// order, so results are bit-identical to eager. The update nest does not
+// vectorise (two updates may hit one element); it is a load, an operation
+// and a store per update.
+#pragma once
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+#include <string>
+#include <vector>
+
+#include "lower.hpp"
+
+namespace dyn::detail::llvmjit {
+
+inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
+  const int v = e.outputs[0];
+  const DType d = type(v).dtype;
+  const bool fl = is_float(d);
+  const Dims od = dims_of(v);
+  const Atom &x = e.inputs[0], &u = e.inputs[2];
+  nest(od, !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
+
+  const Prim p = e.prim;
+  auto combine = [&](llvm::Value* old, llvm::Value* upd) -> llvm::Value* {
+    switch (p) {
+      case Prim::scatter: return upd;
+      case Prim::scatter_add: return fl ? b.CreateFAdd(old, upd) : d == DType::bool_ ? b.CreateOr(old, upd) : b.CreateAdd(old, upd);
+      case Prim::scatter_mul: return fl ? b.CreateFMul(old, upd) : d == DType::bool_ ? b.CreateAnd(old, upd) : b.CreateMul(old, upd);
+      case Prim::scatter_min:
+      case Prim::scatter_max: return max_min(p == Prim::scatter_max, d, old, upd);  // exactly eager's max/min
+      DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
+    }
+    internal_error("emit_scatter: " + std::string(prim_name(p)) + " is not a scatter primitive");
+  };
+  const Dims ud = u.is_var() ? dims_of(u.var) : Dims{};
+  const Dims st = strides_of(od);
+  const IndexMap m = scatter_map(std::get<ScatterParams>(e.params), od.size());
+  nest(ud, false, [&](Ix& ix) {
+    llvm::Value* fits = b.getTrue();
+    llvm::Value* off = E.c64(0);
+    for (std::size_t k = 0; k < m.axes.size(); ++k) {
+      const AxisMap& a = m.axes[k];
+      llvm::Value* s = E.c64(0);
+      if (a.start == AxisMap::Start::scattered) {
+        s = start_of(e, a, k, nullptr, &ix);
+        llvm::Value* size = a.out_axis >= 0 ? ud[static_cast<std::size_t>(a.out_axis)] : E.c64(1);
+        fits = b.CreateAnd(fits, b.CreateICmpSGE(s, E.c64(0)));
+        fits = b.CreateAnd(fits, b.CreateICmpSLE(s, b.CreateSub(od[k], size)));
+      }
+      if (a.out_axis >= 0) s = b.CreateAdd(s, axis(ix, static_cast<std::size_t>(a.out_axis)));
+      off = b.CreateAdd(off, b.CreateMul(s, st[k]));
+    }
+    llvm::Value* upd = operand(u, ix);
+    E.when(fits, [&] { E.store(out, d, off, combine(E.load(out, d, off), upd)); });
+  });
+}
+
+}  // namespace dyn::detail::llvmjit
+
+#endif  // DYNSTAGE_IMPLEMENTATION
