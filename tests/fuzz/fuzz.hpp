@@ -45,6 +45,8 @@ enum class Op {
   squeeze,       // p: axes
   broadcast_to,  // p: target dims, >= 0 static, -1-j: x.shape(j)
   cumulative,    // k: Cum; p = axis (may be negative), reverse
+  gather,        // in = x, idx (integer); p[0] = axis: k = 0: x.at(all()..., idx).get(); 1: dyn::take(x, idx, axis)
+  scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4)
   dot,
   matmul,
   dynamic_slice,         // in = x, index scalars; p: sizes

@@ -198,7 +198,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 33));
+    const int which = static_cast<int>(r.range(0, 35));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -522,6 +522,34 @@ struct Gen {
         n.out = {t};
         break;
       }
+      case 34: case 35: {  // gather / scatter along one axis at integer indices (clamped / dropped)
+        if (rank < 1 || rank > 3) return false;
+        const i64 ax = r.range(0, rank - 1);
+        // Reading from an empty axis is an IndexError: only non-empty axes.
+        if (tx.shape[ax].n == 0) return false;
+        int idx = r.coin(0.4) ? pick(scope, [](const Ty& t) { return isi(t.dt) && !t.inexact && t.shape.size() <= 2; }) : -1;
+        if (idx < 0) idx = constant(p, scope, r.coin() ? DType::i32 : DType::i64, {D{r.range(0, 5), -1}});
+        const Ty ti = scope[idx];
+        Ty t = tx;
+        t.shape.erase(t.shape.begin() + ax);
+        t.shape.insert(t.shape.begin() + ax, ti.shape.begin(), ti.shape.end());
+        n.in.push_back(idx);
+        n.p = {ax};
+        if (which == 34) {
+          n.op = Op::gather, n.k = static_cast<int>(r.range(0, 1)), n.out = {tx};
+          n.out[0].shape = t.shape;
+          break;
+        }
+        // The updates: the shape the gather would give, or its trailing axes.
+        std::vector<D> us(t.shape.begin() + (r.coin() ? 0 : ax), t.shape.end());
+        for (const D& d : us)
+          if (!d.is_static()) return false;
+        const int u = constant(p, scope, tx.dt, us);
+        n.in.push_back(u);
+        n.op = Op::scatter, n.k = static_cast<int>(r.range(0, 4)), n.out = {tx};
+        n.out[0].inexact = tx.inexact || scope[u].inexact;
+        break;
+      }
       case 28: case 29: case 30: case 31: {  // control flow
         if (depth >= 2) return false;
         return control(p, scope, depth, which % 3);
@@ -816,6 +844,16 @@ struct Emitter {
         case Op::cumulative: {
           static const char* f[] = {"dyn::cumsum", "dyn::cumprod", "dyn::cummax", "dyn::cummin"};
           e = std::string(f[n.k]) + "(" + in(0) + ", " + std::to_string(n.p[0]) + (n.p[1] ? ", true" : "") + ")";
+          break;
+        }
+        case Op::gather:
+        case Op::scatter: {
+          std::string at = in(0) + ".at(";
+          for (i64 a = 0; a < n.p[0]; ++a) at += "dyn::all(), ";
+          at += in(1) + ")";
+          static const char* upd[] = {"set", "add", "mul", "min", "max"};
+          if (n.op == Op::gather) e = n.k ? "dyn::take(" + in(0) + ", " + in(1) + ", " + std::to_string(n.p[0]) + ")" : at + ".get()";
+          else e = at + "." + upd[n.k] + "(" + in(2) + ")";
           break;
         }
         case Op::reshape: e = "dyn::reshape(" + in(0) + ", " + list(n.p) + ")"; break;

@@ -220,6 +220,45 @@ struct Interp {
     throw std::logic_error("fuzz: bad cumulative op");
   }
 
+  // x.at(all()..., idx) along axis a, then f(at).
+  template <class X, class I, class F>
+  static V at_axis(const X& x, const I& idx, i64 a, F f) {
+    switch (a) {
+      case 0: return as_v<K>(f(x.at(idx)));
+      case 1: return as_v<K>(f(x.at(dyn::all(), idx)));
+      case 2: return as_v<K>(f(x.at(dyn::all(), dyn::all(), idx)));
+      default: throw std::logic_error("fuzz: gather axis out of range");
+    }
+  }
+
+  template <class X, class I>
+  static V gather(const Node& n, const X& x, const I& idx) {
+    if constexpr (std::is_integral_v<elem<I>> && !std::is_same_v<elem<I>, bool>) {
+      if (n.k == 1) return as_v<K>(dyn::take(x, idx, n.p.at(0)));
+      return at_axis(x, idx, n.p.at(0), [](const auto& r) { return r.get(); });
+    } else {
+      throw std::logic_error("fuzz: a non-integer index array");
+    }
+  }
+
+  template <class X, class I>
+  static V scatter(const Node& n, const X& x, const I& idx, const V& uv) {
+    if constexpr (std::is_integral_v<elem<I>> && !std::is_same_v<elem<I>, bool>) {
+      const auto u = same(x, uv);
+      return at_axis(x, idx, n.p.at(0), [&](const auto& r) {
+        switch (n.k) {
+          case 0: return r.set(u);
+          case 1: return r.add(u);
+          case 2: return r.mul(u);
+          case 3: return r.min(u);
+          default: return r.max(u);
+        }
+      });
+    } else {
+      throw std::logic_error("fuzz: a non-integer index array");
+    }
+  }
+
   template <class T>
   static V full_of(const std::vector<i64>& shape, double lit) {
     return lift<K>(dyn::full<T>(shape, static_cast<T>(lit)));
@@ -302,6 +341,10 @@ struct Interp {
         }, in(0))};
       case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
       case Op::cumulative: return {std::visit([&](const auto& x) { return cumulative(n, x); }, in(0))};
+      case Op::gather:
+        return {std::visit([&](const auto& x, const auto& i) { return gather(n, x, i); }, in(0), in(1))};
+      case Op::scatter:
+        return {std::visit([&](const auto& x, const auto& i) { return scatter(n, x, i, in(2)); }, in(0), in(1))};
       case Op::reshape:
         return {std::visit([&](const auto& x) {
           return as_v<K>(dyn::reshape(x, dyn::Shape(n.p.begin(), n.p.end())));
