@@ -48,6 +48,7 @@
 #include "trace/control.hpp"
 #include "trace/control_nested.hpp"
 #include "trace/control_bind.hpp"
+#include "trace/scan.hpp"
 // Running: the eager kernels and the interpreter.
 #include "eager/kernel_util.hpp"
 #include "eager/kernels_cumulative.hpp"

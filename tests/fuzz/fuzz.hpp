@@ -55,6 +55,8 @@ enum class Op {
   while_loop,            // p = trips, preserve; in = carries; body[0](carries) -> carries; body[1]: extra bool cond or none
   cond,                  // in = pred, operands; body[0], body[1](operands...) -> outs; k = 1: in[0] is an
                          // integer index, dyn::switch_(index, body[0], ..., body[N-1]) (N = 2 or 3)
+  scan,                  // p = reverse, length (no xs), ncarry; in = carries, xs; body[0](carries..., x rows...)
+                         // -> carries, ys; out = carries, ys (each y with the length as a leading dimension)
 };
 
 enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos,

@@ -625,6 +625,7 @@ struct Gen {
       params.push_back(u);
     }
     const std::vector<Ty> outer = scope;
+    if (kind == 0 && r.coin(0.4)) return scan(p, scope, depth, n.in, params);
     if (kind == 0) {  // for_loop
       const i64 lo = r.range(-2, 2), trips = r.range(0, 4);
       const i64 step = r.coin(0.7) ? 1 : r.coin() ? 2 : -1;
@@ -658,6 +659,46 @@ struct Gen {
       }
     }
     for (Ty& t : params) n.out.push_back(freshen(t));
+    add(p, scope, std::move(n));
+    return true;
+  }
+
+  // dyn::scan over 0-2 xs that share a leading dimension (none: a static
+  // length), with the carries `in` (types `carry`, kept as a preserved
+  // loop's) and 1-2 ys of the body's parameter types.
+  bool scan(Program& p, std::vector<Ty>& scope, int depth, std::vector<int> in, std::vector<Ty> carry) {
+    Node n;
+    n.op = Op::scan;
+    n.in = std::move(in);
+    const std::size_t nc = n.in.size();
+    D lead{r.range(0, 4), -1};
+    std::vector<Ty> params = carry;
+    const i64 nx = r.range(0, 2);
+    for (i64 j = 0; j < nx; ++j) {
+      const bool first = n.in.size() == nc;
+      const int s = pick(scope, [&](const Ty& t) { return !t.shape.empty() && (first || t.shape[0] == lead); });
+      if (s < 0) break;
+      if (first) lead = scope[s].shape[0];
+      n.in.push_back(s);
+      Ty row = scope[s];
+      row.shape.erase(row.shape.begin());
+      params.push_back(row);
+    }
+    n.p = {r.coin(0.4) ? 1 : 0, lead.n, static_cast<i64>(nc)};
+    std::vector<Ty> outs = carry;
+    const i64 ny = r.range(1, 2);
+    for (i64 j = 0; j < ny; ++j) {
+      Ty y = params[static_cast<std::size_t>(r.range(0, static_cast<i64>(params.size()) - 1))];
+      if (isf(y.dt)) y.inexact = true;  // computed from the carries (conservative, as loop carries)
+      y.lowp = y.lowp || (y.inexact && y.dt == DType::f32);
+      outs.push_back(y);
+    }
+    n.body.push_back(body(scope, params, outs, depth, nullptr, false));
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      Ty t = outs[j];
+      if (j >= nc) t.shape.insert(t.shape.begin(), lead);
+      n.out.push_back(freshen(t));
+    }
     add(p, scope, std::move(n));
     return true;
   }
@@ -891,7 +932,7 @@ struct Emitter {
           e = "dyn::dynamic_update_slice(" + in(0) + ", " + in(1) + ", " + list(ix) + ")";
           break;
         }
-        case Op::for_loop: case Op::while_loop: case Op::cond: {
+        case Op::for_loop: case Op::while_loop: case Op::cond: case Op::scan: {
           control(os, n, env, ind, names);
           break;
         }
@@ -938,6 +979,47 @@ struct Emitter {
                std::vector<std::string>& names) {
     std::vector<std::string> init;
     const std::string t = fresh("t");
+    if (n.op == Op::scan) {
+      // dyn::scan(f, std::make_tuple(carries...), std::make_tuple(xs...), {...}):
+      // f unpacks both tuples, runs the body and returns ((carries...), (ys...)).
+      const auto nc = static_cast<std::size_t>(n.p[2]);
+      const Program& b = n.body[0];
+      std::vector<std::string> benv = env, cs, xs, outs;
+      const std::string c = fresh("c"), x = fresh("x");
+      for (std::size_t j = 0; j < b.params.size(); ++j) {
+        (j < nc ? cs : xs).push_back(fresh("p"));
+        benv.push_back(j < nc ? cs.back() : xs.back());
+      }
+      std::ostringstream body_os;
+      program(body_os, b, benv, ind + "  ", outs);
+      auto tuple = [](const std::vector<std::string>& v, std::size_t from, std::size_t to) {
+        std::string s = "std::make_tuple(";
+        for (std::size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + v[i];
+        return s + ")";
+      };
+      auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+        return s;
+      };
+      std::vector<std::string> ins;
+      for (int s : n.in) ins.push_back(env.at(s));
+      os << ind << "auto " << t << " = dyn::scan([&]([[maybe_unused]] auto " << c << ", [[maybe_unused]] auto " << x
+         << ") {\n";
+      if (!cs.empty()) os << ind << "  auto [" << join(cs) << "] = " << c << ";\n";
+      if (!xs.empty()) os << ind << "  auto [" << join(xs) << "] = " << x << ";\n";
+      os << body_os.str() << ind << "  return std::make_tuple(" << tuple(outs, 0, nc) << ", "
+         << tuple(outs, nc, outs.size()) << ");\n"
+         << ind << "}, " << tuple(ins, 0, nc) << ", " << tuple(ins, nc, ins.size()) << ", {"
+         << (ins.size() == nc ? ".length = " + std::to_string(n.p[1]) + ", " : std::string()) << ".reverse = "
+         << (n.p[0] ? "true" : "false") << "});\n";
+      for (std::size_t j = 0; j < n.out.size(); ++j) {
+        names.push_back(fresh("v"));
+        os << ind << "auto " << names.back() << " = std::get<" << (j < nc ? j : j - nc) << ">(std::get<"
+           << (j < nc ? 0 : 1) << ">(" << t << "));\n";
+      }
+      return;
+    }
     if (n.op == Op::for_loop) {
       for (int s : n.in) init.push_back(env.at(s));
       // The body's first parameter is the index: a lead name bound in env.

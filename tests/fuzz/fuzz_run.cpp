@@ -397,6 +397,29 @@ struct Interp {
         auto r = dyn::for_loop(n.p[0], n.p[1], n.p[2], {.preserve_dimensions = n.p[3] != 0})(fn)(pack_all<K>(init));
         return unpack<K>(r, n.out);
       }
+      case Op::scan: {
+        const auto nc = static_cast<std::size_t>(n.p[2]);
+        std::vector<V> init, xs;
+        for (std::size_t j = 0; j < n.in.size(); ++j) (j < nc ? init : xs).push_back(env.at(n.in[j]));
+        const Program& body = n.body.at(0);
+        const std::vector<Ty> carry(body.params.begin(), body.params.begin() + static_cast<std::ptrdiff_t>(nc));
+        const std::vector<Ty> rows(body.params.begin() + static_cast<std::ptrdiff_t>(nc), body.params.end());
+        auto fn = [&](auto c, auto x) {
+          std::vector<V> ps = unpack<K>(c, carry);
+          for (V& v : unpack<K>(x, rows)) ps.push_back(std::move(v));
+          std::vector<V> res = run(body, env, ps);
+          const std::vector<V> cr(res.begin(), res.begin() + static_cast<std::ptrdiff_t>(nc));
+          const std::vector<V> yr(res.begin() + static_cast<std::ptrdiff_t>(nc), res.end());
+          return std::tuple{pack_all<K>(cr), pack_all<K>(yr)};
+        };
+        dyn::ScanOptions opts{.reverse = n.p[0] != 0};
+        if (xs.empty()) opts.length = n.p[1];
+        auto r = dyn::scan(fn, pack_all<K>(init), pack_all<K>(xs), opts);
+        std::vector<V> out = unpack<K>(std::get<0>(r), carry);
+        const std::vector<Ty> ys(n.out.begin() + static_cast<std::ptrdiff_t>(nc), n.out.end());
+        for (V& v : unpack<K>(std::get<1>(r), ys)) out.push_back(std::move(v));
+        return out;
+      }
       case Op::while_loop: {
         // A counter bounds the trip count: it is the first i64 carry.
         std::vector<V> init{lift<K>(Array<i64>::scalar(0))};
@@ -641,6 +664,7 @@ void collect_primitives(const dyn::Jaxpr& j, std::set<dyn::detail::Prim>& out) {
   for (const dyn::Eqn& e : j.eqns) {
     out.insert(e.prim);
     if (const auto* p = std::get_if<ForLoopParams>(&e.params)) collect_primitives(*p->body_jaxpr, out);
+    if (const auto* p = std::get_if<ScanParams>(&e.params)) collect_primitives(*p->jaxpr, out);
     if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
       collect_primitives(*p->cond_jaxpr, out);
       collect_primitives(*p->body_jaxpr, out);

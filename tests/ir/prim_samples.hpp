@@ -182,6 +182,13 @@ inline Sample sample_of(Prim p) {
             return dyn::cond(dyn::sum(x) > 1.0, [](auto c) { return c + 1.0; }, [](auto c) { return c - 1.0; })(x);
           },
           sample_array(DType::f64, {3}));
+    case Prim::scan:  // a reversed running sum over the rows of a matrix
+      return traced(
+          [](auto xs) {
+            return dyn::scan([](auto c, auto x) { return std::tuple{c + x, c * 2.0}; }, dyn::zeros<double>({3}), xs,
+                             {.reverse = true});
+          },
+          sample_array(DType::f64, {4, 3}));
   }
   throw std::logic_error("prim_samples: bad primitive tag");
 }

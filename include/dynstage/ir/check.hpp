@@ -147,6 +147,7 @@ inline void check_structure(const Jaxpr& j, const std::string& in) {
       check_structure(*b, " in the " + name + " of " + where + in);
     };
     if (const auto* p = std::get_if<ForLoopParams>(&e.params)) body(p->body_jaxpr, "body_jaxpr");
+    if (const auto* p = std::get_if<ScanParams>(&e.params)) body(p->jaxpr, "jaxpr");
     if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
       body(p->cond_jaxpr, "cond_jaxpr");
       body(p->body_jaxpr, "body_jaxpr");
@@ -472,6 +473,7 @@ private:
                    std::size_t ni, std::size_t first_carried);
   static std::size_t count(int n);
   std::vector<Env> check_bodies(const Jaxpr& j, const Env& env, std::size_t k, const std::vector<Aval>& in);
+  void check_scan(const Jaxpr& j, const Env& env, std::size_t k, const std::vector<Aval>& in, const ScanParams& p);
   void check_cond_outputs(const Jaxpr& j, const Env& env, std::size_t k, const CondParams& p,
                           const std::vector<Env>& envs);
 };

@@ -169,6 +169,10 @@ std::vector<Env> Checker::check_bodies(const Jaxpr& j, const Env& env, std::size
     check_carry(j, k, b, benv, bnc, ni, bnc + ni);
     return {};
   }
+  if (const auto* p = std::get_if<ScanParams>(&e.params)) {
+    check_scan(j, env, k, in, *p);
+    return {};
+  }
   const auto& p = std::get<CondParams>(e.params);
   const std::size_t nb = p.branches.size();
   const Jaxpr& b0 = *p.branches[0];
@@ -203,6 +207,51 @@ std::vector<Env> Checker::check_bodies(const Jaxpr& j, const Env& env, std::size
     }
   }
   return envs;
+}
+
+// scan: operands consts, carry, xs[, length] (prims.hpp); the body takes
+// consts, carry and one row of each xs, and returns the carry, with the
+// carry's type (no implicit inputs: lax.scan's carry keeps its type), and
+// the ys' rows.
+void Checker::check_scan(const Jaxpr& j, const Env& env, std::size_t k, const std::vector<Aval>& in,
+                         const ScanParams& p) {
+  const Jaxpr& b = *p.jaxpr;
+  const std::size_t nc = count(p.num_consts), ncar = count(p.num_carry);
+  const bool dyn_len = p.length < 0;
+  if (p.num_consts < 0 || p.num_carry < 0 || nc + ncar > b.invars.size() || b.outvars.size() < ncar ||
+      in.size() != b.invars.size() + (dyn_len ? 1 : 0))
+    layout_error(j, k, std::to_string(in.size()) + " operands and a jaxpr of " + std::to_string(b.invars.size()) +
+                           " inputs and " + std::to_string(b.outvars.size()) + " outputs do not fit num_consts=" +
+                           std::to_string(p.num_consts) + " num_carry=" + std::to_string(p.num_carry) +
+                           " length=" + (dyn_len ? std::string("None (a last i64[] operand)") : std::to_string(p.length)));
+  std::optional<Dim> n;
+  if (!dyn_len) n = Dim(p.length);
+  else if (in.back().dtype == DType::i64 && in.back().rank() == 0) n = in.back().dim_value;
+  if (!n)
+    layout_error(j, k, "operand #" + std::to_string(in.size() - 1) + " (the length) has type " +
+                           aval_text(in.back(), j, env) + " but is an i64[]");
+  // The body sees a row of each xs: the operand without its leading
+  // dimension, which must be the length.
+  const Atom& len_atom = j.eqns[k].inputs.back();
+  const std::string len_text = !dyn_len ? n->to_string() : len_atom.is_var() ? name(j, len_atom.var) : n->to_string();
+  std::vector<Aval> rows(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(b.invars.size()));
+  for (std::size_t q = nc + ncar; q < rows.size(); ++q) {
+    if (rows[q].rank() == 0 || !(rows[q].shape[0] == *n))
+      fail(j, k, "operand #" + std::to_string(q) + " (an xs) has type " + aval_text(in[q], j, env) +
+                     " but its leading dimension must be the length, " + len_text);
+    rows[q].shape.erase(rows[q].shape.begin());
+  }
+  Env benv = check_body(j, env, k, b, "jaxpr", rows, nc, [](std::size_t q) { return q; });
+  Frame f(*this, j, k, "jaxpr");
+  for (std::size_t s = 0; s < ncar; ++s) {
+    const Aval got = atom_aval(benv, b.outvars[s]);
+    const int v = b.invars[nc + s];
+    const Aval want = benv[static_cast<std::size_t>(v)].aval;
+    if (got.dtype != want.dtype || !(got.shape == want.shape))
+      fail(b, kNone, "scan: carry output #" + std::to_string(s) + " has type " + aval_text(got, b, benv) +
+                         " but carry input #" + std::to_string(s) + " (" + name(b, v) + ":" + type_of(b, var_type(b, v)) +
+                         ") has type " + aval_text(want, b, benv) + "; the carry keeps its type");
+  }
 }
 
 // A branch's outputs against the equation's (now bound) output types: a

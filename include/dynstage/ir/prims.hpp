@@ -52,7 +52,7 @@ enum class Kind : std::uint8_t {
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
   contraction, // dot_general
-  control,     // for_loop, while_loop, cond: nested jaxprs (trace/control.hpp)
+  control,     // for_loop, while_loop, cond, scan: nested jaxprs (trace/control.hpp, trace/scan.hpp)
 };
 
 struct NoParams {
@@ -186,6 +186,18 @@ struct DotGeneralParams {
 //              running for index i, and an index out of [0, N) running
 //              branches[N-1] (XLA's Conditional; dyn::switch_ clamps the
 //              index before, so that never happens in a traced program).
+//   scan       operands: consts, carry, xs (JAX's order), then, when the
+//              length is dynamic (length = -1, printed None), the length
+//              as an i64[] (as a dynamic size of broadcast_in_dim follows
+//              its data operands)
+//              body (`jaxpr`) invars: consts, carry, x (one slice of each xs
+//              along axis 0)
+//              body outvars: carry, y
+//              equation outputs: carry, ys (each y stacked along a new axis
+//              0 of size length)
+//              runs body for slice t = 0, 1, ..., length-1 (reverse: from
+//              length-1 down to 0), writing y into row t of ys. The carry
+//              keeps its type (no implicit loop variables, as lax.scan).
 // With preserve_dimensions a loop has no implicit operands (nimplicit=0):
 // carried dimensions are body constants and cannot change. Without, each
 // dynamic dimension of the carried values that the body changes is its own
@@ -219,10 +231,24 @@ struct CondParams {
   friend bool operator==(const CondParams&, const CondParams&) = default;
 };
 
+// lax.scan's params as JAX prints them (`_split_transpose=False`,
+// `linear=(False, ...)` and `unroll=1` are printed, not stored: dynstage has
+// no transposition and lowers one body per iteration). `jaxpr` is JAX's
+// name for the body; `length` is -1 when it is dynamic (then the last
+// operand, printed `length=None`).
+struct ScanParams {
+  std::shared_ptr<const Jaxpr> jaxpr;
+  std::int64_t length = 0;
+  bool reverse = false;
+  int num_consts = 0;
+  int num_carry = 0;
+  friend bool operator==(const ScanParams&, const ScanParams&) = default;
+};
+
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, GatherParams, ScatterParams, ReduceParams, CumulativeParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
-                            CondParams>;
+                            IotaParams, GatherParams, ScatterParams, ReduceParams, CumulativeParams, DotGeneralParams,
+                            ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
 
 // ---------------------------------------------------------------------------
 // The columns of the primitive table (one row per primitive, below).
@@ -392,7 +418,8 @@ inline constexpr int kVariadic = -1;
 #define DYN_CONTROL_PRIMITIVES(X) \
   X(for_loop,             "for_loop",             control,     ForLoopParams,          -1, any,             false, simple,         none,  none)              \
   X(while_loop,           "while_loop",           control,     WhileLoopParams,        -1, any,             false, simple,         none,  none)              \
-  X(cond,                 "cond",                 control,     CondParams,             -1, any,             false, simple,         none,  none)
+  X(cond,                 "cond",                 control,     CondParams,             -1, any,             false, simple,         none,  none)              \
+  X(scan,                 "scan",                 control,     ScanParams,             -1, any,             false, simple,         none,  none)
 // clang-format on
 
 #define DYN_ELEMENTWISE_PRIMITIVES(X)                                                                     \

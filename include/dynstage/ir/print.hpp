@@ -400,6 +400,24 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
               kvs.push_back({"nimplicit_outputs", text(std::to_string(p.nimplicit_outputs))});
             return kvs;
           },
+          // lax.scan as JAX prints it; `linear` has one False per data
+          // operand (consts, carry, xs; not a dynamic length).
+          [&ctx](const ScanParams& p) {
+            const std::size_t n = p.jaxpr->invars.size();
+            std::string linear = "(";
+            for (std::size_t q = 0; q < n; ++q) linear += q == 0 ? "False" : ", False";
+            linear += n == 1 ? ",)" : ")";
+            std::vector<pp::KeyValue> kvs;
+            kvs.push_back({"_split_transpose", text("False")});
+            kvs.push_back({"jaxpr", pp_jaxpr(*p.jaxpr, ctx)});
+            kvs.push_back({"length", text(p.length < 0 ? "None" : std::to_string(p.length))});
+            kvs.push_back({"linear", text(linear)});
+            kvs.push_back({"num_carry", text(std::to_string(p.num_carry))});
+            kvs.push_back({"num_consts", text(std::to_string(p.num_consts))});
+            kvs.push_back({"reverse", text(py_bool(p.reverse))});
+            kvs.push_back({"unroll", text("1")});
+            return kvs;
+          },
       },
       params);
   std::stable_sort(kvs.begin(), kvs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });

@@ -57,6 +57,9 @@ bool var_sizes_arrays(const Jaxpr& j, int var) {
         if (p < cn) used = passes(*w->cond_jaxpr, p);
         else if (p < cn + bn) used = passes(*w->body_jaxpr, p - cn);
         else used = passes(*w->cond_jaxpr, p - bn) || passes(*w->body_jaxpr, p - cn);
+      } else if (const auto* sc = std::get_if<ScanParams>(&q.params)) {
+        // operands: consts, carry, xs (a row of which the body takes), [length].
+        used = p < sc->jaxpr->invars.size() && passes(*sc->jaxpr, p);
       } else if (const auto* c = std::get_if<CondParams>(&q.params)) {
         // operands: pred, then every branch's inputs.
         for (const auto& b : c->branches) used = used || (p > 0 && passes(*b, p - 1));

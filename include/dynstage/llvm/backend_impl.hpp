@@ -79,6 +79,7 @@ inline void check_supported(const Jaxpr& j) {
       }
   for (const Eqn& e : j.eqns) {
     if (const auto* p = std::get_if<ForLoopParams>(&e.params)) check_supported(*p->body_jaxpr);
+    if (const auto* p = std::get_if<ScanParams>(&e.params)) check_supported(*p->jaxpr);
     if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
       check_supported(*p->cond_jaxpr);
       check_supported(*p->body_jaxpr);

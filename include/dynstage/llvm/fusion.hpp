@@ -77,6 +77,13 @@ namespace dyn::detail {
 
 inline constexpr int kExpensiveCost = 20;
 
+// Whether v is one of the ys of scan equation e (not its carry).
+inline bool is_scan_ys(const Eqn& e, int v) {
+  if (e.prim != Prim::scan) return false;
+  const auto pos = std::find(e.outputs.begin(), e.outputs.end(), v) - e.outputs.begin();
+  return pos >= std::get<ScanParams>(e.params).num_carry;
+}
+
 namespace fusion_detail {
 
 inline int op_cost(Prim p) {
@@ -302,8 +309,10 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     auto vs = static_cast<std::size_t>(a.var);
     mark(plan, a.var, "output");
     // A control equation's outputs are its loop state (or a branch's
-    // buffers): they are copied into the results afterwards.
-    const bool control = plan.def[vs] >= 0 && prim_kind(j.eqns[static_cast<std::size_t>(plan.def[vs])].prim) == Kind::control;
+    // buffers): they are copied into the results afterwards. Except a
+    // scan's ys: the loop writes their rows into the result in place.
+    const bool control = plan.def[vs] >= 0 && prim_kind(j.eqns[static_cast<std::size_t>(plan.def[vs])].prim) == Kind::control &&
+                         !is_scan_ys(j.eqns[static_cast<std::size_t>(plan.def[vs])], a.var);
     if (plan.out_slot[vs] < 0 && plan.def[vs] >= 0 && !control) plan.out_slot[vs] = static_cast<int>(k);
   }
   for (std::size_t i = 0; i < ne; ++i) {

@@ -261,6 +261,9 @@ private:
   void emit_control(std::size_t ei, FreeAfter& free_after);
   void emit_loop(std::size_t ei, FreeAfter& free_after);
   void emit_cond(std::size_t ei, FreeAfter& free_after);
+  void emit_scan_loop(std::size_t ei, FreeAfter& free_after, int last,
+                      const std::function<void(const std::vector<llvm::Value*>&, const std::vector<llvm::Value*>&)>&
+                          iteration);
   bool is_carried(std::size_t k, std::size_t nin) const;
   llvm::Function* emit_nested(const Jaxpr& body, const std::vector<bool>& cells, const std::vector<bool>& carried = {});
   llvm::Value* operand_ptr(const Atom& a);

@@ -1,5 +1,5 @@
 // dynstage: lowering of the control-flow primitives (for_loop, while_loop,
-// cond) to native loops and branches. Part of the backend implementation
+// cond, scan) to native loops and branches. Part of the backend implementation
 // (DYNSTAGE_IMPLEMENTATION); the operand and body layouts are the ones
 // written above ForLoopParams in ir/prims.hpp, the semantics control_impl's in
 // trace/control_bind.hpp.
@@ -122,7 +122,8 @@ inline llvm::Value* Lowering::call_nested(llvm::Function* f, const std::vector<l
 inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
   switch (j_.eqns[ei].prim) {
     case Prim::for_loop:
-    case Prim::while_loop: return emit_loop(ei, free_after);
+    case Prim::while_loop:
+    case Prim::scan: return emit_loop(ei, free_after);
     case Prim::cond: return emit_cond(ei, free_after);
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
@@ -134,10 +135,15 @@ inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
   internal_error("LLVM lowering: emit_control on " + std::string(prim_name(j_.eqns[ei].prim)));
 }
 
-// for_loop and while_loop.
+// for_loop, while_loop and scan. A scan is a counted loop whose state is
+// the carry, whose body also reads row t of each xs (a pointer into the xs
+// operand) and writes row t of each ys (a pointer into the ys buffer,
+// allocated once before the loop: the kernel's result buffer itself when
+// the ys are a result), so no row is ever copied.
 inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
   const Eqn& e = j_.eqns[ei];
   const bool is_for = e.prim == Prim::for_loop;
+  const bool is_scan = e.prim == Prim::scan;
   const Jaxpr* body;
   const Jaxpr* cond_j = nullptr;
   std::size_t nc, ni, first_state;  // body constants; implicit sizes; operand index of the first state value
@@ -148,6 +154,12 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     nc = static_cast<std::size_t>(p.body_nconsts);
     ni = static_cast<std::size_t>(p.nimplicit);
     first_state = nc;  // implicit at [nc, nc+ni), carried after the 4 bounds
+  } else if (is_scan) {
+    const auto& p = std::get<ScanParams>(e.params);
+    body = p.jaxpr.get();
+    nc = static_cast<std::size_t>(p.num_consts);
+    ni = 0;
+    first_state = nc;  // consts, carry, xs[, length]
   } else {
     const auto& p = std::get<WhileLoopParams>(e.params);
     body = p.body_jaxpr.get();
@@ -157,7 +169,8 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     ni = static_cast<std::size_t>(p.nimplicit);
     first_state = cnc + nc;
   }
-  const std::size_t nstate = e.outputs.size();
+  const std::size_t nstate = is_scan ? static_cast<std::size_t>(std::get<ScanParams>(e.params).num_carry) : e.outputs.size();
+  const std::size_t nxs = is_scan ? body->invars.size() - nc - nstate : 0;
   // Operand index of state value s, and position of its body invar.
   auto state_operand = [&](std::size_t s) { return is_for && s >= ni ? first_state + s + 4 : first_state + s; };
   auto const_operand = [&](std::size_t q) { return is_for ? q : cnc + q; };  // body constant q
@@ -205,6 +218,7 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
   std::vector<bool> carried(body->invars.size(), true);
   for (std::size_t q = 0; q < nc; ++q) carried[q] = false;
   if (is_for) carried[nc + ni] = false;
+  for (std::size_t q = nc + nstate; q < nc + nstate + nxs; ++q) carried[q] = false;  // scan's rows of xs
   llvm::Function* fbody = emit_nested(*body, cell, carried);
   llvm::Function* fcond = cond_j ? emit_nested(*cond_j, {}) : nullptr;
 
@@ -239,9 +253,11 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
   for (std::size_t q = 0; q < nc; ++q) body_consts.push_back(operand_ptr(e.inputs[const_operand(q)]));
   for (std::size_t q = 0; q < cnc; ++q) cond_consts.push_back(operand_ptr(e.inputs[q]));
 
-  // One iteration: call the body, then make its results the state.
+  // One iteration: call the body, then make its results the state. A
+  // scan's body also reads `rows_in` (its x rows) and writes `rows_out`
+  // (its y rows) after the state.
   llvm::Value* index_slot = is_for ? E.entry_alloca(E.i64, 1, 8) : nullptr;
-  auto iteration = [&] {
+  auto iteration = [&](const std::vector<llvm::Value*>& rows_in, const std::vector<llvm::Value*>& rows_out) {
     std::vector<llvm::Value*> args = body_consts;
     std::vector<llvm::Value*> cur_v(nstate), next(nstate);
     for (std::size_t s = 0; s < nstate; ++s) cur_v[s] = b.CreateLoad(E.ptr, cur[s]);
@@ -250,10 +266,12 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
       args.push_back(cur_v[s]);
     }
     if (is_for && nstate == ni) args.push_back(index_slot);
+    args.insert(args.end(), rows_in.begin(), rows_in.end());
     for (std::size_t s = 0; s < nstate; ++s) {
       next[s] = cell[s] ? cellp[s] : b.CreateLoad(E.ptr, spare[s]);
       args.push_back(next[s]);
     }
+    args.insert(args.end(), rows_out.begin(), rows_out.end());
     call_nested(fbody, args);
     for (std::size_t s = 0; s < nstate; ++s) {
       if (cell[s]) {
@@ -290,8 +308,12 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     // than 2^63 iterations) cannot finish anyway; E.loop guards n > 0.
     E.loop(n, [&](llvm::Value* t) {
       b.CreateStore(b.CreateAdd(lo, b.CreateMul(t, st)), index_slot);
-      iteration();
+      iteration({}, {});
     }, LoopHint::plain);
+  } else if (is_scan) {
+    emit_scan_loop(ei, free_after, last, [&](const std::vector<llvm::Value*>& in, const std::vector<llvm::Value*>& out) {
+      iteration(in, out);
+    });
   } else {
     llvm::Value* flag = E.entry_alloca(E.i8, 1, 8);
     llvm::BasicBlock* head = llvm::BasicBlock::Create(E.ctx, "while.cond", E.fn);
@@ -305,7 +327,7 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     call_nested(fcond, args);
     b.CreateCondBr(b.CreateICmpNE(b.CreateLoad(E.i8, flag), b.getInt8(0)), body_bb, exit);
     b.SetInsertPoint(body_bb);
-    iteration();
+    iteration({}, {});
     b.CreateBr(head);
     b.SetInsertPoint(exit);
   }
@@ -340,6 +362,51 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     free_after[static_cast<std::size_t>(last)].push_back(p);
     buf_[static_cast<std::size_t>(v)] = p;
   }
+}
+
+// A scan's loop: the ys' buffers, then `length` iterations, iteration t
+// reading row r = t (r = length-1-t with reverse) of each xs and writing row
+// r of each ys. Row r of a buffer is at r times its row's bytes.
+inline void Lowering::emit_scan_loop(std::size_t ei, FreeAfter& free_after, int last,
+                                     const std::function<void(const std::vector<llvm::Value*>&,
+                                                              const std::vector<llvm::Value*>&)>& iteration) {
+  const Eqn& e = j_.eqns[ei];
+  const auto& p = std::get<ScanParams>(e.params);
+  const Jaxpr& body = *p.jaxpr;
+  const auto nc = static_cast<std::size_t>(p.num_consts), ncar = static_cast<std::size_t>(p.num_carry);
+  const std::size_t nxs = body.invars.size() - nc - ncar;
+  const std::size_t nin = j_.constvars.size() + j_.invars.size();
+  std::vector<llvm::Value*> xs, x_row, ys, y_row;
+  for (std::size_t q = 0; q < nxs; ++q) {
+    const Atom& a = e.inputs[nc + ncar + q];
+    xs.push_back(operand_ptr(a));
+    x_row.push_back(bytes_of(dims_of(a.var), type(a.var).dtype, 1));
+  }
+  for (std::size_t k = ncar; k < e.outputs.size(); ++k) {
+    const int v = e.outputs[k];
+    const auto vs = static_cast<std::size_t>(v);
+    const Dims dims = dims_of(v);
+    llvm::Value* bytes = bytes_of(dims, type(v).dtype);
+    llvm::Value* buf;
+    if (const int slot = plan_.out_slot[vs]; slot >= 0) {  // a result of the kernel: written in place
+      const auto ks = static_cast<std::size_t>(slot);
+      buf = cells_[ks] ? (cell_buf_[ks] = E.heap(bytes)) : E.fn->getArg(static_cast<unsigned>(nin + ks));
+    } else {
+      buf = E.temp(bytes);
+      free_after[static_cast<std::size_t>(last)].push_back(buf);
+    }
+    buf_[vs] = buf;
+    ys.push_back(buf);
+    y_row.push_back(bytes_of(dims, type(v).dtype, 1));
+  }
+  llvm::Value* n = p.length >= 0 ? E.c64(p.length) : scalar_i64(e.inputs.back());
+  E.loop(n, [&](llvm::Value* t) {
+    llvm::Value* r = p.reverse ? b.CreateSub(b.CreateSub(n, E.c64(1)), t) : t;
+    std::vector<llvm::Value*> in, out;
+    for (std::size_t q = 0; q < xs.size(); ++q) in.push_back(b.CreateInBoundsGEP(E.i8, xs[q], b.CreateMul(r, x_row[q])));
+    for (std::size_t q = 0; q < ys.size(); ++q) out.push_back(b.CreateInBoundsGEP(E.i8, ys[q], b.CreateMul(r, y_row[q])));
+    iteration(in, out);
+  }, LoopHint::plain);
 }
 
 // cond: the predicate (a conditional branch) or the index (a `switch`, whose

@@ -322,7 +322,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::dot_general:
     case Prim::for_loop:
     case Prim::while_loop:
-    case Prim::cond: return not_fusible();
+    case Prim::cond:
+    case Prim::scan: return not_fusible();
   }
   return not_fusible();
 }

@@ -96,6 +96,9 @@ std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operan
 void check_switch_index(const Aval& index);
 std::vector<Value> bind_switch(const Value& index, const std::vector<Value>& operands,
                                const std::vector<NestedFn>& branches);
+// scan's rules (trace/scan.hpp), which control_abstract_eval and control_impl call.
+std::vector<Aval> scan_abstract_eval(const std::vector<Aval>& in, const ScanParams& p);
+std::vector<AnyArray> scan_impl(const std::vector<AnyArray>& in, const ScanParams& p);
 
 // ---------------------------------------------------------------------------
 // Templates: typed leaves in and out of the non-template core.

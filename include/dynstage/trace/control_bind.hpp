@@ -302,6 +302,7 @@ std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, 
       }
       return out;
     }
+    case Prim::scan: return scan_abstract_eval(in, std::get<ScanParams>(params));
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
@@ -358,6 +359,7 @@ std::vector<AnyArray> control_impl(Prim prim, const std::vector<AnyArray>& in, c
       }
       return eval_jaxpr(*p.branches[b], {}, std::vector<AnyArray>(in.begin() + 1, in.end()));
     }
+    case Prim::scan: return scan_impl(in, std::get<ScanParams>(params));
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
