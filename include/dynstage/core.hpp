@@ -48,6 +48,7 @@
 #include "trace/control_bind.hpp"
 // Running: the eager kernels and the interpreter.
 #include "eager/kernel_util.hpp"
+#include "eager/kernels_arg.hpp"
 #include "eager/kernels_cumulative.hpp"
 #include "eager/kernels.hpp"
 #include "eager/interpret.hpp"

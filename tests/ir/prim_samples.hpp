@@ -147,8 +147,16 @@ inline Sample sample_of(Prim p) {
       return b.eqn(p, {x, u, i, b.index(2)}, NoParams{});
     }
     case Prim::iota: return b.eqn(p, {}, IotaParams{DType::i32, {2, 3}, 1});
-    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    case Prim::reduce_sum:
+    case Prim::reduce_max:
+    case Prim::reduce_min:
+    case Prim::reduce_prod:
+    case Prim::reduce_or:
+    case Prim::reduce_and:
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})}, ReduceParams{{0, 2}});
+    case Prim::argmax:  // the middle axis (inner axes after it), an i64 index
+    case Prim::argmin:
+      return b.eqn(p, {b.in(DType::f64, {2, 3, 4})}, ArgReduceParams{{1}, p == Prim::argmax ? DType::i32 : DType::i64});
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // reversed for two of the four
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})},
                    CumulativeParams{1, p == Prim::cumprod || p == Prim::cummin});

@@ -48,7 +48,7 @@ enum class Kind : std::uint8_t {
                // select_n(pred, case0, case1), clamp(lo, x, hi)
   convert,     // convert_element_type
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
-  reduction,   // reduce_* over axes
+  reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out)
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   contraction, // dot_general
   control,     // for_loop, while_loop, cond: nested jaxprs (trace/control.hpp)
@@ -106,6 +106,14 @@ struct IotaParams {
 struct ReduceParams {
   std::vector<std::int64_t> axes;
   friend bool operator==(const ReduceParams&, const ReduceParams&) = default;
+};
+// argmax, argmin (lax's): the index along the one axis in `axes` of the
+// first maximum (minimum), a NaN counting as the maximum (minimum), as an
+// integer of `index_dtype`.
+struct ArgReduceParams {
+  std::vector<std::int64_t> axes;
+  DType index_dtype = DType::i32;
+  friend bool operator==(const ArgReduceParams&, const ArgReduceParams&) = default;
 };
 // cumsum & co. (lax.cumsum): out[..., k, ...] combines the operand's elements
 // 0..k (reverse: k..n-1) along `axis`, in that order.
@@ -194,8 +202,14 @@ struct CondParams {
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, ReduceParams, CumulativeParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
+                            IotaParams, ReduceParams, ArgReduceParams, CumulativeParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
                             CondParams>;
+
+// The axes a reduction's params reduce (ReduceParams or ArgReduceParams).
+inline const std::vector<std::int64_t>& reduced_axes(const Params& p) {
+  if (const auto* a = std::get_if<ArgReduceParams>(&p)) return a->axes;
+  return std::get<ReduceParams>(p).axes;
+}
 
 // ---------------------------------------------------------------------------
 // The columns of the primitive table (one row per primitive, below).
@@ -347,7 +361,11 @@ inline constexpr int kVariadic = -1;
   X(reduce_sum,           "reduce_sum",           reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)              \
   X(reduce_max,           "reduce_max",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
   X(reduce_min,           "reduce_min",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
-  X(reduce_prod,          "reduce_prod",          reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)
+  X(reduce_prod,          "reduce_prod",          reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)              \
+  X(reduce_or,            "reduce_or",            reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
+  X(reduce_and,           "reduce_and",           reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
+  X(argmax,               "argmax",               reduction,   ArgReduceParams,         1, any,             false, simple,         none,  none)              \
+  X(argmin,               "argmin",               reduction,   ArgReduceParams,         1, any,             false, simple,         none,  none)
 #define DYN_CUMULATIVE_PRIMITIVES(X) \
   X(cumsum,               "cumsum",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cumprod,              "cumprod",              cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \

@@ -332,6 +332,10 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
                                              {"shape", text(py_tuple(p.shape))}};
           },
           [](const ReduceParams& p) { return std::vector<pp::KeyValue>{{"axes", text(py_tuple(p.axes))}}; },
+          [](const ArgReduceParams& p) {
+            return std::vector<pp::KeyValue>{{"axes", text(py_tuple(p.axes))},
+                                             {"index_dtype", text(std::string(dtype_numpy_name(p.index_dtype)))}};
+          },
           [](const CumulativeParams& p) {
             return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"reverse", text(py_bool(p.reverse))}};
           },
