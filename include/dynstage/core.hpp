@@ -50,5 +50,6 @@
 #include "eager/kernel_util.hpp"
 #include "eager/kernels_arg.hpp"
 #include "eager/kernels_cumulative.hpp"
+#include "eager/kernels_sort.hpp"
 #include "eager/kernels.hpp"
 #include "eager/interpret.hpp"

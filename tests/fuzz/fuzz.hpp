@@ -46,6 +46,7 @@ enum class Op {
   broadcast_to,  // p: target dims, >= 0 static, -1-j: x.shape(j)
   cumulative,    // k: Cum; p = axis (may be negative), reverse
   argreduce,     // k: 0 argmax, 1 argmin; p[0] = axis (may be negative); lit 1: dyn::keepdims
+  sort,          // p[0] = axis (may be negative)
   dot,
   matmul,
   dynamic_slice,         // in = x, index scalars; p: sizes

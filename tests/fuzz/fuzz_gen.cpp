@@ -198,7 +198,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 34));
+    const int which = static_cast<int>(r.range(0, 35));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -519,6 +519,12 @@ struct Gen {
         n.out = {t};
         break;
       }
+      case 35: {  // sort: a continuous function of its operand (sorted values), so inexact is fine
+        if (rank < 1) return false;
+        n.op = Op::sort, n.p = {r.range(-rank, rank - 1)};
+        n.out = {tx};
+        break;
+      }
       case 33: {  // clamp / clip
         Ty t = tx;
         n.op = Op::clamp, n.p = {r.coin() ? 1 : 0};
@@ -830,6 +836,7 @@ struct Emitter {
           if ((n.k == r_max || n.k == r_min) && isf(odt)) e = "(" + e + " + 0.0)";
           break;
         }
+        case Op::sort: e = "dyn::sort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"; break;
         case Op::argreduce:
           e = std::string(n.k ? "dyn::argmin(" : "dyn::argmax(") + in(0) + ", " + std::to_string(n.p[0]) +
               (n.lit != 0 ? ", dyn::keepdims" : "") + ")";

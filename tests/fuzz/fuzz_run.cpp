@@ -314,6 +314,7 @@ struct Interp {
       case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
       case Op::cumulative: return {std::visit([&](const auto& x) { return cumulative(n, x); }, in(0))};
       case Op::argreduce: return {std::visit([&](const auto& x) { return argreduce(n, x); }, in(0))};
+      case Op::sort: return {std::visit([&](const auto& x) { return as_v<K>(dyn::sort(x, n.p.at(0))); }, in(0))};
       case Op::reshape:
         return {std::visit([&](const auto& x) {
           return as_v<K>(dyn::reshape(x, dyn::Shape(n.p.begin(), n.p.end())));

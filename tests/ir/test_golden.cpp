@@ -244,6 +244,22 @@ TEST_CASE("golden: var is jnp.var's composition: mean with kept axes, sub, squar
         "  in (i,) }");
 }
 
+TEST_CASE("golden: sort prints lax.sort's dimension, is_stable and num_keys") {
+  // jnp.sort(x) (axis -1), jnp.sort(x, axis=0): stable, one key.
+  auto f = [](auto x) { return std::make_tuple(dyn::sort(x), dyn::sort(x, 0)); };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[2,3] = sort[dimension=1 is_stable=True num_keys=1] a\n"
+        "    c:f32[2,3] = sort[dimension=0 is_stable=True num_keys=1] a\n"
+        "  in (b, c) }");
+  auto h = [](auto x) { return dyn::sort(x * 2, 0); };
+  CHECK(str(dyn::make_jaxpr(h, dyn::polymorphic_shapes{"(n,)"})(dyn::Array<std::int32_t>({4}))) ==
+        "{ lambda ; a:i64[] b:i32[a]. let\n"
+        "    c:i32[a] = mul b 2:i32[]\n"
+        "    d:i32[a] = sort[dimension=0 is_stable=True num_keys=1] c\n"
+        "  in (d,) }");
+}
+
 TEST_CASE("golden: shape operations") {
   auto f = [](auto x) {
     auto r = dyn::reshape(x, {3, -1});                      // (3, 2)

@@ -1127,6 +1127,28 @@ TEST_CASE("rules: argmax and argmin drop their one axis and give index_dtype; re
   check_values<I32>(run1(Prim::reduce_and, {arr<I32>({2}, {6, 3})}, ReduceParams{{0}}), {}, {2});
 }
 
+TEST_CASE("rules: sort keeps its operand's type; one operand, one key, an axis in range") {
+  for (DType d : kAllDTypes) {
+    const auto out = ae(Prim::sort, {av(d, {2, 3}, true)}, SortParams{1, true, 1});
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].dtype == d);
+    CHECK(out[0].shape == Shape{Dim(2), Dim(3)});
+    CHECK(out[0].weak);
+  }
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {2, 3})}, SortParams{2, true, 1}),
+                       "sort: dimension 2 is out of bounds for an array of shape (2, 3)", IndexError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3})}, SortParams{0, true, 2}),
+                       "sort: num_keys must be 1 (one operand), got num_keys=2", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3}), av(DType::i32, {3})}, SortParams{0, true, 1}),
+                       "sort takes 1 operand, got 2", TypeError);
+  // Eager: NaNs last, stable (the -0.0 before the 0.0 stays first).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  check_values<double>(run1(Prim::sort, {arr<double>({2, 3}, {nan, -0.0, 0.0, 3, 1, 2})}, SortParams{1, true, 1}),
+                       {2, 3}, {-0.0, 0.0, nan, 1, 2, 3});
+  check_values<I32>(run1(Prim::sort, {arr<I32>({3, 2}, {5, 0, -1, 4, 2, 1})}, SortParams{0, true, 1}), {3, 2},
+                    {-1, 0, 2, 1, 5, 4});
+}
+
 TEST_CASE("rules: cumulative primitives keep their operand's type; a bad axis or a bool operand is rejected") {
   for (Prim p : {Prim::cumsum, Prim::cumprod, Prim::cummax, Prim::cummin}) {
     CAPTURE(prim_name(p));

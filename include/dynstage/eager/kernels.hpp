@@ -18,6 +18,7 @@
 #include "kernel_util.hpp"
 #include "kernels_arg.hpp"
 #include "kernels_cumulative.hpp"
+#include "kernels_sort.hpp"
 
 // The eager kernels are compiled once per program, in the one translation
 // unit that defines DYNSTAGE_IMPLEMENTATION; rules.hpp declares impl.

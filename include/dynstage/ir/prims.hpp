@@ -50,6 +50,7 @@ enum class Kind : std::uint8_t {
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
   reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out)
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
+  sort,        // sort: the operand's elements reordered along one axis, same shape out
   contraction, // dot_general
   control,     // for_loop, while_loop, cond: nested jaxprs (trace/control.hpp)
 };
@@ -121,6 +122,16 @@ struct CumulativeParams {
   std::int64_t axis = 0;
   bool reverse = false;
   friend bool operator==(const CumulativeParams&, const CumulativeParams&) = default;
+};
+// sort (lax.sort of one operand, as jnp.sort binds it): the elements along
+// `dimension` in ascending order, NaNs last (all NaNs equal), -0.0 equal to
+// 0.0; is_stable keeps equal elements in their order. num_keys is 1 (lax's
+// multi-operand sort, which argsort and top_k need, is not built yet).
+struct SortParams {
+  std::int64_t dimension = 0;
+  bool is_stable = true;
+  int num_keys = 1;
+  friend bool operator==(const SortParams&, const SortParams&) = default;
 };
 // dot_general: the axes of an operand of rank `rank` that are neither batch
 // nor contracting, in order (they make up the output after the batch axes).
@@ -202,7 +213,7 @@ struct CondParams {
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, ReduceParams, ArgReduceParams, CumulativeParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
+                            IotaParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, DotGeneralParams, ForLoopParams, WhileLoopParams,
                             CondParams>;
 
 // The axes a reduction's params reduce (ReduceParams or ArgReduceParams).
@@ -371,6 +382,8 @@ inline constexpr int kVariadic = -1;
   X(cumprod,              "cumprod",              cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cummax,               "cummax",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cummin,               "cummin",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)
+#define DYN_SORT_PRIMITIVES(X) \
+  X(sort,                 "sort",                 sort,        SortParams,              1, any,             false, simple,         none,  none)
 #define DYN_CONTRACTION_PRIMITIVES(X) \
   X(dot_general,          "dot_general",          contraction, DotGeneralParams,        2, numeric,         false, simple,         none,  none)
 #define DYN_CONTROL_PRIMITIVES(X) \
@@ -384,7 +397,7 @@ inline constexpr int kVariadic = -1;
   DYN_CONVERT_PRIMITIVES(X)
 #define DYN_PRIMITIVES(X)                                                                                  \
   DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_REDUCTION_PRIMITIVES(X)               \
-  DYN_CUMULATIVE_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X) DYN_CONTROL_PRIMITIVES(X)
+  DYN_CUMULATIVE_PRIMITIVES(X) DYN_SORT_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X) DYN_CONTROL_PRIMITIVES(X)
 
 // `case Prim::x:` for every row of a list: a `switch` over Prim names whole
 // categories this way, so it stays exhaustive (-Werror=switch) without a
@@ -463,6 +476,9 @@ DYN_REDUCTION_PRIMITIVES(DYN_X)
 #define KIND cumulative
 DYN_CUMULATIVE_PRIMITIVES(DYN_X)
 #undef KIND
+#define KIND sort
+DYN_SORT_PRIMITIVES(DYN_X)
+#undef KIND
 #define KIND contraction
 DYN_CONTRACTION_PRIMITIVES(DYN_X)
 #undef KIND
@@ -481,6 +497,7 @@ constexpr int expected_arity(Kind k) {
     case Kind::structural:
     case Kind::reduction:
     case Kind::cumulative:
+    case Kind::sort:
     case Kind::contraction:
     case Kind::control: return -2;  // the row's own
   }
@@ -497,8 +514,8 @@ constexpr const char* check_rows() {
     if (r.arity < kVariadic) return "arity must be >= 0 or -1 (any)";
     // The LLVM lowering computes elementwise values only inline (Lowering::fused).
     if (is_elementwise(r.kind) && !r.fused) return "an elementwise primitive must be fused";
-    // Their own loop nests: emit_reduction, emit_cumulative, emit_dot, lower_control.hpp.
-    if ((r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::contraction ||
+    // Their own loop nests: emit_reduction, emit_cumulative, emit_sort, emit_dot, lower_control.hpp.
+    if ((r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::sort || r.kind == Kind::contraction ||
          r.kind == Kind::control) && r.fused)
       return "reductions, cumulative ops, contractions and control flow are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";

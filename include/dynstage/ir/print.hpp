@@ -339,6 +339,11 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
           [](const CumulativeParams& p) {
             return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"reverse", text(py_bool(p.reverse))}};
           },
+          [](const SortParams& p) {
+            return std::vector<pp::KeyValue>{{"dimension", text(std::to_string(p.dimension))},
+                                             {"is_stable", text(py_bool(p.is_stable))},
+                                             {"num_keys", text(std::to_string(p.num_keys))}};
+          },
           [](const DotGeneralParams& p) {
             return std::vector<pp::KeyValue>{
                 {"dimension_numbers", text("((" + py_list(p.lhs_contracting) + ", " + py_list(p.rhs_contracting) +

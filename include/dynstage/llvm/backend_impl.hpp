@@ -35,6 +35,7 @@
 #include "lower_body.hpp"
 #include "lower_control.hpp"
 #include "lower_argreduce.hpp"
+#include "lower_sort.hpp"
 #include "lower_cumulative.hpp"
 #include "lower_dot.hpp"
 #include "lower_expr.hpp"

@@ -29,6 +29,7 @@ inline void Lowering::emit_root(std::size_t ei) {
       emit_reduction(e, out);
       return;
     case Kind::cumulative: emit_cumulative(e, out); return;
+    case Kind::sort: emit_sort(e, out); return;
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::structural:
@@ -188,6 +189,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
       DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
     }
