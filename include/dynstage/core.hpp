@@ -51,7 +51,9 @@
 #include "trace/scan.hpp"
 // Running: the eager kernels and the interpreter.
 #include "eager/kernel_util.hpp"
+#include "eager/kernels_arg.hpp"
 #include "eager/kernels_cumulative.hpp"
 #include "eager/kernels_index.hpp"
+#include "eager/kernels_sort.hpp"
 #include "eager/kernels.hpp"
 #include "eager/interpret.hpp"

@@ -47,6 +47,8 @@ enum class Op {
   cumulative,    // k: Cum; p = axis (may be negative), reverse
   gather,        // in = x, idx (integer); p[0] = axis: k = 0: x.at(all()..., idx).get(); 1: dyn::take(x, idx, axis)
   scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4)
+  argreduce,     // k: 0 argmax, 1 argmin; p[0] = axis (may be negative); lit 1: dyn::keepdims
+  sort,          // p[0] = axis (may be negative)
   dot,
   matmul,
   dynamic_slice,         // in = x, index scalars; p: sizes
@@ -63,7 +65,7 @@ enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log
              u_tan, u_tanh, u_logistic, u_not, kUnaryCount };
 enum Binary { b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_and, b_or, kBinaryCount };
 enum Cmp { c_eq, c_ne, c_lt, c_le, c_gt, c_ge, kCmpCount };
-enum Red { r_sum, r_prod, r_max, r_min, r_mean, kRedCount };
+enum Red { r_sum, r_prod, r_max, r_min, r_mean, r_any, r_all, kRedCount };
 enum Cum { cu_sum, cu_prod, cu_max, cu_min, kCumCount };
 
 // A dimension: its concrete size and, if dynamic, an identity (sym >= 0).

@@ -198,7 +198,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 35));
+    const int which = static_cast<int>(r.range(0, 37));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -297,8 +297,9 @@ struct Gen {
       }
       case 15: case 16: {  // reduction
         std::vector<int> ks;
-        if (tx.dt == DType::bool_) ks = {r_sum};
-        else ks = {r_sum, r_prod, r_max, r_min, r_mean};
+        if (tx.dt == DType::bool_) ks = {r_sum, r_any, r_all};
+        else if (tx.inexact) ks = {r_sum, r_prod, r_max, r_min, r_mean};  // (any/all test != 0: discontinuous)
+        else ks = {r_sum, r_prod, r_max, r_min, r_mean, r_any, r_all};
         n.op = Op::reduce, n.k = r.pick(ks);
         Ty t = tx;
         const bool keep = r.coin(0.25);  // dyn::keepdims: the reduced axes stay, as size 1
@@ -318,6 +319,7 @@ struct Gen {
         // max/min of nothing is an error (consistent, but wasted): avoided.
         if ((n.k == r_max || n.k == r_min) && tx.size() == 0) return false;
         if (tx.dt == DType::bool_) t.dt = DType::i64;
+        if (n.k == r_any || n.k == r_all) t.dt = DType::bool_;
         if (n.k == r_mean && !isf(t.dt)) t.dt = DType::f32;
         if (isf(t.dt) && (n.k == r_sum || n.k == r_prod || n.k == r_mean)) t.inexact = true;
         n.out = {t};
@@ -502,6 +504,27 @@ struct Gen {
         n.out = {t};
         break;
       }
+      case 34: {  // argmax / argmin: an index, so the operand must be exact
+        if (rank < 1 || tx.inexact) return false;
+        const i64 axis = r.range(-rank, rank - 1);
+        const auto ax = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+        // An empty axis: jnp's error in eager where the size is concrete,
+        // lax's 0 in a kernel of runtime size; avoided.
+        if (tx.shape[ax].n == 0) return false;
+        n.op = Op::argreduce, n.k = r.coin() ? 1 : 0, n.p = {axis};
+        n.lit = r.coin(0.25) ? 1 : 0;
+        Ty t{DType::i32, tx.shape, false};
+        if (n.lit != 0) t.shape[ax] = D{1, -1};
+        else t.shape.erase(t.shape.begin() + static_cast<std::ptrdiff_t>(ax));
+        n.out = {t};
+        break;
+      }
+      case 35: {  // sort: a continuous function of its operand (sorted values), so inexact is fine
+        if (rank < 1) return false;
+        n.op = Op::sort, n.p = {r.range(-rank, rank - 1)};
+        n.out = {tx};
+        break;
+      }
       case 33: {  // clamp / clip
         Ty t = tx;
         n.op = Op::clamp, n.p = {r.coin() ? 1 : 0};
@@ -522,7 +545,7 @@ struct Gen {
         n.out = {t};
         break;
       }
-      case 34: case 35: {  // gather / scatter along one axis at integer indices (clamped / dropped)
+      case 36: case 37: {  // gather / scatter along one axis at integer indices (clamped / dropped)
         if (rank < 1 || rank > 3) return false;
         const i64 ax = r.range(0, rank - 1);
         // Reading from an empty axis is an IndexError: only non-empty axes.
@@ -535,7 +558,7 @@ struct Gen {
         t.shape.insert(t.shape.begin() + ax, ti.shape.begin(), ti.shape.end());
         n.in.push_back(idx);
         n.p = {ax};
-        if (which == 34) {
+        if (which == 36) {
           n.op = Op::gather, n.k = static_cast<int>(r.range(0, 1)), n.out = {tx};
           n.out[0].shape = t.shape;
           break;
@@ -875,13 +898,18 @@ struct Emitter {
           break;
         case Op::astype: e = "dyn::astype<" + T + ">(" + in(0) + ")"; break;
         case Op::reduce: {
-          static const char* f[] = {"dyn::sum", "dyn::prod", "dyn::max", "dyn::min", "dyn::mean"};
+          static const char* f[] = {"dyn::sum", "dyn::prod", "dyn::max", "dyn::min", "dyn::mean", "dyn::any", "dyn::all"};
           const int bits = static_cast<int>(n.lit);
           e = std::string(f[n.k]) + "(" + in(0) + ((bits & 1) ? "" : ", " + list(n.p)) +
               ((bits & 2) ? ", dyn::keepdims" : "") + ")";
           if ((n.k == r_max || n.k == r_min) && isf(odt)) e = "(" + e + " + 0.0)";
           break;
         }
+        case Op::sort: e = "dyn::sort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"; break;
+        case Op::argreduce:
+          e = std::string(n.k ? "dyn::argmin(" : "dyn::argmax(") + in(0) + ", " + std::to_string(n.p[0]) +
+              (n.lit != 0 ? ", dyn::keepdims" : "") + ")";
+          break;
         case Op::cumulative: {
           static const char* f[] = {"dyn::cumsum", "dyn::cumprod", "dyn::cummax", "dyn::cummin"};
           e = std::string(f[n.k]) + "(" + in(0) + ", " + std::to_string(n.p[0]) + (n.p[1] ? ", true" : "") + ")";

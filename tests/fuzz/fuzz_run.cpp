@@ -185,6 +185,8 @@ struct Interp {
         case r_max: return fix_zero(all ? dyn::max(x, dyn::keepdims) : dyn::max(x, ax, dyn::keepdims));
         case r_min: return fix_zero(all ? dyn::min(x, dyn::keepdims) : dyn::min(x, ax, dyn::keepdims));
         case r_mean: return as_v<K>(all ? dyn::mean(x, dyn::keepdims) : dyn::mean(x, ax, dyn::keepdims));
+        case r_any: return as_v<K>(all ? dyn::any(x, dyn::keepdims) : dyn::any(x, ax, dyn::keepdims));
+        case r_all: return as_v<K>(all ? dyn::all(x, dyn::keepdims) : dyn::all(x, ax, dyn::keepdims));
         case kRedCount: break;
       }
       throw std::logic_error("fuzz: bad reduction");
@@ -201,9 +203,18 @@ struct Interp {
       case r_max: return fix_zero(all ? dyn::max(x) : dyn::max(x, ax));
       case r_min: return fix_zero(all ? dyn::min(x) : dyn::min(x, ax));
       case r_mean: return as_v<K>(all ? dyn::mean(x) : dyn::mean(x, ax));
+      case r_any: return as_v<K>(all ? dyn::any(x) : dyn::any(x, ax));
+      case r_all: return as_v<K>(all ? dyn::all(x) : dyn::all(x, ax));
       case kRedCount: break;
     }
     throw std::logic_error("fuzz: bad reduction");
+  }
+
+  template <class X>
+  static V argreduce(const Node& n, const X& x) {
+    const i64 axis = n.p.at(0);
+    if (n.lit != 0) return as_v<K>(n.k ? dyn::argmin(x, axis, dyn::keepdims) : dyn::argmax(x, axis, dyn::keepdims));
+    return as_v<K>(n.k ? dyn::argmin(x, axis) : dyn::argmax(x, axis));
   }
 
   template <class X>
@@ -345,6 +356,8 @@ struct Interp {
         return {std::visit([&](const auto& x, const auto& i) { return gather(n, x, i); }, in(0), in(1))};
       case Op::scatter:
         return {std::visit([&](const auto& x, const auto& i) { return scatter(n, x, i, in(2)); }, in(0), in(1))};
+      case Op::argreduce: return {std::visit([&](const auto& x) { return argreduce(n, x); }, in(0))};
+      case Op::sort: return {std::visit([&](const auto& x) { return as_v<K>(dyn::sort(x, n.p.at(0))); }, in(0))};
       case Op::reshape:
         return {std::visit([&](const auto& x) {
           return as_v<K>(dyn::reshape(x, dyn::Shape(n.p.begin(), n.p.end())));

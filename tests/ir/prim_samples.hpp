@@ -158,11 +158,21 @@ inline Sample sample_of(Prim p) {
       const Atom u = b.in(DType::f64, {4, 5});
       return b.eqn(p, {x, i, u}, ScatterParams{{1}, {0}, {0}});
     }
-    DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
+    case Prim::reduce_sum:
+    case Prim::reduce_max:
+    case Prim::reduce_min:
+    case Prim::reduce_prod:
+    case Prim::reduce_or:
+    case Prim::reduce_and:
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})}, ReduceParams{{0, 2}});
+    case Prim::argmax:  // the middle axis (inner axes after it), an i64 index
+    case Prim::argmin:
+      return b.eqn(p, {b.in(DType::f64, {2, 3, 4})}, ArgReduceParams{{1}, p == Prim::argmax ? DType::i32 : DType::i64});
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // reversed for two of the four
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})},
                    CumulativeParams{1, p == Prim::cumprod || p == Prim::cummin});
+    case Prim::sort:  // the middle axis (inner axes after it), descending data
+      return traced([](auto x) { return dyn::sort(-x, 1); }, sample_array(DType::f64, {2, 3, 4}));
     case Prim::dot_general: {
       const Atom x = b.in(DType::f64, {2, 3, 4});
       return b.eqn(p, {x, b.in(DType::f64, {2, 4, 5})}, DotGeneralParams{{2}, {1}, {0}, {0}});

@@ -201,6 +201,65 @@ TEST_CASE("golden: cumulative reductions print lax's axis and reverse") {
         "  in (d,) }");
 }
 
+TEST_CASE("golden: argmax and argmin print JAX's axes and index_dtype; keepdims expands after them") {
+  // jnp.argmax(x, axis=1), jnp.argmin(x, axis=0, keepdims=True)
+  auto f = [](auto x) { return std::make_tuple(dyn::argmax(x, 1), dyn::argmin(x, -2, dyn::keepdims)); };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:i32[2] = argmax[axes=(1,) index_dtype=int32] a\n"
+        "    c:i32[3] = argmin[axes=(0,) index_dtype=int32] a\n"
+        "    d:i32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 3)] c\n"
+        "  in (b, d) }");
+  auto h = [](auto x) { return dyn::argmax(x, 0); };
+  CHECK(str(dyn::make_jaxpr(h, dyn::polymorphic_shapes{"(n, 3)"})(dyn::Array<std::int64_t>({4, 3}))) ==
+        "{ lambda ; a:i64[] b:i64[a,3]. let\n"
+        "    c:i32[3] = argmax[axes=(0,) index_dtype=int32] b\n"
+        "  in (c,) }");
+}
+
+TEST_CASE("golden: any and all are reduce_or and reduce_and of bools (jnp casts other dtypes first)") {
+  auto f = [](auto b, auto x) { return std::make_tuple(dyn::any(b), dyn::all(x, {1}), dyn::any(b, {0}, dyn::keepdims)); };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<bool>({2, 3}), dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:bool[2,3] b:f32[2,3]. let\n"
+        "    c:bool[] = reduce_or[axes=(0, 1)] a\n"
+        "    d:bool[2,3] = convert_element_type[new_dtype=bool weak_type=False] b\n"
+        "    e:bool[2] = reduce_and[axes=(1,)] d\n"
+        "    f:bool[3] = reduce_or[axes=(0,)] a\n"
+        "    g:bool[1,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 3)] f\n"
+        "  in (c, e, g) }");
+}
+
+TEST_CASE("golden: var is jnp.var's composition: mean with kept axes, sub, square (mul), sum, div") {
+  auto f = [](auto x) { return dyn::var(x, {1}); };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[2] = reduce_sum[axes=(1,)] a\n"
+        "    c:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 1)] b\n"
+        "    d:f32[2,1] = div c 3.0:f32[]\n"
+        "    e:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(2, 3)] d\n"
+        "    f:f32[2,3] = sub a e\n"
+        "    g:f32[2,3] = mul f f\n"
+        "    h:f32[2] = reduce_sum[axes=(1,)] g\n"
+        "    i:f32[2] = div h 3.0:f32[]\n"
+        "  in (i,) }");
+}
+
+TEST_CASE("golden: sort prints lax.sort's dimension, is_stable and num_keys") {
+  // jnp.sort(x) (axis -1), jnp.sort(x, axis=0): stable, one key.
+  auto f = [](auto x) { return std::make_tuple(dyn::sort(x), dyn::sort(x, 0)); };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[2,3] = sort[dimension=1 is_stable=True num_keys=1] a\n"
+        "    c:f32[2,3] = sort[dimension=0 is_stable=True num_keys=1] a\n"
+        "  in (b, c) }");
+  auto h = [](auto x) { return dyn::sort(x * 2, 0); };
+  CHECK(str(dyn::make_jaxpr(h, dyn::polymorphic_shapes{"(n,)"})(dyn::Array<std::int32_t>({4}))) ==
+        "{ lambda ; a:i64[] b:i32[a]. let\n"
+        "    c:i32[a] = mul b 2:i32[]\n"
+        "    d:i32[a] = sort[dimension=0 is_stable=True num_keys=1] c\n"
+        "  in (d,) }");
+}
+
 TEST_CASE("golden: shape operations") {
   auto f = [](auto x) {
     auto r = dyn::reshape(x, {3, -1});                      // (3, 2)

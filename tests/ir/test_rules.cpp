@@ -1084,6 +1084,71 @@ TEST_CASE("shape rules on symbolic dimensions") {
   CHECK_THROWS_AS(ae(Prim::slice, {x}, SliceParams{{0, 0}, {5, 4}, {}}), InconclusiveDimensionOperation);
 }
 
+TEST_CASE("rules: argmax and argmin drop their one axis and give index_dtype; reduce_or and reduce_and take bools and integers") {
+  for (Prim p : {Prim::argmax, Prim::argmin}) {
+    CAPTURE(prim_name(p));
+    for (DType d : kAllDTypes) {
+      const auto out = ae(p, {av(d, {2, 3, 4}, true)}, ArgReduceParams{{1}, DType::i32});
+      REQUIRE(out.size() == 1);
+      CHECK(out[0].dtype == DType::i32);
+      CHECK(out[0].shape == Shape{Dim(2), Dim(4)});
+      CHECK(!out[0].weak);
+    }
+    CHECK(ae(p, {av(DType::f64, {5})}, ArgReduceParams{{0}, DType::i64})[0].dtype == DType::i64);
+    const std::string n(prim_name(p));
+    CHECK_THROWS_WITH_AS(ae(p, {av(DType::f32, {2, 3})}, ArgReduceParams{{0, 1}, DType::i32}),
+                         (n + " reduces exactly one axis, got axes=(0, 1)").c_str(), ShapeError);
+    CHECK_THROWS_WITH_AS(ae(p, {av(DType::f32, {2, 3})}, ArgReduceParams{{2}, DType::i32}),
+                         (n + " axes (2,) out of range for operand shape (2, 3)").c_str(), IndexError);
+    CHECK_THROWS_WITH_AS(ae(p, {av(DType::f32, {2, 3})}, ArgReduceParams{{0}, DType::f32}),
+                         (n + " index_dtype must be i32 or i64, got f32").c_str(), TypeError);
+  }
+  // Eager: the first maximum (minimum); the first NaN wins.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  check_values<I32>(run1(Prim::argmax, {arr<double>({2, 3}, {1, 5, 5, 2, nan, nan})}, ArgReduceParams{{1}, DType::i32}),
+                    {2}, {1, 1});
+  check_values<I64>(run1(Prim::argmin, {arr<I64>({2, 3}, {4, 1, 1, 0, 9, 0})}, ArgReduceParams{{0}, DType::i64}),
+                    {3}, {1, 0, 1});
+  for (Prim p : {Prim::reduce_or, Prim::reduce_and}) {
+    CAPTURE(prim_name(p));
+    CHECK(ae(p, {av(DType::bool_, {2, 3})}, ReduceParams{{0}})[0].shape == Shape{Dim(3)});
+    CHECK(ae(p, {av(DType::i32, {2, 3})}, ReduceParams{{0, 1}})[0].dtype == DType::i32);
+    CHECK_THROWS_WITH_AS(ae(p, {av(DType::f32, {3})}, ReduceParams{{0}}),
+                         (std::string(prim_name(p)) + " does not accept dtype f32; it requires a boolean or integer dtype")
+                             .c_str(),
+                         TypeError);
+  }
+  const auto b = arr<bool>({2, 3}, {false, true, false, false, false, false});
+  check_values<bool>(run1(Prim::reduce_or, {b}, ReduceParams{{1}}), {2}, {true, false});
+  check_values<bool>(run1(Prim::reduce_and, {b}, ReduceParams{{0}}), {3}, {false, false, false});
+  check_values<bool>(run1(Prim::reduce_and, {arr<bool>({0}, {})}, ReduceParams{{0}}), {}, {true});
+  // Integers: bitwise (lax's reduce_or of ints).
+  check_values<I32>(run1(Prim::reduce_or, {arr<I32>({3}, {1, 4, 4})}, ReduceParams{{0}}), {}, {5});
+  check_values<I32>(run1(Prim::reduce_and, {arr<I32>({2}, {6, 3})}, ReduceParams{{0}}), {}, {2});
+}
+
+TEST_CASE("rules: sort keeps its operand's type; one operand, one key, an axis in range") {
+  for (DType d : kAllDTypes) {
+    const auto out = ae(Prim::sort, {av(d, {2, 3}, true)}, SortParams{1, true, 1});
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].dtype == d);
+    CHECK(out[0].shape == Shape{Dim(2), Dim(3)});
+    CHECK(out[0].weak);
+  }
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {2, 3})}, SortParams{2, true, 1}),
+                       "sort: dimension 2 is out of bounds for an array of shape (2, 3)", IndexError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3})}, SortParams{0, true, 2}),
+                       "sort: num_keys must be 1 (one operand), got num_keys=2", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3}), av(DType::i32, {3})}, SortParams{0, true, 1}),
+                       "sort takes 1 operand, got 2", TypeError);
+  // Eager: NaNs last, stable (the -0.0 before the 0.0 stays first).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  check_values<double>(run1(Prim::sort, {arr<double>({2, 3}, {nan, -0.0, 0.0, 3, 1, 2})}, SortParams{1, true, 1}),
+                       {2, 3}, {-0.0, 0.0, nan, 1, 2, 3});
+  check_values<I32>(run1(Prim::sort, {arr<I32>({3, 2}, {5, 0, -1, 4, 2, 1})}, SortParams{0, true, 1}), {3, 2},
+                    {-1, 0, 2, 1, 5, 4});
+}
+
 TEST_CASE("rules: cumulative primitives keep their operand's type; a bad axis or a bool operand is rejected") {
   for (Prim p : {Prim::cumsum, Prim::cumprod, Prim::cummax, Prim::cummin}) {
     CAPTURE(prim_name(p));

@@ -16,8 +16,10 @@
 #pragma once
 
 #include "kernel_util.hpp"
+#include "kernels_arg.hpp"
 #include "kernels_cumulative.hpp"
 #include "kernels_index.hpp"
+#include "kernels_sort.hpp"
 
 // The eager kernels are compiled once per program, in the one translation
 // unit that defines DYNSTAGE_IMPLEMENTATION; rules.hpp declares impl.
@@ -510,6 +512,20 @@ inline AnyArray impl_rule(PrimTag<Prim::reduce_min>, const std::vector<AnyArray>
     if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
     else return std::numeric_limits<T>::max();  // true for bool
   }, [](auto a, auto b) { return min_value(a, b); });
+}
+
+// reduce_or, reduce_and: bitwise on integers, logical on bool (lax's).
+inline AnyArray impl_rule(PrimTag<Prim::reduce_or>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ReduceParams& p) {
+  return reduce_impl<prim_info(Prim::reduce_or).dtypes>(
+      Prim::reduce_or, in[0], out, p, [](auto) { return 0; },
+      [](auto a, auto b) { return static_cast<decltype(a)>(a | b); });
+}
+inline AnyArray impl_rule(PrimTag<Prim::reduce_and>, const std::vector<AnyArray>& in, const Aval& out,
+                          const ReduceParams& p) {
+  return reduce_impl<prim_info(Prim::reduce_and).dtypes>(
+      Prim::reduce_and, in[0], out, p, [](auto) { return -1; },  // all bits set; true for bool
+      [](auto a, auto b) { return static_cast<decltype(a)>(a & b); });
 }
 
 inline AnyArray impl_rule(PrimTag<Prim::dot_general>, const std::vector<AnyArray>& in, const Aval& out,

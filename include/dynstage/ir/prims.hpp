@@ -48,9 +48,10 @@ enum class Kind : std::uint8_t {
                // select_n(pred, case0, case1), clamp(lo, x, hi)
   convert,     // convert_element_type
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
-  reduction,   // reduce_* over axes
+  reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out)
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
+  sort,        // sort: the operand's elements reordered along one axis, same shape out
   contraction, // dot_general
   control,     // for_loop, while_loop, cond, scan: nested jaxprs (trace/control.hpp, trace/scan.hpp)
 };
@@ -108,6 +109,14 @@ struct ReduceParams {
   std::vector<std::int64_t> axes;
   friend bool operator==(const ReduceParams&, const ReduceParams&) = default;
 };
+// argmax, argmin (lax's): the index along the one axis in `axes` of the
+// first maximum (minimum), a NaN counting as the maximum (minimum), as an
+// integer of `index_dtype`.
+struct ArgReduceParams {
+  std::vector<std::int64_t> axes;
+  DType index_dtype = DType::i32;
+  friend bool operator==(const ArgReduceParams&, const ArgReduceParams&) = default;
+};
 // cumsum & co. (lax.cumsum): out[..., k, ...] combines the operand's elements
 // 0..k (reverse: k..n-1) along `axis`, in that order.
 struct CumulativeParams {
@@ -141,6 +150,16 @@ struct ScatterParams {
   friend bool operator==(const ScatterParams&, const ScatterParams&) = default;
 };
 
+// sort (lax.sort of one operand, as jnp.sort binds it): the elements along
+// `dimension` in ascending order, NaNs last (all NaNs equal), -0.0 equal to
+// 0.0; is_stable keeps equal elements in their order. num_keys is 1 (lax's
+// multi-operand sort, which argsort and top_k need, is not built yet).
+struct SortParams {
+  std::int64_t dimension = 0;
+  bool is_stable = true;
+  int num_keys = 1;
+  friend bool operator==(const SortParams&, const SortParams&) = default;
+};
 // dot_general: the axes of an operand of rank `rank` that are neither batch
 // nor contracting, in order (they make up the output after the batch axes).
 inline std::vector<std::int64_t> dot_free_axes(int rank, const std::vector<std::int64_t>& batch,
@@ -247,8 +266,14 @@ struct ScanParams {
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, GatherParams, ScatterParams, ReduceParams, CumulativeParams, DotGeneralParams,
-                            ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
+                            IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams,
+                            DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
+
+// The axes a reduction's params reduce (ReduceParams or ArgReduceParams).
+inline const std::vector<std::int64_t>& reduced_axes(const Params& p) {
+  if (const auto* a = std::get_if<ArgReduceParams>(&p)) return a->axes;
+  return std::get<ReduceParams>(p).axes;
+}
 
 // ---------------------------------------------------------------------------
 // The columns of the primitive table (one row per primitive, below).
@@ -407,12 +432,18 @@ inline constexpr int kVariadic = -1;
   X(reduce_sum,           "reduce_sum",           reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)              \
   X(reduce_max,           "reduce_max",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
   X(reduce_min,           "reduce_min",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
-  X(reduce_prod,          "reduce_prod",          reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)
+  X(reduce_prod,          "reduce_prod",          reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)              \
+  X(reduce_or,            "reduce_or",            reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
+  X(reduce_and,           "reduce_and",           reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
+  X(argmax,               "argmax",               reduction,   ArgReduceParams,         1, any,             false, simple,         none,  none)              \
+  X(argmin,               "argmin",               reduction,   ArgReduceParams,         1, any,             false, simple,         none,  none)
 #define DYN_CUMULATIVE_PRIMITIVES(X) \
   X(cumsum,               "cumsum",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cumprod,              "cumprod",              cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cummax,               "cummax",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cummin,               "cummin",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)
+#define DYN_SORT_PRIMITIVES(X) \
+  X(sort,                 "sort",                 sort,        SortParams,              1, any,             false, simple,         none,  none)
 #define DYN_CONTRACTION_PRIMITIVES(X) \
   X(dot_general,          "dot_general",          contraction, DotGeneralParams,        2, numeric,         false, simple,         none,  none)
 #define DYN_CONTROL_PRIMITIVES(X) \
@@ -427,7 +458,8 @@ inline constexpr int kVariadic = -1;
   DYN_CONVERT_PRIMITIVES(X)
 #define DYN_PRIMITIVES(X)                                                                                  \
   DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_SCATTER_PRIMITIVES(X)                \
-  DYN_REDUCTION_PRIMITIVES(X) DYN_CUMULATIVE_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X) DYN_CONTROL_PRIMITIVES(X)
+  DYN_REDUCTION_PRIMITIVES(X) DYN_CUMULATIVE_PRIMITIVES(X) DYN_SORT_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X)        \
+  DYN_CONTROL_PRIMITIVES(X)
 
 // `case Prim::x:` for every row of a list: a `switch` over Prim names whole
 // categories this way, so it stays exhaustive (-Werror=switch) without a
@@ -509,6 +541,9 @@ DYN_REDUCTION_PRIMITIVES(DYN_X)
 #define KIND cumulative
 DYN_CUMULATIVE_PRIMITIVES(DYN_X)
 #undef KIND
+#define KIND sort
+DYN_SORT_PRIMITIVES(DYN_X)
+#undef KIND
 #define KIND contraction
 DYN_CONTRACTION_PRIMITIVES(DYN_X)
 #undef KIND
@@ -528,6 +563,7 @@ constexpr int expected_arity(Kind k) {
     case Kind::scatter:
     case Kind::reduction:
     case Kind::cumulative:
+    case Kind::sort:
     case Kind::contraction:
     case Kind::control: return -2;  // the row's own
   }
@@ -544,8 +580,9 @@ constexpr const char* check_rows() {
     if (r.arity < kVariadic) return "arity must be >= 0 or -1 (any)";
     // The LLVM lowering computes elementwise values only inline (Lowering::fused).
     if (is_elementwise(r.kind) && !r.fused) return "an elementwise primitive must be fused";
-    // Their own loop nests: emit_reduction, emit_cumulative, emit_dot, lower_control.hpp.
-    if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::contraction ||
+    // Their own loop nests: emit_scatter, emit_reduction, emit_cumulative, emit_sort, emit_dot, lower_control.hpp.
+    if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::sort ||
+         r.kind == Kind::contraction ||
          r.kind == Kind::control) && r.fused)
       return "reductions, cumulative ops, contractions and control flow are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";

@@ -360,8 +360,17 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
                 {"update_jaxpr", text("None")}};
           },
           [](const ReduceParams& p) { return std::vector<pp::KeyValue>{{"axes", text(py_tuple(p.axes))}}; },
+          [](const ArgReduceParams& p) {
+            return std::vector<pp::KeyValue>{{"axes", text(py_tuple(p.axes))},
+                                             {"index_dtype", text(std::string(dtype_numpy_name(p.index_dtype)))}};
+          },
           [](const CumulativeParams& p) {
             return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"reverse", text(py_bool(p.reverse))}};
+          },
+          [](const SortParams& p) {
+            return std::vector<pp::KeyValue>{{"dimension", text(std::to_string(p.dimension))},
+                                             {"is_stable", text(py_bool(p.is_stable))},
+                                             {"num_keys", text(std::to_string(p.num_keys))}};
           },
           [](const DotGeneralParams& p) {
             return std::vector<pp::KeyValue>{

@@ -463,6 +463,22 @@ inline std::vector<Aval> reduce_rule(Prim p, const std::vector<Aval>& in, const 
   return {make_aval(x.dtype, std::move(out), x.weak)};
 }
 
+// argmax, argmin (lax's): one axis reduced, the index out as index_dtype
+// (never weak: an index is not a Python scalar). Any operand dtype.
+inline std::vector<Aval> arg_reduce_rule(Prim p, const std::vector<Aval>& in, const ArgReduceParams& ap) {
+  check_arity(p, in, 1);
+  const Aval& x = in[0];
+  check_dtype(p, x.dtype, prim_info(p).dtypes);
+  if (ap.axes.size() != 1)
+    fail<ShapeError>(prim_str(p) + " reduces exactly one axis, got axes=" + ints_str(ap.axes));
+  check_axes(p, "axes", ap.axes, x.shape);
+  if (ap.index_dtype != DType::i32 && ap.index_dtype != DType::i64)
+    fail<TypeError>(prim_str(p) + " index_dtype must be i32 or i64, got " + dtype_str(ap.index_dtype));
+  Shape out = x.shape;
+  out.erase(out.begin() + ap.axes[0]);
+  return {make_aval(ap.index_dtype, std::move(out), false)};
+}
+
 // cumsum & co. (lax's cumulative reductions): one operand, its type out.
 inline std::vector<Aval> cumulative_rule(Prim p, const std::vector<Aval>& in, const CumulativeParams& cp, DTypeSet s) {
   check_arity(p, in, 1);
@@ -561,6 +577,23 @@ std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const para
   return control_abstract_eval(P, in, p);
 }
 
+// sort of one operand (lax.sort with num_keys=1): its type out.
+inline std::vector<Aval> shape_rule(PrimTag<Prim::sort>, const std::vector<Aval>& in, const SortParams& sp) {
+  check_arity(Prim::sort, in, 1);
+  const Aval& x = in[0];
+  if (sp.num_keys != 1)
+    fail<TypeError>("sort: num_keys must be 1 (one operand), got num_keys=" + std::to_string(sp.num_keys));
+  if (sp.dimension < 0 || sp.dimension >= x.rank())
+    fail<IndexError>("sort: dimension " + std::to_string(sp.dimension) + " is out of bounds for an array of shape " +
+                     shape_str(x.shape));
+  return {make_aval(x.dtype, x.shape, x.weak)};
+}
+inline std::vector<Aval> shape_rule(PrimTag<Prim::argmax>, const std::vector<Aval>& in, const ArgReduceParams& ap) {
+  return arg_reduce_rule(Prim::argmax, in, ap);
+}
+inline std::vector<Aval> shape_rule(PrimTag<Prim::argmin>, const std::vector<Aval>& in, const ArgReduceParams& ap) {
+  return arg_reduce_rule(Prim::argmin, in, ap);
+}
 inline std::vector<Aval> shape_rule(PrimTag<Prim::round>, const std::vector<Aval>& in, const RoundParams& rp) {
   if (rp.rounding_method != 0 && rp.rounding_method != 1)
     fail<TypeError>("round rounding_method must be 0 (away from zero) or 1 (to nearest even), got " +

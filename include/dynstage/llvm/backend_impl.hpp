@@ -34,6 +34,8 @@
 #include "lower.hpp"
 #include "lower_body.hpp"
 #include "lower_control.hpp"
+#include "lower_argreduce.hpp"
+#include "lower_sort.hpp"
 #include "lower_cumulative.hpp"
 #include "lower_scatter.hpp"
 #include "lower_dot.hpp"

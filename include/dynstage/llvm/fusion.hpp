@@ -161,6 +161,7 @@ struct Walk {
       case Kind::scatter:
       case Kind::reduction:
       case Kind::cumulative:
+      case Kind::sort:
       case Kind::contraction:
       case Kind::control: internal_error("plan_fusion: a scatter, reduction, dot_general or control equation is not fusible");
     }
@@ -201,6 +202,7 @@ struct Walk {
         return;
       DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // (each operand element read once)
+      DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
         visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
         return;
       // A fusible primitive whose output is materialised: its own expression

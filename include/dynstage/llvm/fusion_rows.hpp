@@ -35,7 +35,9 @@ inline constexpr int kMixed = -2;
 // Whether eqn e reduces exactly the trailing axes [t, r) of a var operand
 // with t >= 1 (output shape = the leading axes).
 inline bool trailing_reduction(const Jaxpr& j, const Eqn& e, std::size_t& t, std::vector<JDim>& rows) {
-  if (prim_kind(e.prim) != Kind::reduction || !e.inputs[0].is_var()) return false;
+  // argmax/argmin have a nest of their own (emit_arg_reduction), never in a row group.
+  if (prim_kind(e.prim) != Kind::reduction || !e.inputs[0].is_var() || !std::holds_alternative<ReduceParams>(e.params))
+    return false;
   const std::vector<JDim>& xd = j.type_of(e.inputs[0]).shape;
   auto axes = std::get<ReduceParams>(e.params).axes;
   std::sort(axes.begin(), axes.end());

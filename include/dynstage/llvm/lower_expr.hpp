@@ -318,7 +318,12 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::reduce_max:
     case Prim::reduce_min:
     case Prim::reduce_prod:
+    case Prim::reduce_or:
+    case Prim::reduce_and:
+    case Prim::argmax:
+    case Prim::argmin:
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
     case Prim::dot_general:
     case Prim::for_loop:
     case Prim::while_loop:

@@ -24,9 +24,13 @@ inline void Lowering::emit_root(std::size_t ei) {
   llvm::Value* out = buf_[static_cast<std::size_t>(v)];
   const Dims dims = dims_of(v);
   switch (prim_kind(e.prim)) {
-    case Kind::reduction: emit_reduction(e, out); return;
+    case Kind::reduction:
+      if (e.prim == Prim::argmax || e.prim == Prim::argmin) return emit_arg_reduction(e, out);
+      emit_reduction(e, out);
+      return;
     case Kind::cumulative: emit_cumulative(e, out); return;
     case Kind::scatter: emit_scatter(e, out); return;
+    case Kind::sort: emit_sort(e, out); return;
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::structural:
@@ -131,20 +135,21 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   const DType d = dtype_of(x);
   const bool fl = is_float(d);
   const Dims xd = x.is_var() ? dims_of(x.var) : Dims{};
-  const auto& axes = std::get<ReduceParams>(e.params).axes;
+  const auto& axes = std::get<ReduceParams>(e.params).axes;  // (argmax/argmin: emit_arg_reduction)
   auto reduced = [&](std::size_t a) {
     return std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(a)) != axes.end();
   };
   const Prim p = e.prim;
   auto identity = [&]() -> llvm::Value* {
     switch (d) {
-      case DType::bool_: return b.getInt1(p == Prim::reduce_min || p == Prim::reduce_prod);
+      case DType::bool_: return b.getInt1(p == Prim::reduce_min || p == Prim::reduce_prod || p == Prim::reduce_and);
       case DType::i32:
       case DType::i64: {
         const unsigned bits = d == DType::i32 ? 32 : 64;
         llvm::Type* t = E.reg_type(d);
         if (p == Prim::reduce_max) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(bits));
         if (p == Prim::reduce_min) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMaxValue(bits));
+        if (p == Prim::reduce_and) return llvm::ConstantInt::get(t, llvm::APInt::getAllOnes(bits));
         return llvm::ConstantInt::get(t, p == Prim::reduce_prod ? 1 : 0);
       }
       case DType::f32:
@@ -159,7 +164,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   };
   auto combine = [&](llvm::Value* acc, llvm::Value* v, bool may_reassoc) -> llvm::Value* {
     if (d == DType::bool_) {
-      const bool is_or = p == Prim::reduce_max || p == Prim::reduce_sum;
+      const bool is_or = p == Prim::reduce_max || p == Prim::reduce_sum || p == Prim::reduce_or;
       return is_or ? b.CreateOr(acc, v) : b.CreateAnd(acc, v);
     }
     switch (p) {
@@ -178,10 +183,15 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, acc, v);
       case Prim::reduce_min:
         return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, acc, v);
+      case Prim::reduce_or: return b.CreateOr(acc, v);  // integers: bitwise, as lax
+      case Prim::reduce_and: return b.CreateAnd(acc, v);
+      case Prim::argmax:
+      case Prim::argmin: break;  // emit_arg_reduction
       DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
       DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
     }

@@ -38,6 +38,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include "../eager/kernels_sort.hpp"
 #include "../errors.hpp"
 #include "../ir/prims.hpp"
 
@@ -226,6 +227,26 @@ inline void optimise(llvm::Module& m) {
 }
 
 // ---------------------------------------------------------------------------
+// Runtime routines: C++ functions of dynstage that compiled kernels call by
+// name (a `declare` in the module), each `void(ptr, i64, i64, i64)`. They are
+// defined once per process in the main JITDylib as absolute symbols, so a
+// kernel loaded from the disk cache links to this process's addresses.
+
+inline std::string sort_routine(DType d) { return "dynstage_sort_" + std::string(dtype_name(d)); }
+
+inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
+  llvm::orc::SymbolMap syms;
+  const auto flags = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
+  for (DType d : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    visit_dtype(d, [&](auto t) {
+      using T = decltype(t);
+      syms[jit.mangleAndIntern(sort_routine(d))] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_lines_entry<T>), flags};
+    });
+  }
+  check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))), "defining the runtime routines");
+}
+
+// ---------------------------------------------------------------------------
 // The process's LLJIT: created on first use (thread-safe static init) and
 // deliberately never destroyed, so kernels held by static caches can still
 // free their code during program exit.
@@ -254,6 +275,7 @@ private:
       return std::make_unique<PerThreadCompiler>(llvm::orc::irManglingOptionsFromTargetOptions((*tm)->Options));
     });
     jit_ = take(b.create(), "creating the ORC LLJIT");
+    define_runtime_routines(*jit_);
   }
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::atomic<unsigned long> counter_{0};

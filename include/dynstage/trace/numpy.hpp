@@ -332,6 +332,8 @@ Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool
   ReduceParams params{normalize_axes(prim_name(p), axes, x.rank(), all_if_empty)};
   Value v = x;
   if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
+  // jnp.any/jnp.all test x != 0 (convert_element_type to bool), not bits.
+  if ((p == Prim::reduce_or || p == Prim::reduce_and) && v.dtype() != DType::bool_) v = convert(v, DType::bool_);
   Value r = bind1(p, {v}, params);
   return keepdims ? keep_reduced_axes(r, x.shape(), params.axes) : r;
 }
@@ -352,6 +354,54 @@ Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_em
                 ? convert(scalar_value(Scalar::of<double>(static_cast<double>(count.value())), true), s.dtype(), false)
                 : convert(current_trace()->dim_operand(count), s.dtype(), false);
   return bind1(Prim::div, {s, n});
+}
+#endif
+
+// var = mean((x - mean(x, keepdims))^2), jnp.var's composition of existing
+// primitives (no var primitive, as in JAX): the mean with its axes kept,
+// sub, the square as mul (dynstage has no square primitive; JAX's
+// lax.square), reduce_sum, div by the count. ddof 0 (numpy's default).
+Value var(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value var(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims) {
+  std::vector<std::int64_t> ax = normalize_axes("var", axes, x.rank(), all_if_empty);
+  Value v = convert(x, inexact(x.type_info()).dtype);
+  Value centered = binary(Prim::sub, v, mean(v, ax, false, true));
+  Value sq = bind1(Prim::mul, {centered, centered});
+  Value s = reduce(Prim::reduce_sum, sq, ax, false, keepdims);
+  Dim count = 1;
+  for (auto a : ax) count *= x.shape()[static_cast<std::size_t>(a)];
+  Value n = count.is_static()
+                ? convert(scalar_value(Scalar::of<double>(static_cast<double>(count.value())), true), s.dtype(), false)
+                : convert(current_trace()->dim_operand(count), s.dtype(), false);
+  return bind1(Prim::div, {s, n});
+}
+#endif
+
+// argmax, argmin (lax's, index_dtype i32) along one axis (negative: from the
+// end); keepdims expands the axis back as size 1. A static empty axis is an
+// error, as in jnp (no first maximum); a runtime one gives 0, as lax.
+Value arg_reduce(Prim p, const Value& x, std::int64_t axis, bool keepdims);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value arg_reduce(Prim p, const Value& x, std::int64_t axis, bool keepdims) {
+  const std::int64_t a = normalize_axis(prim_name(p), axis, x.rank());
+  const Dim n = x.shape()[static_cast<std::size_t>(a)];
+  if (n.is_static() && n.value() == 0)
+    fail<ShapeError>(std::string(prim_name(p)) + ": axis " + std::to_string(a) + " of an array of shape " +
+                     shape_str(x.shape()) + " is empty; an empty axis has no " +
+                     (p == Prim::argmax ? "maximum" : "minimum") + " (jnp." + std::string(prim_name(p)) +
+                     " rejects it too): check the size first");
+  Value r = bind1(p, {x}, ArgReduceParams{{a}, DType::i32});
+  return keepdims ? keep_reduced_axes(r, x.shape(), {a}) : r;
+}
+#endif
+
+// sort (jnp.sort): lax.sort of one operand along `axis` (negative: from the
+// end), stable, one key.
+Value sort(const Value& x, std::int64_t axis);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value sort(const Value& x, std::int64_t axis) {
+  return bind1(Prim::sort, {x}, SortParams{normalize_axis("sort", axis, x.rank()), true, 1});
 }
 #endif
 

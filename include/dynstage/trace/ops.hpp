@@ -204,6 +204,11 @@ struct keepdims_t {
 };
 inline constexpr keepdims_t keepdims{};
 
+// dyn::all() with no argument: the whole-axis index (numpy's `:`) of
+// x.at(dyn::all(), j); dyn::all(x) is the reduction (as in xtensor).
+struct all_t {};
+constexpr all_t all() { return {}; }
+
 namespace detail {
 template <class T>
 using sum_t = std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>;
@@ -239,6 +244,9 @@ DYN_REDUCTION(sum, reduce_sum, detail::sum_t<detail::elem_t<X>>)
 DYN_REDUCTION(prod, reduce_prod, detail::sum_t<detail::elem_t<X>>)
 DYN_REDUCTION(max, reduce_max, detail::elem_t<X>)
 DYN_REDUCTION(min, reduce_min, detail::elem_t<X>)
+// any, all (jnp's): x != 0 reduced by or / and (primitives reduce_or, reduce_and).
+DYN_REDUCTION(any, reduce_or, bool)
+DYN_REDUCTION(all, reduce_and, bool)
 #undef DYN_REDUCTION
 
 template <ArrayLike X>
@@ -264,6 +272,62 @@ auto mean(const X& x, const std::vector<std::int64_t>& axes, keepdims_t, detail:
   detail::OpSite site(loc);
   return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
       detail::mean(detail::to_value(x), axes, false, true));
+}
+
+// var (jnp.var, ddof 0): the mean squared deviation from the mean, in the
+// floating type mean uses; composed of existing primitives (numpy.hpp).
+template <ArrayLike X>
+auto var(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::var(detail::to_value(x), {}, true, false));
+}
+template <ArrayLike X>
+auto var(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::var(detail::to_value(x), axes, false, false));
+}
+template <ArrayLike X>
+auto var(const X& x, keepdims_t, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::var(detail::to_value(x), {}, true, true));
+}
+template <ArrayLike X>
+auto var(const X& x, const std::vector<std::int64_t>& axes, keepdims_t, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::var(detail::to_value(x), axes, false, true));
+}
+
+// argmax, argmin along one axis (negative counts from the end): the i32
+// index of the first maximum (minimum); a NaN counts as the maximum (and
+// the minimum), so the first NaN wins, as in JAX and NumPy.
+#define DYN_ARG_REDUCTION(name)                                                                        \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, std::int64_t axis, detail::Loc loc = detail::Loc::current()) {                 \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<std::int32_t, X>>(                                   \
+        detail::arg_reduce(detail::Prim::name, detail::to_value(x), axis, false));                     \
+  }                                                                                                    \
+  template <ArrayLike X>                                                                               \
+  auto name(const X& x, std::int64_t axis, keepdims_t, detail::Loc loc = detail::Loc::current()) {     \
+    detail::OpSite site(loc);                                                                          \
+    return detail::from_value<detail::result_of_t<std::int32_t, X>>(                                   \
+        detail::arg_reduce(detail::Prim::name, detail::to_value(x), axis, true));                      \
+  }
+DYN_ARG_REDUCTION(argmax)
+DYN_ARG_REDUCTION(argmin)
+#undef DYN_ARG_REDUCTION
+
+// sort(x, axis = -1) (jnp.sort): ascending along the axis, NaNs last, equal
+// elements (-0.0 and 0.0 too) in their order; every dtype (false < true).
+// Primitive sort (lax.sort, one operand).
+template <ArrayLike X>
+auto sort(const X& x, std::int64_t axis = -1, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::sort(detail::to_value(x), axis));
 }
 
 // ---------------------------------------------------------------------------

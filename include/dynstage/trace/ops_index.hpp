@@ -16,12 +16,8 @@
 
 namespace dyn {
 
-// dyn::all(): a whole axis, numpy's `:` (x.at(dyn::all(), j) is x[:, j]).
-// dyn::all(x) is the reduction.
-struct all_t {
-  explicit constexpr all_t() = default;
-};
-constexpr all_t all() noexcept { return all_t{}; }
+// dyn::all() (ops.hpp) is a whole axis, numpy's `:` (x.at(dyn::all(), j)
+// is x[:, j]); dyn::all(x) is the reduction.
 
 namespace detail {
 template <class I>

@@ -1,0 +1,141 @@
+// Differential tests of dyn::jit: argmax argmin (an index per row: the
+// compiled nest carries value and index together, llvm/lower_argreduce.hpp)
+// and any all (reduce_or, reduce_and in the shared reduction nest) on every
+// axis, every dtype, ties, NaNs, keepdims; with a fused producer; with
+// runtime (polymorphic) and dynamic (traced) sizes. Compiled (dyn::jit) vs
+// interpreted (dyn::eval_jaxpr) vs eager, see jit_diff.hpp: EXACTLY (indices
+// and booleans).
+#include "jit_diff.hpp"
+
+namespace {
+
+using namespace jit_diff;
+
+// The static op code: axis (possibly negative), and 1 for keepdims.
+int arg_code(i64 axis, bool keep) { return static_cast<int>((axis + 8) * 2 + (keep ? 1 : 0)); }
+
+template <class X>
+auto apply_arg(int code, const X& x) {
+  const i64 axis = code / 2 - 8;
+  if (code & 1)
+    return std::make_tuple(dyn::argmax(x, axis, dyn::keepdims), dyn::argmin(x, axis, dyn::keepdims),
+                           dyn::any(x, {axis}, dyn::keepdims), dyn::all(x, {axis}, dyn::keepdims));
+  return std::make_tuple(dyn::argmax(x, axis), dyn::argmin(x, axis), dyn::any(x, {axis}), dyn::all(x, {axis}));
+}
+
+template <class T>
+std::vector<T> values(const AnyArray& a) {
+  const auto x = a.get<T>();
+  return std::vector<T>(x.data(), x.data() + x.size());
+}
+
+const auto arg_fn = [](int code, const auto& in) {
+  return map_all(in, [code](const auto& x) { return apply_arg(code, x); });
+};
+
+template <class T>
+void check_arg_reductions() {
+  // Gen::mild: few distinct values (ties), and for floats NaN, +-inf, +-0.
+  const std::vector<Shp> shapes = {{5},       {3, 4},    {1, 5},   {2, 0, 3}, {2, 3, 4},
+                                   {1, 5, 1}, {37, 9},   {3, 300}, {2, 3, 2, 5}};
+  std::uint64_t seed = 600;
+  for (const Shp& s : shapes) {
+    const auto x = gen<T>(s, seed++, Gen::mild);
+    const i64 rank = static_cast<i64>(s.size());
+    for (i64 a = -1; a < rank; ++a)
+      for (bool keep : {false, true}) {
+        std::ostringstream what;
+        what << "argmax argmin any all of " << dt_name(dyn::dtype_v<T>)
+             << dyn::detail::shape_str(dyn::detail::to_shape(s)) << " along axis " << a << (keep ? ", keepdims" : "");
+        const Three r = run3(arg_fn, arg_code(a, keep), only<Singles>(Arrs<T>{x}));
+        agree(r, what.str());
+        const i64 n = s[static_cast<std::size_t>(a < 0 ? a + rank : a)];
+        if (n > 0) {
+          expect_ok(r, what.str());
+        } else {  // jnp's error for an empty axis, the same three ways
+          CHECK_MESSAGE(r.error() == "ShapeError", what.str(), ": expected a ShapeError, got [", r.error(), "]");
+        }
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("jit diff: argmax argmin any all on every axis, keepdims, ties and NaNs, exactly", T, bool, i32,
+                   i64, float, double) {
+  check_arg_reductions<T>();
+}
+
+TEST_CASE("jit diff: argmax and argmin of floats: the first NaN wins, ties keep the first index") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const dyn::Array<double> x({4, 5}, {1, 3, 3, 2, 0,            //
+                                      -0.0, 0.0, -inf, -inf, 5,  //
+                                      nan, 9, nan, -1, 9,        //
+                                      2, 2, 2, 2, nan});
+  const auto f = [](int axis, const auto& v) { return std::make_tuple(dyn::argmax(v, axis), dyn::argmin(v, axis)); };
+  for (int axis : {0, 1}) {
+    const Three r = run3(f, axis, x);
+    agree(r, "argmax/argmin with NaNs along axis " + std::to_string(axis));
+    expect_ok(r, "NaNs");
+  }
+  const auto got = leaves(dyn::jit(f, dyn::static_argnums<0>{})(1, x));
+  CHECK(values<std::int32_t>(got[0]) == std::vector<std::int32_t>{1, 4, 0, 4});
+  CHECK(values<std::int32_t>(got[1]) == std::vector<std::int32_t>{4, 2, 0, 4});
+}
+
+TEST_CASE("jit diff: an elementwise producer is fused into the argmax nest") {
+  const auto g = [](int axis, const auto& x) { return dyn::argmax(dyn::abs(x) * 3.0 - 1.0, axis); };
+  const auto x = gen<double>({33, 40}, 7, Gen::mild);
+  const auto jg = dyn::jit(g, dyn::static_argnums<0>{});
+  const std::string ir0 = jg.llvm_ir(0, x);
+  CHECK(ir0.find("= abs: fused") != std::string::npos);
+  CHECK(ir0.find("= mul: fused") != std::string::npos);
+  CHECK(ir0.find("= argmax: buffer (output)") != std::string::npos);
+  CHECK(ir0.find("aligned_alloc") == std::string::npos);
+  for (int axis : {0, 1, -1}) {
+    const Three r = run3(g, axis, x);
+    agree(r, "argmax of a fused producer along axis " + std::to_string(axis));
+    expect_ok(r, "fused producer");
+  }
+}
+
+// (A dimension variable is >= 1, as in JAX's shape polymorphism.)
+TEST_CASE("jit diff: argmax argmin any all with polymorphic shapes: one kernel for every size") {
+  const auto f = [](const auto& x) {
+    return std::make_tuple(dyn::argmax(x, 0), dyn::argmin(x, 1), dyn::argmax(x, -1, dyn::keepdims),
+                           dyn::any(x > 0.5), dyn::all(x > -1.0, {1}));
+  };
+  const auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n, m)"});
+  std::uint64_t seed = 700;
+  for (auto [n, m] : std::vector<std::pair<i64, i64>>{{1, 1}, {4, 3}, {17, 1}, {1, 40}, {64, 33}, {2, 1000}}) {
+    const auto x = gen<double>({n, m}, seed++, Gen::mild);
+    const auto got = leaves(jf(x));
+    const auto want = leaves(dyn::eager(f)(x));
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+      CHECK_MESSAGE(mismatch(got[k], want[k], Tol{}).empty(), "output #", k, " for n=", n, " m=", m, ": ",
+                    mismatch(got[k], want[k], Tol{}));
+  }
+  CHECK(jf.stats().compiles == 1);
+}
+
+TEST_CASE("jit diff: argmax of an array whose length is a traced size; a runtime-empty axis gives 0 (lax's)") {
+  const auto body = [](auto x) {
+    return std::make_tuple(dyn::argmax(x % 7, 0), dyn::argmin(dyn::astype<double>(x) * -0.5, 0), dyn::any(x > 3));
+  };
+  const auto jf = dyn::jit([&](dyn::Tracer<i64> n) { return body(dyn::arange<i64>(n)); });
+  for (i64 n : {1, 2, 9, 1000}) {
+    const auto got = leaves(jf(n));
+    const auto want = leaves(body(dyn::arange<i64>(n)));
+    for (std::size_t k = 0; k < got.size(); ++k)
+      CHECK_MESSAGE(mismatch(got[k], want[k], Tol{}).empty(), "output #", k, " for n=", n, ": ",
+                    mismatch(got[k], want[k], Tol{}));
+  }
+  // Size 0 at run time: no maximum to find; the kernel gives index 0 (eager,
+  // where the size is a static 0, raises jnp's error instead).
+  const auto empty = leaves(jf(i64{0}));
+  CHECK(values<std::int32_t>(empty[0]) == std::vector<std::int32_t>{0});
+  CHECK(values<bool>(empty[2]) == std::vector<bool>{false});
+  CHECK_THROWS_AS(body(dyn::arange<i64>(0)), dyn::ShapeError);
+  CHECK(jf.stats().compiles == 1);
+}
