@@ -38,7 +38,7 @@ inline constexpr std::int64_t kDynamicDim = INT64_MIN;
 // The category of a primitive, which decides the rules it shares with
 // others: the five elementwise kinds (one output element per index, from the
 // operands' elements at that index), layout (`structural`: moves elements),
-// reduction, cumulative (running reductions), contraction and control flow. (No collective primitive exists
+// reduction, cumulative (running reductions), sort, contraction and control flow. (No collective primitive exists
 // yet; one would be a new Kind.)
 enum class Kind : std::uint8_t {
   unary,       // elementwise, one operand, same shape out
@@ -268,12 +268,6 @@ using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDim
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
                             IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams,
                             DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
-
-// The axes a reduction's params reduce (ReduceParams or ArgReduceParams).
-inline const std::vector<std::int64_t>& reduced_axes(const Params& p) {
-  if (const auto* a = std::get_if<ArgReduceParams>(&p)) return a->axes;
-  return std::get<ReduceParams>(p).axes;
-}
 
 // ---------------------------------------------------------------------------
 // The columns of the primitive table (one row per primitive, below).
@@ -584,7 +578,7 @@ constexpr const char* check_rows() {
     if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::sort ||
          r.kind == Kind::contraction ||
          r.kind == Kind::control) && r.fused)
-      return "reductions, cumulative ops, contractions and control flow are never fused";
+      return "reductions, cumulative ops, sort, contractions and control flow are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";
     if (r.vector_math && (r.cost != Cost::transcendental || (r.kind != Kind::unary && r.kind != Kind::binary)))
       return "a vector math row is a unary or binary transcendental";
