@@ -47,7 +47,7 @@ enum class Kind : std::uint8_t {
   select,      // elementwise, three operands, each of the result's shape or rank 0 (broadcast):
                // select_n(pred, case0, case1), clamp(lo, x, hi)
   convert,     // convert_element_type
-  structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate
+  structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate, gather
   reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out)
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
@@ -578,7 +578,7 @@ constexpr const char* check_rows() {
     if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::sort ||
          r.kind == Kind::contraction ||
          r.kind == Kind::control) && r.fused)
-      return "reductions, cumulative ops, sort, contractions and control flow are never fused";
+      return "scatters, reductions, cumulative ops, sort, contractions and control flow are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";
     if (r.vector_math && (r.cost != Cost::transcendental || (r.kind != Kind::unary && r.kind != Kind::binary)))
       return "a vector math row is a unary or binary transcendental";
