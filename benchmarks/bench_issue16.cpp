@@ -1,17 +1,3 @@
-// NOT YET IN THE BUILD. This file needs gather (`x.at(idx).get()`),
-// scatter-add (`x.at(idx).add(v)`), `dyn::argmax(x, axis)` and
-// `dyn::sort(x)` (API.md sections 12 and 13), which are being built. Once
-// they have landed, enable it with two edits:
-//   - benchmarks/meson.build: `executable('bench_main', ['bench_main.cpp',
-//     'bench_issue16.cpp'], ...)`;
-//   - scripts/bench.sh, the direct g++ build: compile it like bench_main.cpp
-//     (`compile benchmarks/bench_issue16.cpp "$obj/bench_issue16.o" -O2
-//     -Iinclude`) and add "$obj"/bench_issue16.o to the link line.
-// Nothing else: the benchmarks below register themselves (Google Benchmark's
-// BENCHMARK macros run at static initialisation), scripts/bench_report.py
-// already has their section ("Issue 16 kernels") and target rows, and
-// benchmarks/numpy_baselines.py already times NumPy on the same shapes.
-//
 // dynstage benchmarks of issue 16's kernels: csr/*, hist/*, argmax/* and
 // sort/* (jit and eager). Their hand loops are registered by bench_main.cpp
 // (csr/loops, ...) and the running sum (cumsum/*) lives there entirely, since
