@@ -8,7 +8,7 @@
 // scatter_map; its start read from the indices at the update's batch index),
 // unless its window does not fit in the operand (mode FILL_OR_DROP: the
 // element is skipped). The updates and indices are computed inline at each
-// update element; a run of updates of one element combines in a register. The order and the combining operations are the eager
+// update element. The order and the combining operations are the eager
 // kernel's (eager/kernels_index.hpp): duplicates accumulate in the same
 // order, so results are bit-identical to eager. The update nest does not
 // vectorise (two updates may hit one element); it is a load, an operation
@@ -52,24 +52,6 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
   const Dims ud = u.is_var() ? dims_of(u.var) : Dims{};
   const Dims st = strides_of(od);
   const IndexMap m = scatter_map(std::get<ScatterParams>(e.params), od.size());
-  // Consecutive updates of one element (a CSR row's products, sorted
-  // segment ids) combine in a register: the element is loaded at the first,
-  // stored when the target changes and after the loop. The operations and
-  // their order are unchanged (bit-identical); what goes is the round trip
-  // through memory per update, a store-to-load latency on every step.
-  llvm::Type* et = E.reg_type(d);
-  llvm::Value* run_off = E.entry_alloca(E.i64);
-  llvm::Value* run_val = E.entry_alloca(et->isIntegerTy(1) ? static_cast<llvm::Type*>(E.i8) : et);
-  b.CreateStore(E.c64(-1), run_off);
-  auto load_run = [&] {
-    llvm::Value* v = b.CreateLoad(et->isIntegerTy(1) ? static_cast<llvm::Type*>(E.i8) : et, run_val);
-    return et->isIntegerTy(1) ? b.CreateTrunc(v, E.i1) : v;
-  };
-  auto store_run = [&](llvm::Value* v) { b.CreateStore(et->isIntegerTy(1) ? b.CreateZExt(v, E.i8) : v, run_val); };
-  auto flush = [&] {
-    llvm::Value* prev = b.CreateLoad(E.i64, run_off);
-    E.when(b.CreateICmpSGE(prev, E.c64(0)), [&] { E.store(out, d, prev, load_run()); });
-  };
   nest(ud, false, [&](Ix& ix) {
     llvm::Value* fits = b.getTrue();
     llvm::Value* off = E.c64(0);
@@ -86,17 +68,8 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
       off = b.CreateAdd(off, b.CreateMul(s, st[k]));
     }
     llvm::Value* upd = operand(u, ix);
-    E.when(fits, [&] {
-      llvm::Value* same = b.CreateICmpEQ(b.CreateLoad(E.i64, run_off), off);
-      E.when(b.CreateNot(same), [&] {
-        flush();
-        store_run(E.load(out, d, off));
-        b.CreateStore(off, run_off);
-      });
-      store_run(combine(load_run(), upd));
-    });
+    E.when(fits, [&] { E.store(out, d, off, combine(E.load(out, d, off), upd)); });
   });
-  flush();
 }
 
 }  // namespace dyn::detail::llvmjit
