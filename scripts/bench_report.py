@@ -385,8 +385,7 @@ def main():
           "inputs from the same distributions but NumPy's own generator); its figure is the fastest NumPy "
           "form timed for the kernel. Ratios are times divided by dyn::jit's (> 1: dyn::jit faster); "
           "*NumPy / hand loop* says how far NumPy itself is from a C++ loop. The dynstage benchmarks of "
-          "CSR, histogram, argmax and sort are in `benchmarks/bench_issue16.cpp`, built once gather, "
-          "scatter-add, argmax and sort land; until then their dyn::jit column is empty.")
+          "CSR, histogram, argmax and sort are in `benchmarks/bench_issue16.cpp`.")
         w("")
         w("| kernel | dyn::jit | hand loop | NumPy (fastest form) | NumPy / jit | hand loop / jit | "
           "NumPy / hand loop |")
