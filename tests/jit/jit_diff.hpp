@@ -321,6 +321,23 @@ inline std::string dtype_rejection(const std::string& prim, DType d, const std::
 inline const std::string kNumeric = "a numeric dtype (i32, i64, f32 or f64)";
 inline const std::string kIntegerOrBool = "a boolean or integer dtype";
 
+// f jitted once with polymorphic_shapes{"(n, m)"} serves every size of an
+// f64[n, m] input (one compile), with eager's results exactly.
+template <class F>
+void check_polymorphic_2d(const F& f, std::uint64_t seed, Gen g) {
+  const auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n, m)"});
+  for (auto [n, m] : std::vector<std::pair<i64, i64>>{{1, 1}, {4, 3}, {17, 1}, {1, 40}, {64, 33}, {2, 1000}}) {
+    const auto x = gen<double>({n, m}, seed++, g);
+    const auto got = leaves(jf(x));
+    const auto want = leaves(dyn::eager(f)(x));
+    REQUIRE(got.size() == want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+      CHECK_MESSAGE(mismatch(got[k], want[k], Tol{}).empty(), "output #", k, " for n=", n, " m=", m, ": ",
+                    mismatch(got[k], want[k], Tol{}));
+  }
+  CHECK(jf.stats().compiles == 1);
+}
+
 template <class T>
 std::vector<dyn::Array<T>> gens(const std::vector<Shp>& shapes, std::uint64_t seed, Gen g = Gen::general) {
   std::vector<dyn::Array<T>> r;

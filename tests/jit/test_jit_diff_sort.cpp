@@ -58,18 +58,7 @@ TEST_CASE("jit diff: an elementwise producer of sort is computed into its output
 
 TEST_CASE("jit diff: sort with polymorphic shapes and traced sizes: one kernel for every size") {
   const auto f = [](const auto& x) { return std::make_tuple(dyn::sort(x, 0), dyn::sort(x * -1.0)); };
-  const auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n, m)"});
-  std::uint64_t seed = 900;
-  for (auto [n, m] : std::vector<std::pair<i64, i64>>{{1, 1}, {4, 3}, {17, 1}, {1, 40}, {64, 33}, {2, 1000}}) {
-    const auto x = gen<double>({n, m}, seed++, Gen::mild);
-    const auto got = leaves(jf(x));
-    const auto want = leaves(dyn::eager(f)(x));
-    REQUIRE(got.size() == want.size());
-    for (std::size_t k = 0; k < got.size(); ++k)
-      CHECK_MESSAGE(mismatch(got[k], want[k], Tol{}).empty(), "output #", k, " for n=", n, " m=", m, ": ",
-                    mismatch(got[k], want[k], Tol{}));
-  }
-  CHECK(jf.stats().compiles == 1);
+  check_polymorphic_2d(f, 900, Gen::mild);
 
   const auto body = [](auto n) { return dyn::sort((dyn::arange<i64>(n) * 7) % 11); };
   const auto jd = dyn::jit([&](dyn::Tracer<i64> n) { return body(n); });
