@@ -14,7 +14,7 @@
 //     variable bound before it; the ClosedJaxpr's constants have the
 //     constvars' types; literals hold values of their dtype;
 //   * params: the primitive's params type; control-flow params' layouts
-//     (prims.hpp, above ForLoopParams), with each body checked recursively,
+//     (params.hpp, above ForLoopParams), with each body checked recursively,
 //     its input types against the operands (de Bruijn: a body dimension that
 //     refers to body input q is operand q's value) and, for loops, the body's
 //     outputs against its carried inputs (the next iteration's types);

@@ -1,5 +1,5 @@
 // dynstage: check_jaxpr's checks of control-flow equations (check.hpp): the
-// bodies' layouts (prims.hpp, above ForLoopParams), each body checked in its
+// bodies' layouts (params.hpp, above ForLoopParams), each body checked in its
 // own frame, the operands against the body's inputs (de Bruijn: a body
 // dimension that refers to body input q is operand q's value), a loop body's
 // outputs against its next iteration's inputs, and cond's branches against
@@ -32,7 +32,7 @@ private:
 };
 
 [[noreturn]] void Checker::layout_error(const Jaxpr& j, std::size_t k, const std::string& what) {
-  fail(j, k, what + " (the layouts are described in prims.hpp, above ForLoopParams)");
+  fail(j, k, what + " (the layouts are described in params.hpp, above ForLoopParams)");
 }
 
 // The index in b.invars of body input variable v (every dimension of an

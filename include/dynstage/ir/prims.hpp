@@ -8,11 +8,7 @@
 // `switch` over Prim has no `default:`: the build uses -Werror=switch, so a
 // primitive someone forgot fails to compile in every stage.
 // docs/architecture.md, "Adding a primitive", walks through an example.
-//
-// Params are typed per primitive and held in the Params variant; a primitive
-// without parameters uses NoParams. Shape-valued parameters hold kDynamicDim
-// for a dimension supplied at run time as an extra i64[] operand (printed
-// `None`, as Catalyst's `shape=(None,)`).
+// The params structs are in params.hpp.
 #pragma once
 
 #include <algorithm>
@@ -26,14 +22,11 @@
 #include <vector>
 
 #include "../array/dtype.hpp"
+#include "params.hpp"
 
 namespace dyn {
 
-struct Jaxpr;  // jaxpr.hpp; control-flow params hold their bodies
-
 namespace detail {
-
-inline constexpr std::int64_t kDynamicDim = INT64_MIN;
 
 // The category of a primitive, which decides the rules it shares with
 // others: the five elementwise kinds (one output element per index, from the
@@ -55,219 +48,6 @@ enum class Kind : std::uint8_t {
   contraction, // dot_general
   control,     // for_loop, while_loop, cond, scan: nested jaxprs (trace/control.hpp, trace/scan.hpp)
 };
-
-struct NoParams {
-  friend bool operator==(const NoParams&, const NoParams&) = default;
-};
-struct ConvertParams {
-  DType new_dtype;
-  bool weak_type = false;
-  friend bool operator==(const ConvertParams&, const ConvertParams&) = default;
-};
-struct RoundParams {
-  int rounding_method = 1;  // 0: away from zero, 1: to nearest even (numpy's round)
-  friend bool operator==(const RoundParams&, const RoundParams&) = default;
-};
-struct BroadcastInDimParams {
-  std::vector<std::int64_t> shape;                 // kDynamicDim entries come from operands 1..
-  std::vector<std::int64_t> broadcast_dimensions;  // operand axis i -> output axis
-  friend bool operator==(const BroadcastInDimParams&, const BroadcastInDimParams&) = default;
-};
-struct ReshapeParams {
-  std::vector<std::int64_t> new_sizes;  // kDynamicDim entries come from operands 1..
-  friend bool operator==(const ReshapeParams&, const ReshapeParams&) = default;
-};
-struct TransposeParams {
-  std::vector<std::int64_t> permutation;
-  friend bool operator==(const TransposeParams&, const TransposeParams&) = default;
-};
-struct SqueezeParams {
-  std::vector<std::int64_t> dimensions;
-  friend bool operator==(const SqueezeParams&, const SqueezeParams&) = default;
-};
-struct ConcatenateParams {
-  std::int64_t dimension = 0;
-  friend bool operator==(const ConcatenateParams&, const ConcatenateParams&) = default;
-};
-struct SliceParams {
-  std::vector<std::int64_t> start_indices;
-  std::vector<std::int64_t> limit_indices;
-  std::vector<std::int64_t> strides;  // empty: all ones (printed strides=None)
-  friend bool operator==(const SliceParams&, const SliceParams&) = default;
-};
-struct DynamicSliceParams {
-  std::vector<std::int64_t> slice_sizes;
-  friend bool operator==(const DynamicSliceParams&, const DynamicSliceParams&) = default;
-};
-struct IotaParams {
-  DType dtype = DType::i32;
-  std::vector<std::int64_t> shape;  // kDynamicDim entries come from operands
-  std::int64_t dimension = 0;
-  friend bool operator==(const IotaParams&, const IotaParams&) = default;
-};
-struct ReduceParams {
-  std::vector<std::int64_t> axes;
-  friend bool operator==(const ReduceParams&, const ReduceParams&) = default;
-};
-// argmax, argmin (lax's): the index along the one axis in `axes` of the
-// first maximum (minimum), a NaN counting as the maximum (minimum), as an
-// integer of `index_dtype`.
-struct ArgReduceParams {
-  std::vector<std::int64_t> axes;
-  DType index_dtype = DType::i32;
-  friend bool operator==(const ArgReduceParams&, const ArgReduceParams&) = default;
-};
-// cumsum & co. (lax.cumsum): out[..., k, ...] combines the operand's elements
-// 0..k (reverse: k..n-1) along `axis`, in that order.
-struct CumulativeParams {
-  std::int64_t axis = 0;
-  bool reverse = false;
-  friend bool operator==(const CumulativeParams&, const CumulativeParams&) = default;
-};
-// gather (lax.gather; XLA's Gather with the index vector as the last axis
-// of the indices, as JAX always puts it). Operands: the array, the indices
-// (integer, shape batch + [K]), then one i64 scalar per kDynamicDim slice
-// size. Output: the batch axes, with the slice's non-collapsed axes at
-// offset_dims. Component c of an index vector is the start along operand
-// axis start_index_map[c], clamped so that the slice lies inside the operand
-// (mode CLIP: dynstage's gathers clamp). ir/index_map.hpp states the map.
-struct GatherParams {
-  std::vector<std::int64_t> offset_dims;           // output axes of the slice's kept axes, ascending
-  std::vector<std::int64_t> collapsed_slice_dims;  // operand axes of slice size 1 left out of the output
-  std::vector<std::int64_t> start_index_map;       // index-vector component -> operand axis
-  std::vector<std::int64_t> slice_sizes;           // per operand axis; kDynamicDim from operands 2..
-  friend bool operator==(const GatherParams&, const GatherParams&) = default;
-};
-// scatter, scatter-add, ... (lax.scatter_*): the inverse of a gather with the
-// same structure under XLA's other names. Operands: the array, the indices
-// (batch + [K]), the updates (the shape the matching gather would return).
-// An update whose window does not fit inside the operand is dropped (mode
-// FILL_OR_DROP, JAX's default for updates); duplicates combine in order.
-struct ScatterParams {
-  std::vector<std::int64_t> update_window_dims;            // update axes inside a window, ascending
-  std::vector<std::int64_t> inserted_window_dims;          // operand axes of window size 1 absent from updates
-  std::vector<std::int64_t> scatter_dims_to_operand_dims;  // index-vector component -> operand axis
-  friend bool operator==(const ScatterParams&, const ScatterParams&) = default;
-};
-
-// sort (lax.sort of one operand, as jnp.sort binds it): the elements along
-// `dimension` in ascending order, NaNs last (all NaNs equal), -0.0 equal to
-// 0.0; is_stable keeps equal elements in their order. num_keys is 1 (lax's
-// multi-operand sort, which argsort and top_k need, is not built yet).
-struct SortParams {
-  std::int64_t dimension = 0;
-  bool is_stable = true;
-  int num_keys = 1;
-  friend bool operator==(const SortParams&, const SortParams&) = default;
-};
-// dot_general: the axes of an operand of rank `rank` that are neither batch
-// nor contracting, in order (they make up the output after the batch axes).
-inline std::vector<std::int64_t> dot_free_axes(int rank, const std::vector<std::int64_t>& batch,
-                                               const std::vector<std::int64_t>& contracting) {
-  std::vector<std::int64_t> r;
-  for (std::int64_t i = 0; i < rank; ++i)
-    if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
-        std::find(contracting.begin(), contracting.end(), i) == contracting.end())
-      r.push_back(i);
-  return r;
-}
-
-struct DotGeneralParams {
-  std::vector<std::int64_t> lhs_contracting, rhs_contracting;
-  std::vector<std::int64_t> lhs_batch, rhs_batch;
-  friend bool operator==(const DotGeneralParams&, const DotGeneralParams&) = default;
-};
-
-// Control flow (the Catalyst tracing note and dynamic-arrays doc; the bind
-// algorithm is trace/control_nested.hpp).
-// Bodies are in Catalyst's no-constant form: a body's constants are its
-// leading invars, and the equation passes their values first. Operand and
-// invar layouts ("implicit" are dimension values, `nimplicit` of them):
-//
-//   for_loop   operands: consts, implicit, lower, upper, step, index0, carried
-//              body invars: consts, implicit, index, carried
-//              body outvars = equation outputs: implicit, carried
-//              runs body for index = lower, lower+step, ... while index <
-//              upper (step > 0) or index > upper (step < 0); a step of 0
-//              runs no iterations. index0 is lower (Catalyst passes it too).
-//   while_loop operands: cond consts, body consts, implicit, carried
-//              cond invars: cond consts, implicit, carried -> (bool[],)
-//              body invars: body consts, implicit, carried
-//              body outvars = equation outputs: implicit, carried
-//   cond       operands: pred (or index), then the branch inputs: consts (of
-//              all branches, deduplicated; every branch takes all of them), args
-//              branch invars: the branch inputs
-//              branch outvars = equation outputs: implicit (nimplicit_outputs
-//              dimension values), explicit results
-//              Two forms (CondParams::indexed): Catalyst's, a bool[] pred and
-//              two branches, branches[0] running when pred is true; and JAX's
-//              (lax.switch), an i32[] index and N >= 1 branches, branches[i]
-//              running for index i, and an index out of [0, N) running
-//              branches[N-1] (XLA's Conditional; dyn::switch_ clamps the
-//              index before, so that never happens in a traced program).
-//   scan       operands: consts, carry, xs (JAX's order), then, when the
-//              length is dynamic (length = -1, printed None), the length
-//              as an i64[] (as a dynamic size of broadcast_in_dim follows
-//              its data operands)
-//              body (`jaxpr`) invars: consts, carry, x (one slice of each xs
-//              along axis 0)
-//              body outvars: carry, y
-//              equation outputs: carry, ys (each y stacked along a new axis
-//              0 of size length)
-//              runs body for slice t = 0, 1, ..., length-1 (reverse: from
-//              length-1 down to 0), writing y into row t of ys. The carry
-//              keeps its type (no implicit loop variables, as lax.scan).
-// With preserve_dimensions a loop has no implicit operands (nimplicit=0):
-// carried dimensions are body constants and cannot change. Without, each
-// dynamic dimension of the carried values that the body changes is its own
-// implicit loop variable; one the body leaves unchanged stays a body
-// constant, the caller's dimension (docs/control_flow.md, "Sizes the body
-// does not change").
-// Params compare by body identity (a body is immutable once traced).
-struct ForLoopParams {
-  std::shared_ptr<const Jaxpr> body_jaxpr;
-  int body_nconsts = 0;
-  int nimplicit = 0;
-  bool preserve_dimensions = true;
-  friend bool operator==(const ForLoopParams&, const ForLoopParams&) = default;
-};
-struct WhileLoopParams {
-  std::shared_ptr<const Jaxpr> cond_jaxpr, body_jaxpr;
-  int cond_nconsts = 0, body_nconsts = 0;
-  int nimplicit = 0;
-  bool preserve_dimensions = true;
-  friend bool operator==(const WhileLoopParams&, const WhileLoopParams&) = default;
-};
-struct CondParams {
-  std::vector<std::shared_ptr<const Jaxpr>> branches;  // (then, else), or one per index value
-  int nimplicit_outputs = 0;
-  // false: Catalyst's cond (dyn::cond), a bool[] predicate, printed
-  // `branch_jaxprs=(...) nimplicit_outputs=k`; true: JAX's cond as lax.switch
-  // binds it (dyn::switch_), an i32[] index, printed `branches=(...)` as JAX
-  // prints it (and `nimplicit_outputs=k` after it when k > 0: JAX's branches
-  // have no dynamic result sizes).
-  bool indexed = false;
-  friend bool operator==(const CondParams&, const CondParams&) = default;
-};
-
-// lax.scan's params as JAX prints them (`_split_transpose=False`,
-// `linear=(False, ...)` and `unroll=1` are printed, not stored: dynstage has
-// no transposition and lowers one body per iteration). `jaxpr` is JAX's
-// name for the body; `length` is -1 when it is dynamic (then the last
-// operand, printed `length=None`).
-struct ScanParams {
-  std::shared_ptr<const Jaxpr> jaxpr;
-  std::int64_t length = 0;
-  bool reverse = false;
-  int num_consts = 0;
-  int num_carry = 0;
-  friend bool operator==(const ScanParams&, const ScanParams&) = default;
-};
-
-using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
-                            TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams,
-                            DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
 
 // ---------------------------------------------------------------------------
 // The columns of the primitive table (one row per primitive, below).

@@ -1,7 +1,7 @@
 // dynstage: lowering of the control-flow primitives (for_loop, while_loop,
 // cond, scan) to native loops and branches. Part of the backend implementation
 // (DYNSTAGE_IMPLEMENTATION); the operand and body layouts are the ones
-// written above ForLoopParams in ir/prims.hpp, the semantics control_impl's in
+// written above ForLoopParams in ir/params.hpp, the semantics control_impl's in
 // trace/control_bind.hpp.
 //
 // Every body (a loop body, a while condition, a branch) becomes an internal

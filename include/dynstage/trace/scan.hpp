@@ -286,7 +286,7 @@ std::vector<Value> bind_scan(const std::vector<Value>& init, const std::vector<V
   return bind(Prim::scan, operands, p);
 }
 
-// The operand layout of a scan equation (prims.hpp, above ForLoopParams).
+// The operand layout of a scan equation (params.hpp, above ForLoopParams).
 struct ScanLayout {
   std::size_t nconsts, ncarry, nxs;
   bool dynamic_length;
