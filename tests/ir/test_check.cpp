@@ -297,12 +297,12 @@ TEST_CASE("nested jaxprs: a body's equations, its inputs against the operands, t
   CHECK(check_message(with(cj, j)) ==
         "check_jaxpr: equation #1 `c:f64[a] = for_loop[...] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] b`: 7 operands and "
         "a body_jaxpr of 4 inputs and 1 outputs do not fit body_nconsts=1 nimplicit=0 (the layouts are described "
-        "in prims.hpp, above ForLoopParams)");
+        "in params.hpp, above ForLoopParams)");
   j = copy(cj);
   j->eqns[1].inputs[5] = dyn::Atom::literal(dyn::Scalar::of(0.0));
   CHECK(check_message(with(cj, j)) ==
         "check_jaxpr: equation #1 `c:f64[a] = for_loop[...] a b 0:i64[] 10:i64[] 1:i64[] 0.0:f64[] b`: operand #5 "
-        "(the initial index) has type f64[] but is an i64[] (the layouts are described in prims.hpp, above "
+        "(the initial index) has type f64[] but is an i64[] (the layouts are described in params.hpp, above "
         "ForLoopParams)");
 }
 
