@@ -43,6 +43,7 @@
 #include "trace/ops.hpp"
 #include "trace/ops_shape.hpp"
 #include "trace/ops_index.hpp"
+#include "trace/ops_sort.hpp"
 #include "trace/pytree.hpp"
 #include "trace/api.hpp"
 #include "trace/control.hpp"

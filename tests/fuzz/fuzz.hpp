@@ -48,7 +48,8 @@ enum class Op {
   gather,        // in = x, idx (integer); p[0] = axis: k = 0: x.at(all()..., idx).get(); 1: dyn::take(x, idx, axis)
   scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4)
   argreduce,     // k: 0 argmax, 1 argmin; p[0] = axis (may be negative); lit 1: dyn::keepdims
-  sort,          // p[0] = axis (may be negative)
+  sort,          // k 0: dyn::sort(x, p[0]), 1: dyn::argsort(x, p[0]) (axis may be negative);
+                 // 2, 3: std::get<k - 2>(dyn::top_k(x, p[0]))
   dot,
   matmul,
   dynamic_slice,         // in = x, index scalars; p: sizes

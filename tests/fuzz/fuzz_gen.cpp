@@ -519,10 +519,23 @@ struct Gen {
         n.out = {t};
         break;
       }
-      case 35: {  // sort: a continuous function of its operand (sorted values), so inexact is fine
+      case 35: {  // sort (k 0), argsort (1), top_k's values (2) and indices (3)
         if (rank < 1) return false;
-        n.op = Op::sort, n.p = {r.range(-rank, rank - 1)};
-        n.out = {tx};
+        n.op = Op::sort, n.k = static_cast<int>(r.range(0, 3));
+        // Sorted values are a continuous function of the operand, so inexact
+        // is fine; positions (argsort, top_k's indices) need exact operands.
+        if ((n.k == 1 || n.k == 3) && tx.inexact) n.k -= 1;
+        // top_k: numbers, over a static last axis (k <= its size at every run).
+        if (n.k >= 2 && (tx.dt == DType::bool_ || !tx.shape.back().is_static())) n.k = 0;
+        if (n.k <= 1) {
+          n.p = {r.range(-rank, rank - 1)};
+          n.out = {n.k == 0 ? tx : Ty{DType::i32, tx.shape, false}};
+          break;
+        }
+        n.p = {r.range(0, tx.shape.back().n)};
+        Ty t = n.k == 2 ? tx : Ty{DType::i32, tx.shape, false};
+        t.shape.back() = D{n.p[0], -1};
+        n.out = {t};
         break;
       }
       case 33: {  // clamp / clip
@@ -905,7 +918,11 @@ struct Emitter {
           if ((n.k == r_max || n.k == r_min) && isf(odt)) e = "(" + e + " + 0.0)";
           break;
         }
-        case Op::sort: e = "dyn::sort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"; break;
+        case Op::sort:
+          e = n.k == 0   ? "dyn::sort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"
+              : n.k == 1 ? "dyn::argsort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"
+                         : "std::get<" + std::to_string(n.k - 2) + ">(dyn::top_k(" + in(0) + ", " + std::to_string(n.p[0]) + "))";
+          break;
         case Op::argreduce:
           e = std::string(n.k ? "dyn::argmin(" : "dyn::argmax(") + in(0) + ", " + std::to_string(n.p[0]) +
               (n.lit != 0 ? ", dyn::keepdims" : "") + ")";

@@ -357,7 +357,15 @@ struct Interp {
       case Op::scatter:
         return {std::visit([&](const auto& x, const auto& i) { return scatter(n, x, i, in(2)); }, in(0), in(1))};
       case Op::argreduce: return {std::visit([&](const auto& x) { return argreduce(n, x); }, in(0))};
-      case Op::sort: return {std::visit([&](const auto& x) { return as_v<K>(dyn::sort(x, n.p.at(0))); }, in(0))};
+      case Op::sort:
+        return {std::visit([&](const auto& x) -> V {
+          switch (n.k) {
+            case 0: return as_v<K>(dyn::sort(x, n.p.at(0)));
+            case 1: return as_v<K>(dyn::argsort(x, n.p.at(0)));
+            case 2: return as_v<K>(std::get<0>(dyn::top_k(x, n.p.at(0))));
+            default: return as_v<K>(std::get<1>(dyn::top_k(x, n.p.at(0))));
+          }
+        }, in(0))};
       case Op::reshape:
         return {std::visit([&](const auto& x) {
           return as_v<K>(dyn::reshape(x, dyn::Shape(n.p.begin(), n.p.end())));

@@ -171,8 +171,13 @@ inline Sample sample_of(Prim p) {
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // reversed for two of the four
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})},
                    CumulativeParams{1, p == Prim::cumprod || p == Prim::cummin});
-    case Prim::sort:  // the middle axis (inner axes after it), descending data
-      return traced([](auto x) { return dyn::sort(-x, 1); }, sample_array(DType::f64, {2, 3, 4}));
+    case Prim::sort:  // argsort: two operands (x and an iota, fused into the copy), the middle axis
+      return traced([](auto x) { return dyn::argsort(-x, 1); }, sample_array(DType::f64, {2, 3, 4}));
+    case Prim::top_k:  // both outputs used
+      return traced([](auto x) {
+        auto [v, i] = dyn::top_k(-x, 2);
+        return v + dyn::astype<double>(i);
+      }, sample_array(DType::f64, {2, 3, 4}));
     case Prim::dot_general: {
       const Atom x = b.in(DType::f64, {2, 3, 4});
       return b.eqn(p, {x, b.in(DType::f64, {2, 4, 5})}, DotGeneralParams{{2}, {1}, {0}, {0}});

@@ -260,6 +260,27 @@ TEST_CASE("golden: sort prints lax.sort's dimension, is_stable and num_keys") {
         "  in (d,) }");
 }
 
+TEST_CASE("golden: argsort and sort_key_val are lax.sort of two operands; top_k prints k and axis") {
+  // jnp.argsort(x): lax.sort of (x, iota) with num_keys=1, the second output.
+  auto f = [](auto x) { return dyn::argsort(x); };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:i32[2,3] = iota[dimension=1 dtype=int32 shape=(2, 3)] \n"  // JAX's trailing space: no operands
+        "    c:f32[2,3] d:i32[2,3] = sort[dimension=1 is_stable=True num_keys=1] a b\n"
+        "  in (d,) }");
+  auto g = [](auto k, auto v) { return dyn::sort_key_val(k, v, 0); };
+  CHECK(str(dyn::make_jaxpr(g)(dyn::Array<std::int32_t>({4}), dyn::Array<double>({4}))) ==
+        "{ lambda ; a:i32[4] b:f64[4]. let\n"
+        "    c:i32[4] d:f64[4] = sort[dimension=0 is_stable=True num_keys=1] a b\n"
+        "  in (c, d) }");
+  // lax.top_k(x, 2): over the last axis (JAX prints its axis too).
+  auto h = [](auto x) { return dyn::top_k(x, 2); };
+  CHECK(str(dyn::make_jaxpr(h, dyn::polymorphic_shapes{"(n, m)"})(dyn::Array<double>({3, 5}))) ==
+        "{ lambda ; a:i64[] b:i64[] c:f64[a,b]. let\n"
+        "    d:f64[a,2] e:i32[a,2] = top_k[axis=1 k=2] c\n"
+        "  in (d, e) }");
+}
+
 TEST_CASE("golden: shape operations") {
   auto f = [](auto x) {
     auto r = dyn::reshape(x, {3, -1});                      // (3, 2)

@@ -1127,7 +1127,7 @@ TEST_CASE("rules: argmax and argmin drop their one axis and give index_dtype; re
   check_values<I32>(run1(Prim::reduce_and, {arr<I32>({2}, {6, 3})}, ReduceParams{{0}}), {}, {2});
 }
 
-TEST_CASE("rules: sort keeps its operand's type; one operand, one key, an axis in range") {
+TEST_CASE("rules: sort keeps its operands' types; operands of one shape, 1 <= num_keys <= N, an axis in range") {
   for (DType d : kAllDTypes) {
     const auto out = ae(Prim::sort, {av(d, {2, 3}, true)}, SortParams{1, true, 1});
     REQUIRE(out.size() == 1);
@@ -1138,9 +1138,27 @@ TEST_CASE("rules: sort keeps its operand's type; one operand, one key, an axis i
   CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {2, 3})}, SortParams{2, true, 1}),
                        "sort: dimension 2 is out of bounds for an array of shape (2, 3)", IndexError);
   CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3})}, SortParams{0, true, 2}),
-                       "sort: num_keys must be 1 (one operand), got num_keys=2", TypeError);
-  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3}), av(DType::i32, {3})}, SortParams{0, true, 1}),
-                       "sort takes 1 operand, got 2", TypeError);
+                       "sort: num_keys must be between 1 and the number of operands (1), got num_keys=2", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3}), av(DType::i32, {3})}, SortParams{0, true, 0}),
+                       "sort: num_keys must be between 1 and the number of operands (2), got num_keys=0", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {}, SortParams{0, true, 1}), "sort takes at least one operand, got 0", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sort, {av(DType::f32, {3}), av(DType::i32, {2})}, SortParams{0, true, 1}),
+                       "sort: all operands must have the same shape, got f32[3], i32[2]", ShapeError);
+  // Several operands: one output of each operand's type.
+  const auto two = ae(Prim::sort, {av(DType::f32, {2, 3}), av(DType::i64, {2, 3})}, SortParams{0, true, 2});
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].dtype == DType::f32);
+  CHECK(two[1].dtype == DType::i64);
+  CHECK(two[1].shape == Shape{Dim(2), Dim(3)});
+  // Two keys, lexicographic: (1, 9) (0, 5) (1, 2) (0, 7) -> (0, 5) (0, 7) (1, 2) (1, 9); the third
+  // operand follows.
+  const auto r = dyn::detail::impl(Prim::sort, {arr<I32>({4}, {1, 0, 1, 0}), arr<double>({4}, {9, 5, 2, 7}),
+                                                arr<I32>({4}, {10, 11, 12, 13})},
+                                   SortParams{0, true, 2});
+  REQUIRE(r.size() == 3);
+  check_values<I32>(r[0], {4}, {0, 0, 1, 1});
+  check_values<double>(r[1], {4}, {5, 7, 2, 9});
+  check_values<I32>(r[2], {4}, {11, 13, 12, 10});
   // Eager: NaNs last, stable (the -0.0 before the 0.0 stays first).
   const double nan = std::numeric_limits<double>::quiet_NaN();
   check_values<double>(run1(Prim::sort, {arr<double>({2, 3}, {nan, -0.0, 0.0, 3, 1, 2})}, SortParams{1, true, 1}),

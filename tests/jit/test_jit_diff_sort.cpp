@@ -69,3 +69,67 @@ TEST_CASE("jit diff: sort with polymorphic shapes and traced sizes: one kernel f
   }
   CHECK(jd.stats().compiles == 1);
 }
+
+// argsort, sort_key_val (lax.sort of two operands: dynstage_sort_multi) and
+// top_k (dynstage_top_k_<dtype>): jit against eager, exactly.
+
+const auto argsort_fn = [](int axis, const auto& in) {
+  return map_all(in, [axis](const auto& x) { return dyn::argsort(x, axis); });
+};
+
+template <class T>
+void check_argsort() {
+  const std::vector<Shp> shapes = {{5}, {0}, {3, 4}, {1, 5}, {2, 0, 3}, {2, 3, 4}, {37, 9}, {3, 300}};
+  std::uint64_t seed = 1800;
+  for (const Shp& s : shapes)
+    for (Gen g : {Gen::general, Gen::mild}) {
+      const auto x = gen<T>(s, seed++, g);
+      for (i64 a = -1; a < static_cast<i64>(s.size()); ++a) {
+        const std::string what = "argsort of " + dt_name(dyn::dtype_v<T>) +
+                                 dyn::detail::shape_str(dyn::detail::to_shape(s)) + " along axis " + std::to_string(a);
+        const Three r = run3(argsort_fn, static_cast<int>(a), only<Singles>(Arrs<T>{x}));
+        agree(r, what);
+        expect_ok(r, what);
+      }
+    }
+}
+
+TEST_CASE_TEMPLATE("jit diff: argsort on every axis, every dtype, stable, NaNs last, exactly", T, bool, i32, i64, float,
+                   double) {
+  check_argsort<T>();
+}
+
+TEST_CASE("jit diff: sort_key_val and top_k, with fused producers; one kernel for every size") {
+  const auto f = [](const auto& x) {
+    auto [k, v] = dyn::sort_key_val(dyn::abs(x), x * 2.0, 0);
+    auto [tv, ti] = dyn::top_k(x, 1);
+    return std::make_tuple(k, v, tv, ti, dyn::argsort(-x));
+  };
+  check_polymorphic_2d(f, 1900, Gen::mild);
+  const auto x = gen<double>({33, 40}, 7, Gen::mild);
+  const std::string ir = dyn::jit(f).llvm_ir(x);
+  CHECK(ir.find("dynstage_sort_multi") != std::string::npos);
+  CHECK(ir.find("dynstage_top_k_f64") != std::string::npos);
+  CHECK(ir.find("= abs: fused") != std::string::npos);  // computed in sort's copy nest
+  for (int seed = 0; seed < 4; ++seed) {
+    const auto y = gen<float>({7, 64}, 1950 + static_cast<std::uint64_t>(seed), seed % 2 ? Gen::mild : Gen::general);
+    const auto g = [](const auto& v) { return dyn::top_k(v, 5); };
+    const auto got = leaves(dyn::jit(g)(y));
+    const auto want = leaves(g(y));
+    for (std::size_t k = 0; k < 2; ++k) CHECK_MESSAGE(mismatch(got[k], want[k], Tol{}).empty(), mismatch(got[k], want[k], Tol{}));
+  }
+}
+
+TEST_CASE("jit: top_k over a symbolic axis shorter than k is a ShapeError when it runs; the function stays usable") {
+  const auto f = [](const auto& x) { return dyn::top_k(x, 3); };
+  const auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n,)"});
+  CHECK_THROWS_WITH_AS(jf(gen<double>({2}, 1, Gen::general)),
+                       doctest::Contains("top_k: k is larger than the size of the axis it selects from"),
+                       dyn::ShapeError);
+  const auto x = gen<double>({10}, 2, Gen::general);
+  const auto got = leaves(jf(x));
+  const auto want = leaves(f(x));
+  CHECK(mismatch(got[0], want[0], Tol{}).empty());
+  CHECK(mismatch(got[1], want[1], Tol{}).empty());
+  CHECK(jf.stats().compiles == 1);
+}

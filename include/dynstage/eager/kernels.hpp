@@ -547,6 +547,9 @@ std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Par
   return visit_prim(prim, [&]<Prim P>(PrimTag<P> tag) -> std::vector<AnyArray> {
     if constexpr (prim_kind(P) == Kind::control) {
       return control_impl(P, in, params);  // its output types come from running its bodies
+    } else if constexpr (prim_kind(P) == Kind::sort) {  // several outputs
+      return kernels::impl_rule(tag, in, abstract_eval(P, kernels::avals_of(P, in), params),
+                                std::get<params_of_t<P>>(params));
     } else {
       const std::vector<Aval> outs = abstract_eval(P, kernels::avals_of(P, in), params);
       return {kernels::impl_rule(tag, in, outs.at(0), std::get<params_of_t<P>>(params))};

@@ -117,15 +117,26 @@ struct ScatterParams {
   friend bool operator==(const ScatterParams&, const ScatterParams&) = default;
 };
 
-// sort (lax.sort of one operand, as jnp.sort binds it): the elements along
-// `dimension` in ascending order, NaNs last (all NaNs equal), -0.0 equal to
-// 0.0; is_stable keeps equal elements in their order. num_keys is 1 (lax's
-// multi-operand sort, which argsort and top_k need, is not built yet).
+// sort (lax.sort): N >= 1 operands of one shape (any dtypes) reordered
+// along `dimension` by one permutation, the one that sorts the first
+// num_keys operands lexicographically: ascending, NaNs last (all NaNs
+// equal), -0.0 equal to 0.0, false < true; is_stable keeps equal keys in
+// their order. One output per operand. jnp.sort binds one operand;
+// jnp.argsort binds (x, iota) with num_keys=1 and keeps the second output.
 struct SortParams {
   std::int64_t dimension = 0;
   bool is_stable = true;
   int num_keys = 1;
   friend bool operator==(const SortParams&, const SortParams&) = default;
+};
+// top_k (lax.top_k): the k largest elements along `axis` (the operand's
+// last axis, as jax.lax.top_k binds it by default), in descending order,
+// NaNs largest, equal elements lower index first; outputs (values, i32
+// indices), the operand's shape with the axis of size k.
+struct TopKParams {
+  std::int64_t k = 0;
+  std::int64_t axis = 0;
+  friend bool operator==(const TopKParams&, const TopKParams&) = default;
 };
 // dot_general: the axes of an operand of rank `rank` that are neither batch
 // nor contracting, in order (they make up the output after the batch axes).
@@ -233,7 +244,7 @@ struct ScanParams {
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams,
+                            IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
                             DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
 }  // namespace detail
 }  // namespace dyn

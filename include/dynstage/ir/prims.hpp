@@ -44,7 +44,7 @@ enum class Kind : std::uint8_t {
   reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out)
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
-  sort,        // sort: the operand's elements reordered along one axis, same shape out
+  sort,        // sort, top_k: operands reordered along one axis by one permutation (top_k: its first k); several outputs
   contraction, // dot_general
   control,     // for_loop, while_loop, cond, scan: nested jaxprs (trace/control.hpp, trace/scan.hpp)
 };
@@ -217,7 +217,8 @@ inline constexpr int kVariadic = -1;
   X(cummax,               "cummax",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cummin,               "cummin",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)
 #define DYN_SORT_PRIMITIVES(X) \
-  X(sort,                 "sort",                 sort,        SortParams,              1, any,             false, simple,         none,  none)
+  X(sort,                 "sort",                 sort,        SortParams,             -1, any,             false, simple,         none,  none)              \
+  X(top_k,                "top_k",                sort,        TopKParams,              1, numeric,         false, simple,         none,  none)
 #define DYN_CONTRACTION_PRIMITIVES(X) \
   X(dot_general,          "dot_general",          contraction, DotGeneralParams,        2, numeric,         false, simple,         none,  none)
 #define DYN_CONTROL_PRIMITIVES(X) \
@@ -283,6 +284,8 @@ constexpr Kind prim_kind(Prim p) { return prim_info(p).kind; }
 constexpr bool is_elementwise(Kind k) {
   return k == Kind::unary || k == Kind::binary || k == Kind::compare || k == Kind::select || k == Kind::convert;
 }
+// The kinds whose equations may have several outputs (all others have one).
+constexpr bool has_several_outputs(Kind k) { return k == Kind::sort || k == Kind::control; }
 
 // The rows agree with what the rules built on them assume; a new row that
 // does not fails here, naming the rule.

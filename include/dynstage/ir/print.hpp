@@ -372,6 +372,9 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
                                              {"is_stable", text(py_bool(p.is_stable))},
                                              {"num_keys", text(std::to_string(p.num_keys))}};
           },
+          [](const TopKParams& p) {
+            return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"k", text(std::to_string(p.k))}};
+          },
           [](const DotGeneralParams& p) {
             return std::vector<pp::KeyValue>{
                 {"dimension_numbers", text("((" + py_list(p.lhs_contracting) + ", " + py_list(p.rhs_contracting) +

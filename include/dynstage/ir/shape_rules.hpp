@@ -577,17 +577,6 @@ std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>& in, const para
   return control_abstract_eval(P, in, p);
 }
 
-// sort of one operand (lax.sort with num_keys=1): its type out.
-inline std::vector<Aval> shape_rule(PrimTag<Prim::sort>, const std::vector<Aval>& in, const SortParams& sp) {
-  check_arity(Prim::sort, in, 1);
-  const Aval& x = in[0];
-  if (sp.num_keys != 1)
-    fail<TypeError>("sort: num_keys must be 1 (one operand), got num_keys=" + std::to_string(sp.num_keys));
-  if (sp.dimension < 0 || sp.dimension >= x.rank())
-    fail<IndexError>("sort: dimension " + std::to_string(sp.dimension) + " is out of bounds for an array of shape " +
-                     shape_str(x.shape));
-  return {make_aval(x.dtype, x.shape, x.weak)};
-}
 inline std::vector<Aval> shape_rule(PrimTag<Prim::argmax>, const std::vector<Aval>& in, const ArgReduceParams& ap) {
   return arg_reduce_rule(Prim::argmax, in, ap);
 }
@@ -600,8 +589,9 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::round>, const std::vector<Aval
                     std::to_string(rp.rounding_method));
   return unary_rule(Prim::round, in, prim_info(Prim::round).dtypes);
 }
-// gather and the scatters: their own file, in this namespace.
+// gather and the scatters, sort and top_k: their own files, in this namespace.
 #include "shape_rules_index.hpp"
+#include "shape_rules_sort.hpp"
 
 template <Prim P>
 std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>&, const params_of_t<P>&) {

@@ -76,6 +76,7 @@ inline constexpr std::int32_t kKernelPowZeroNegative = 4; // integer 0 ** negati
 inline constexpr std::int32_t kKernelOutOfMemory = 8;     // a temporary could not be allocated
 inline constexpr std::int32_t kKernelNegativeSize = 16;   // a size computed in the kernel is negative
 inline constexpr std::int32_t kKernelGatherEmpty = 32;    // a gather indexes into an operand axis of size 0
+inline constexpr std::int32_t kKernelTopKTooLarge = 64;   // top_k's k exceeds a runtime axis size
 
 using KernelFn = std::int32_t (*)(const void* const*, void* const*);
 

@@ -90,7 +90,7 @@ inline void check_supported(const Jaxpr& j) {
       for (const auto& br : p->branches) check_supported(*br);
   }
   for (const Eqn& e : j.eqns)
-    if (e.outputs.size() != 1 && prim_kind(e.prim) != Kind::control)
+    if (e.outputs.size() != 1 && !has_several_outputs(prim_kind(e.prim)))
       fail<TypeError>(std::string("jit: the LLVM backend cannot lower ") + std::string(prim_name(e.prim)) +
                       " with " + std::to_string(e.outputs.size()) + " outputs");
 }
@@ -224,6 +224,8 @@ void throw_kernel_error(std::int32_t code, const std::source_location* jit_site)
                            "integer arithmetic on sizes that overflowed)")));
   if (code & kKernelGatherEmpty)
     throw IndexError(with_context(place("gather: cannot index into an operand axis of size 0 (the result is not empty)")));
+  if (code & kKernelTopKTooLarge)
+    throw ShapeError(with_context(place("top_k: k is larger than the size of the axis it selects from")));
   internal_error("kernel returned unknown code " + std::to_string(code));
 }
 

@@ -202,8 +202,13 @@ struct Walk {
         return;
       DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // (each operand element read once)
-      DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
+      case Prim::top_k:                          // (a buffer: marked in plan_fusion)
         visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
+        return;
+      case Prim::sort:
+        // One nest per operand, copying it into its output.
+        for (std::size_t k = 0; k < e.inputs.size(); ++k)
+          visit(e.inputs[k], ei, -2 - static_cast<int>(k), space, ei);
         return;
       // A fusible primitive whose output is materialised: its own expression
       // is the nest's body (an index remap's operands under its own key).
@@ -269,7 +274,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
   plan.out_slot.assign(nv, -1);
   plan.why.assign(nv, "");
   for (std::size_t i = 0; i < ne; ++i) {
-    if (j.eqns[i].outputs.size() != 1 && prim_kind(j.eqns[i].prim) != Kind::control)
+    if (j.eqns[i].outputs.size() != 1 && !has_several_outputs(prim_kind(j.eqns[i].prim)))
       internal_error("LLVM backend: " + std::string(prim_name(j.eqns[i].prim)) + " with " +
                      std::to_string(j.eqns[i].outputs.size()) + " outputs");
     for (int v : j.eqns[i].outputs) plan.def[static_cast<std::size_t>(v)] = static_cast<int>(i);
@@ -327,6 +332,8 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     if (prim_kind(e.prim) == Kind::control)
       for (const Atom& a : e.inputs)
         if (a.is_var()) mark(plan, a.var, "control operand");
+    // top_k's runtime routine reads its operand from memory.
+    if (e.prim == Prim::top_k && e.inputs[0].is_var()) mark(plan, e.inputs[0].var, "top_k operand");
     if (e.prim == Prim::dot_general) {
       for (const Atom& a : e.inputs) {
         if (!a.is_var()) continue;

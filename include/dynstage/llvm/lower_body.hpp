@@ -102,21 +102,23 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   // The buffer of root i's output, alive until after eqn `until` at least.
   // A one-row buffer (row_axes > 0) holds the dimensions after the row axes;
   // with a runtime row length it is allocated on the heap, once per group.
+  // (Every output of the equation: a sort has several.)
   auto allocate = [&](std::size_t i, int until, std::size_t row_axes) {
-    const auto vs = static_cast<std::size_t>(j_.eqns[i].outputs[0]);
-    if (const int slot = plan_.out_slot[vs]; slot >= 0) {
-      const auto ks = static_cast<std::size_t>(slot);
-      if (cells_[ks]) {  // allocated here; handed to the caller at the end
-        buf_[vs] = cell_buf_[ks] = E.heap(bytes_of(dims_of(static_cast<int>(vs)), type(static_cast<int>(vs)).dtype));
-        return;
+    for (const int v : j_.eqns[i].outputs) {
+      const auto vs = static_cast<std::size_t>(v);
+      if (const int slot = plan_.out_slot[vs]; slot >= 0) {
+        const auto ks = static_cast<std::size_t>(slot);
+        if (cells_[ks])  // allocated here; handed to the caller at the end
+          buf_[vs] = cell_buf_[ks] = E.heap(bytes_of(dims_of(v), type(v).dtype));
+        else
+          buf_[vs] = f->getArg(static_cast<unsigned>(nin + ks));
+        continue;
       }
-      buf_[vs] = f->getArg(static_cast<unsigned>(nin + ks));
-      return;
+      const bool one_row = plan_.row_local[vs];
+      buf_[vs] = E.temp(bytes_of(dims_of(v), type(v).dtype, one_row ? row_axes : 0));
+      const int last = one_row ? until : std::max(plan_.last_read[vs], until);
+      free_after[static_cast<std::size_t>(last)].push_back(buf_[vs]);
     }
-    const bool one_row = plan_.row_local[vs];
-    buf_[vs] = E.temp(bytes_of(dims_of(static_cast<int>(vs)), type(static_cast<int>(vs)).dtype, one_row ? row_axes : 0));
-    const int last = one_row ? until : std::max(plan_.last_read[vs], until);
-    free_after[static_cast<std::size_t>(last)].push_back(buf_[vs]);
   };
   // The prologue: dimensions computed from scalars, before any loop.
   for (int i : plan_.prologue) {

@@ -30,7 +30,7 @@ inline void Lowering::emit_root(std::size_t ei) {
       return;
     case Kind::cumulative: emit_cumulative(e, out); return;
     case Kind::scatter: emit_scatter(e, out); return;
-    case Kind::sort: emit_sort(e, out); return;
+    case Kind::sort: emit_sort(e); return;  // writes every output
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::structural:

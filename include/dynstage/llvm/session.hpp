@@ -228,21 +228,26 @@ inline void optimise(llvm::Module& m) {
 
 // ---------------------------------------------------------------------------
 // Runtime routines: C++ functions of dynstage that compiled kernels call by
-// name (a `declare` in the module), each `void(ptr, i64, i64, i64)`. They are
+// name (a `declare` in the module; the signatures are eager/kernels_sort.hpp's). They are
 // defined once per process in the main JITDylib as absolute symbols, so a
 // kernel loaded from the disk cache links to this process's addresses.
 
 inline std::string sort_routine(DType d) { return "dynstage_sort_" + std::string(dtype_name(d)); }
+inline std::string top_k_routine(DType d) { return "dynstage_top_k_" + std::string(dtype_name(d)); }
+inline constexpr const char* kSortMultiRoutine = "dynstage_sort_multi";
 
 inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   llvm::orc::SymbolMap syms;
   const auto flags = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
-  for (DType d : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+  for (int di = 0; di < kNumDTypes; ++di) {
+    const auto d = static_cast<DType>(di);
     visit_dtype(d, [&](auto t) {
       using T = decltype(t);
       syms[jit.mangleAndIntern(sort_routine(d))] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_lines_entry<T>), flags};
+      syms[jit.mangleAndIntern(top_k_routine(d))] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::top_k_entry<T>), flags};
     });
   }
+  syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
   check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))), "defining the runtime routines");
 }
 

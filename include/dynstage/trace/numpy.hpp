@@ -396,15 +396,6 @@ Value arg_reduce(Prim p, const Value& x, std::int64_t axis, bool keepdims) {
 }
 #endif
 
-// sort (jnp.sort): lax.sort of one operand along `axis` (negative: from the
-// end), stable, one key.
-Value sort(const Value& x, std::int64_t axis);
-#ifdef DYNSTAGE_IMPLEMENTATION
-Value sort(const Value& x, std::int64_t axis) {
-  return bind1(Prim::sort, {x}, SortParams{normalize_axis("sort", axis, x.rank()), true, 1});
-}
-#endif
-
 // Cumulative reductions (jnp.cumsum, lax.cummax, ...) along one axis
 // (negative: from the end). cumsum and cumprod of booleans count in i64, as
 // sum does (jnp promotes bool to its default integer); cummax and cummin

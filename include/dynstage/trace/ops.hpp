@@ -321,15 +321,6 @@ DYN_ARG_REDUCTION(argmax)
 DYN_ARG_REDUCTION(argmin)
 #undef DYN_ARG_REDUCTION
 
-// sort(x, axis = -1) (jnp.sort): ascending along the axis, NaNs last, equal
-// elements (-0.0 and 0.0 too) in their order; every dtype (false < true).
-// Primitive sort (lax.sort, one operand).
-template <ArrayLike X>
-auto sort(const X& x, std::int64_t axis = -1, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::sort(detail::to_value(x), axis));
-}
-
 // ---------------------------------------------------------------------------
 // Cumulative reductions along one axis (negative counts from the end), from
 // the first element on, or from the last with reverse = true: primitives
