@@ -128,3 +128,33 @@ TEST_CASE("jit diff: argmax of an array whose length is a traced size; a runtime
   CHECK_THROWS_AS(body(dyn::arange<i64>(0)), dyn::ShapeError);
   CHECK(jf.stats().compiles == 1);
 }
+
+// Along the last axis the kernel scans lanes (llvm/lower_argreduce.hpp: 4
+// vectors of 32 bytes, chunks of 32 f32 or 16 f64, then a merge and a
+// scalar tail): the first occurrence must win across lanes, chunks, the
+// merge and the tail.
+TEST_CASE_TEMPLATE("jit diff: argmax and argmin along the last axis: first occurrence across lanes and the tail", T,
+                   float, double, std::int32_t, std::int64_t) {
+  const i64 n = 70;  // two chunks of 32 f32 (four of 16 f64) and a tail
+  std::vector<T> v(static_cast<std::size_t>(4 * n), T(1));
+  auto row = [&](i64 r) { return v.begin() + r * n; };
+  // Row 0: the maximum 5 at 40 (a later chunk, lane 0) and at 3 (chunk 0, lane 3): 3 wins.
+  row(0)[40] = row(0)[3] = T(5);
+  // Row 1: the maximum only in the tail (67), the minimum at 64 and 69 (tail) and 65.
+  row(1)[67] = T(9), row(1)[64] = row(1)[69] = row(1)[65] = T(-4);
+  // Row 2: equal everywhere: index 0 both ways.
+  // Row 3: the maximum at 33 and 1 in different lanes of different chunks; the minimum at 31 then 0.
+  row(3)[33] = row(3)[1] = T(7), row(3)[31] = row(3)[0] = T(-7);
+  const dyn::Array<T> x({4, n}, v);
+  const auto f = [](const auto& a) { return std::make_tuple(dyn::argmax(a, 1), dyn::argmin(a, 1)); };
+  const auto got = leaves(dyn::jit(f)(x));
+  CHECK(values<std::int32_t>(got[0]) == std::vector<std::int32_t>{3, 67, 0, 1});
+  CHECK(values<std::int32_t>(got[1]) == std::vector<std::int32_t>{0, 64, 0, 0});
+  if constexpr (std::is_floating_point_v<T>) {  // NaNs at 50 and 45: the first NaN wins both ways
+    std::vector<T> w = v;
+    w[50] = w[45] = std::numeric_limits<T>::quiet_NaN();
+    const auto g = leaves(dyn::jit(f)(dyn::Array<T>({4, n}, w)));
+    CHECK(values<std::int32_t>(g[0]) == std::vector<std::int32_t>{45, 67, 0, 1});
+    CHECK(values<std::int32_t>(g[1]) == std::vector<std::int32_t>{45, 64, 0, 0});
+  }
+}
