@@ -6,8 +6,10 @@
 // identical.
 //
 // The order is lax.sort's (and NumPy's): ascending, NaNs last (all NaNs
-// equal), -0.0 equal to 0.0, false < true; std::stable_sort keeps equal
-// elements in their order (is_stable=True, what jnp.sort binds). top_k's is
+// equal), -0.0 equal to 0.0, false < true; equal elements keep their order
+// (is_stable=True, what jnp.sort binds: std::sort plus a fix-up of zeros
+// and NaNs for one operand, sort_line; std::stable_sort of positions for
+// several). top_k's is
 // its reverse with ties broken by position: descending, NaNs first, equal
 // elements lower index first (XLA's TopK).
 #pragma once
@@ -16,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <type_traits>
 #include <vector>
@@ -36,29 +39,52 @@ bool sort_less(T a, T b) {
   return a < b;
 }
 
+// Sorts one contiguous line stably. Equal elements are indistinguishable
+// except float zeros (-0.0 == 0.0) and NaNs (their payloads), so std::sort
+// (introsort, faster than std::stable_sort's merges) gives the stable result
+// once the zeros' run and the NaNs' tail are rewritten with their signs and
+// bits in input order (collected first; empty for most data).
+template <class T>
+void sort_line(T* first, T* last, std::vector<T>& zeros, std::vector<T>& nans) {
+  if constexpr (std::is_floating_point_v<T>) {
+    zeros.clear();
+    nans.clear();
+    for (T* p = first; p != last; ++p) {
+      if (*p == T(0)) zeros.push_back(*p);
+      else if (std::isnan(*p)) nans.push_back(*p);
+    }
+    std::sort(first, last, sort_less<T>);
+    if (!zeros.empty()) std::copy(zeros.begin(), zeros.end(), std::lower_bound(first, last, T(0), sort_less<T>));
+    std::copy(nans.begin(), nans.end(), last - static_cast<std::ptrdiff_t>(nans.size()));
+  } else {
+    std::sort(first, last);
+  }
+}
+
 // Sorts, in place, each line along the middle axis of `data` seen as
 // [outer, n, inner] (row-major). A line with inner > 1 is strided: it is
 // gathered into a buffer, sorted and scattered back.
 template <class T>
 void sort_lines(T* data, std::int64_t outer, std::int64_t n, std::int64_t inner) {
   if (n <= 1 || outer <= 0 || inner <= 0) return;
+  std::vector<T> zeros, nans;
   if (inner == 1) {
-    for (std::int64_t o = 0; o < outer; ++o) std::stable_sort(data + o * n, data + (o + 1) * n, sort_less<T>);
+    for (std::int64_t o = 0; o < outer; ++o) sort_line(data + o * n, data + (o + 1) * n, zeros, nans);
     return;
   }
-  std::vector<T> line(static_cast<std::size_t>(n));
+  const std::unique_ptr<T[]> line(new T[static_cast<std::size_t>(n)]);  // (not vector<bool>: no data())
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t i = 0; i < inner; ++i) {
       T* base = data + o * n * inner + i;
-      for (std::int64_t k = 0; k < n; ++k) line[static_cast<std::size_t>(k)] = base[k * inner];
-      std::stable_sort(line.begin(), line.end(), sort_less<T>);
-      for (std::int64_t k = 0; k < n; ++k) base[k * inner] = line[static_cast<std::size_t>(k)];
+      for (std::int64_t k = 0; k < n; ++k) line[k] = base[k * inner];
+      sort_line(line.get(), line.get() + n, zeros, nans);
+      for (std::int64_t k = 0; k < n; ++k) base[k * inner] = line[k];
     }
 }
 
 // The entry points of compiled kernels, one per dtype (bool: one byte 0/1):
 // void(ptr data, i64 outer, i64 n, i64 inner). No exception can escape
-// (std::stable_sort falls back to an in-place merge when memory is short;
+// (std::sort allocates nothing, std::stable_sort falls back to an in-place merge when memory is short;
 // the strided buffer's allocation failure terminates, as any OOM in a kernel).
 template <class T>
 void sort_lines_entry(void* data, std::int64_t outer, std::int64_t n, std::int64_t inner) noexcept {

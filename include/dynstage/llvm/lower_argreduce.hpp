@@ -19,15 +19,19 @@
 // The comparisons and selects are branch-free; along another axis than
 // the last the reads are strided by the inner size.
 //
-// Along the last axis (contiguous rows) the scan is vectorised by hand
-// (LLVM 19's vectoriser does not vectorise a select that carries an index):
-// kLanes vector accumulators of W lanes (one 32-byte vector each) run
-// `better` lane-wise over chunks of W * kLanes elements, each lane keeping
-// the first of its own elements, then one pass merges the lanes (better,
-// or the same value at a lower index: the first occurrence overall), and
-// the scalar loop above finishes the tail. The same answer as the
-// sequential scan, since every lane keeps its first best and the merge
-// takes the lowest index among equals (NaNs: the first NaN).
+// Along the last axis (contiguous rows) whole blocks are skipped with
+// vector code (LLVM 19's vectoriser leaves a select that carries an index
+// scalar): for each block of kArgVectors 32-byte vectors (32 f32, 16 f64),
+// one vector compare per vector asks whether any element is better than the
+// current best (`v > best` or v NaN; argmin `<`). A block with nothing
+// better leaves (best, index) unchanged in the sequential scan too; a block
+// with a better element ends it with the block's maximum (minimum) at its
+// first position, found by a vector reduction and a compare mask (a block
+// holding a NaN is scanned by the scalar loop above, which finds the first
+// NaN). So the answer is the sequential scan's, bit for bit, and on
+// unsorted data, where few blocks hold a new best, the scan runs at the
+// speed of a vector compare. A NaN best is final: no block is looked at
+// after it. The tail after the last whole block is scalar.
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -38,9 +42,8 @@
 
 namespace dyn::detail::llvmjit {
 
-// The vector accumulators of the lane form (4: enough to hide the latency
-// of compare + two selects per vector).
-inline constexpr std::size_t kArgLanes = 4;
+// The vectors of a block (4: 32 f32 per block, compares that pipeline).
+inline constexpr std::int64_t kArgVectors = 4;
 
 inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
   const Atom& x = e.inputs[0];
@@ -69,77 +72,76 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
     if (d == DType::bool_) return is_max ? b.CreateICmpUGT(v, best) : b.CreateICmpULT(v, best);
     return is_max ? b.CreateICmpSGT(v, best) : b.CreateICmpSLT(v, best);
   };
-  // The same value, or both NaN (the lane merge's tie).
-  auto same = [&](llvm::Value* v, llvm::Value* w) -> llvm::Value* {
-    if (is_float(d))
-      return b.CreateOr(b.CreateFCmpOEQ(v, w), b.CreateAnd(b.CreateFCmpUNO(v, v), b.CreateFCmpUNO(w, w)));
-    return b.CreateICmpEQ(v, w);
-  };
   llvm::Type* st = E.reg_type(d);
   llvm::AllocaInst* best = E.entry_alloca(st);
   llvm::AllocaInst* at = E.entry_alloca(E.i64);
-  llvm::AllocaInst* from = E.entry_alloca(E.i64);  // where the scalar scan starts
-  const bool lanes = a + 1 == r && d != DType::bool_;
+  // x[ol, k] .. x[ol, k + W - 1] along the last axis (il is 0): a vector
+  // load from a buffer, else the fused expression per lane (packed by SLP).
+  const bool blocks = a + 1 == r && d != DType::bool_;
   const auto W = static_cast<std::int64_t>(32 / dtype_size(d));
-  const std::int64_t chunk = W * static_cast<std::int64_t>(kArgLanes);
+  const std::int64_t block = W * kArgVectors;
   const bool from_buffer = buf_[static_cast<std::size_t>(x.var)] && !plan_.row_local[static_cast<std::size_t>(x.var)];
   auto* vt = llvm::FixedVectorType::get(st, static_cast<unsigned>(W));
-  auto* it = llvm::FixedVectorType::get(E.i64, static_cast<unsigned>(W));
-  // x[ol, k .. k+W-1] (last axis: il is 0) and the lane positions k + 0..W-1.
-  auto chunk_at = [&](llvm::Value* ol, llvm::Value* k) -> llvm::Value* {
+  auto vector_at = [&](llvm::Value* ol, llvm::Value* k) -> llvm::Value* {
     if (from_buffer)
-      return b.CreateAlignedLoad(vt, E.elem_ptr(buf_[static_cast<std::size_t>(x.var)], d, E.add(b.CreateMul(ol, n, "", true, true), k)),
-                                 llvm::Align(dtype_size(d)));
+      return b.CreateAlignedLoad(
+          vt, E.elem_ptr(buf_[static_cast<std::size_t>(x.var)], d, E.add(b.CreateMul(ol, n, "", true, true), k)),
+          llvm::Align(dtype_size(d)));
     llvm::Value* v = llvm::PoisonValue::get(vt);
     for (std::int64_t l = 0; l < W; ++l)
       v = b.CreateInsertElement(v, element(ol, E.add(k, E.c64(l)), E.c64(0)), static_cast<std::uint64_t>(l));
     return v;
   };
-  auto positions = [&](llvm::Value* k) -> llvm::Value* {
-    std::vector<llvm::Constant*> steps;
-    for (std::int64_t l = 0; l < W; ++l) steps.push_back(E.b.getInt64(static_cast<std::uint64_t>(l)));
-    return b.CreateAdd(b.CreateVectorSplat(static_cast<unsigned>(W), k), llvm::ConstantVector::get(steps));
+  // Whether some lane of v may be better than bv (splat): better, or a NaN.
+  auto maybe_better = [&](llvm::Value* v, llvm::Value* bv) -> llvm::Value* {
+    if (is_float(d)) return is_max ? b.CreateFCmpUGT(v, bv) : b.CreateFCmpULT(v, bv);
+    return is_max ? b.CreateICmpSGT(v, bv) : b.CreateICmpSLT(v, bv);
   };
-  auto lane_scan = [&](llvm::Value* ol, llvm::Value* nv) {
-    std::vector<llvm::AllocaInst*> vb(kArgLanes), va(kArgLanes);
-    for (std::size_t u = 0; u < kArgLanes; ++u) {
-      vb[u] = E.entry_alloca(vt);
-      va[u] = E.entry_alloca(it);
-      llvm::Value* k = E.c64(static_cast<std::int64_t>(u) * W);
-      b.CreateStore(chunk_at(ol, k), vb[u]);
-      b.CreateStore(positions(k), va[u]);
+  // The sequential scan of positions [k0, k0 + count).
+  auto scan_range = [&](llvm::Value* ol, llvm::Value* il, llvm::Value* k0, llvm::Value* count) {
+    E.loop(count, [&](llvm::Value* s) {
+      llvm::Value* k = b.CreateAdd(k0, s, "", true, true);
+      llvm::Value* v = element(ol, k, il);
+      llvm::Value* bv = b.CreateLoad(st, best);
+      llvm::Value* take = better(v, bv);
+      b.CreateStore(b.CreateSelect(take, v, bv), best);
+      b.CreateStore(b.CreateSelect(take, k, b.CreateLoad(E.i64, at)), at);
+    });
+  };
+  // A block with a better element: its extremum m (no NaN in it: a
+  // vector reduction; else the scalar scan finds the first NaN) becomes the
+  // best, at the first position holding m (a compare mask over the block,
+  // count trailing zeros): what the sequential scan ends the block with
+  // (equal elements are not better; -0.0 and 0.0 are equal).
+  auto locate = [&](llvm::Value* ol, llvm::Value* il, llvm::Value* base, const std::vector<llvm::Value*>& vs) {
+    llvm::Value* numbers = b.getTrue();
+    if (is_float(d)) {
+      llvm::Value* nan = nullptr;
+      for (llvm::Value* v : vs) nan = nan ? b.CreateOr(nan, b.CreateFCmpUNO(v, v)) : b.CreateFCmpUNO(v, v);
+      nan = b.CreateOrReduce(nan);
+      numbers = b.CreateNot(nan);
+      E.when(nan, [&] { scan_range(ol, il, base, E.c64(block)); });
     }
-    E.loop(b.CreateSub(b.CreateUDiv(nv, E.c64(chunk)), E.c64(1)), [&](llvm::Value* s) {
-      llvm::Value* base = b.CreateMul(b.CreateAdd(s, E.c64(1), "", true, true), E.c64(chunk), "", true, true);
-      for (std::size_t u = 0; u < kArgLanes; ++u) {
-        llvm::Value* k = E.add(base, E.c64(static_cast<std::int64_t>(u) * W));
-        llvm::Value* v = chunk_at(ol, k);
-        llvm::Value* cur = b.CreateLoad(vt, vb[u]);
-        llvm::Value* take = better(v, cur);
-        b.CreateStore(b.CreateSelect(take, v, cur), vb[u]);
-        b.CreateStore(b.CreateSelect(take, positions(k), b.CreateLoad(it, va[u])), va[u]);
+    E.when(numbers, [&] {
+      const llvm::Intrinsic::ID pick = is_float(d) ? (is_max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum)
+                                                   : (is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin);
+      llvm::Value* mv = vs[0];
+      for (std::size_t u = 1; u < vs.size(); ++u) mv = b.CreateBinaryIntrinsic(pick, mv, vs[u]);
+      llvm::Value* m = is_float(d) ? (is_max ? b.CreateFPMaxReduce(mv) : b.CreateFPMinReduce(mv))
+                                   : (is_max ? b.CreateIntMaxReduce(mv, true) : b.CreateIntMinReduce(mv, true));
+      llvm::Value* ms = b.CreateVectorSplat(static_cast<unsigned>(W), m);
+      auto* mask_t = llvm::IntegerType::get(E.ctx, static_cast<unsigned>(block));
+      llvm::Value* mask = nullptr;
+      for (std::size_t u = 0; u < vs.size(); ++u) {
+        llvm::Value* eq = is_float(d) ? b.CreateFCmpOEQ(vs[u], ms) : b.CreateICmpEQ(vs[u], ms);
+        llvm::Value* bits = b.CreateZExt(b.CreateBitCast(eq, llvm::IntegerType::get(E.ctx, static_cast<unsigned>(W))), mask_t);
+        bits = b.CreateShl(bits, static_cast<std::uint64_t>(static_cast<std::int64_t>(u) * W));
+        mask = mask ? b.CreateOr(mask, bits) : bits;
       }
-    }, LoopHint::plain);
-    llvm::Value* bv = nullptr;
-    llvm::Value* bi = nullptr;
-    for (std::size_t u = 0; u < kArgLanes; ++u) {
-      llvm::Value* vs = b.CreateLoad(vt, vb[u]);
-      llvm::Value* is = b.CreateLoad(it, va[u]);
-      for (std::int64_t l = 0; l < W; ++l) {
-        llvm::Value* v = b.CreateExtractElement(vs, static_cast<std::uint64_t>(l));
-        llvm::Value* i = b.CreateExtractElement(is, static_cast<std::uint64_t>(l));
-        if (!bv) {
-          bv = v, bi = i;
-          continue;
-        }
-        llvm::Value* take = b.CreateOr(better(v, bv), b.CreateAnd(same(v, bv), b.CreateICmpSLT(i, bi)));
-        bv = b.CreateSelect(take, v, bv);
-        bi = b.CreateSelect(take, i, bi);
-      }
-    }
-    b.CreateStore(bv, best);
-    b.CreateStore(bi, at);
-    b.CreateStore(nv, from);
+      llvm::Value* first = b.CreateZExtOrTrunc(b.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, mask, b.getTrue()), E.i64);
+      b.CreateStore(m, best);
+      b.CreateStore(E.add(base, first), at);
+    });
   };
   llvm::Value* on_inner = inner;  // output strides: [outer, inner]
   loops(xd, 0, a, multi, E.c64(0), [&](llvm::Value* ol) {
@@ -147,24 +149,27 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
       auto scan = [&] {
         b.CreateStore(element(ol, E.c64(0), il), best);
         b.CreateStore(E.c64(0), at);
-        b.CreateStore(E.c64(1), from);
-        if (lanes) {
-          llvm::Value* nv = b.CreateMul(b.CreateUDiv(n, E.c64(chunk)), E.c64(chunk));
-          if (auto k = Emitter::konst(nv)) {
-            if (*k > 0) lane_scan(ol, nv);
-          } else {
-            E.when(b.CreateICmpSGT(nv, E.c64(0)), [&] { lane_scan(ol, nv); });
-          }
-        }
-        llvm::Value* k0 = b.CreateLoad(E.i64, from);
-        E.loop(b.CreateSub(n, k0), [&](llvm::Value* s) {
-          llvm::Value* k = b.CreateAdd(k0, s, "", true, true);
-          llvm::Value* v = element(ol, k, il);
+        if (!blocks) return scan_range(ol, il, E.c64(1), b.CreateSub(n, E.c64(1)));
+        llvm::Value* nb = b.CreateUDiv(n, E.c64(block));
+        E.loop(nb, [&](llvm::Value* s) {
+          llvm::Value* base = b.CreateMul(s, E.c64(block), "", true, true);
           llvm::Value* bv = b.CreateLoad(st, best);
-          llvm::Value* take = better(v, bv);
-          b.CreateStore(b.CreateSelect(take, v, bv), best);
-          b.CreateStore(b.CreateSelect(take, k, b.CreateLoad(E.i64, at)), at);
-        });
+          llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(W), bv);
+          std::vector<llvm::Value*> vs;
+          llvm::Value* any = nullptr;
+          for (std::int64_t u = 0; u < kArgVectors; ++u) {
+            vs.push_back(vector_at(ol, E.add(base, E.c64(u * W))));
+            llvm::Value* t = maybe_better(vs.back(), splat);
+            any = any ? b.CreateOr(any, t) : t;
+          }
+          llvm::Value* hit = b.CreateOrReduce(any);
+          if (is_float(d)) hit = b.CreateAnd(hit, b.CreateFCmpORD(bv, bv));  // a NaN best is final
+          E.when(hit, [&] { locate(ol, il, base, vs); });
+        }, LoopHint::plain);
+        // The tail (and position 0's block-less rows): from the first position after the blocks.
+        llvm::Value* k0 = b.CreateMul(nb, E.c64(block), "", true, true);
+        k0 = b.CreateSelect(b.CreateICmpEQ(k0, E.c64(0)), E.c64(1), k0);
+        scan_range(ol, il, k0, b.CreateSub(n, k0));
       };
       b.CreateStore(E.c64(0), at);
       if (auto k = Emitter::konst(n)) {
