@@ -52,7 +52,7 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
       llvm::Value* cmp = is_max ? b.CreateFCmpOGT(v, best) : b.CreateFCmpOLT(v, best);
       return b.CreateAnd(b.CreateFCmpORD(best, best), b.CreateOr(cmp, b.CreateFCmpUNO(v, v)));
     }
-    if (d == DType::bool_) return is_max ? b.CreateICmpUGT(v, best) : b.CreateICmpULT(v, best);
+    if (d == DType::bool_ || is_unsigned_integer(d)) return is_max ? b.CreateICmpUGT(v, best) : b.CreateICmpULT(v, best);
     return is_max ? b.CreateICmpSGT(v, best) : b.CreateICmpSLT(v, best);
   };
   llvm::AllocaInst* best = E.entry_alloca(E.reg_type(d));

@@ -237,7 +237,8 @@ inline std::string sort_routine(DType d) { return "dynstage_sort_" + std::string
 inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   llvm::orc::SymbolMap syms;
   const auto flags = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
-  for (DType d : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+  for (int k = 0; k < kNumDTypes; ++k) {
+    const auto d = static_cast<DType>(k);
     visit_dtype(d, [&](auto t) {
       using T = decltype(t);
       syms[jit.mangleAndIntern(sort_routine(d))] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_lines_entry<T>), flags};
