@@ -745,6 +745,11 @@ TEST_CASE("dynamic_slice errors") {
                        "dynamic_slice start indices must be integer scalars, got f32[] for operand #2", TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::dynamic_slice, {x, i, av(DType::i64, {1})}, DynamicSliceParams{{1, 1}}),
                        "dynamic_slice start indices must be integer scalars, got i64[1] for operand #2", TypeError);
+  // Other integer dtypes than i32/i64: the numpy layer converts them first (index_dtype_for).
+  CHECK_THROWS_WITH_AS(ae(Prim::dynamic_slice, {x, i, av(DType::u8, {})}, DynamicSliceParams{{1, 1}}),
+                       "dynamic_slice start indices must be i32 or i64 scalars, got u8[] for operand #2; convert them "
+                       "(the numpy-level dyn:: functions do)",
+                       TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::dynamic_slice, {x, i, i}, DynamicSliceParams{{1}}),
                        "dynamic_slice slice_sizes must have the same length as the operand rank, got slice_sizes (1,) "
                        "for operand shape (3, 4)",
@@ -1185,6 +1190,10 @@ TEST_CASE("rules: gather and scatter shapes from their dimension numbers; bad nu
   CHECK(out[0].shape == Shape{Dim(5), Dim(2), Dim(6)});
   CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::f32, {4, 1})}, rows),
                        "gather indices must have an integer dtype, got f32[4,1]", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::u8, {4, 1})}, rows),
+                       "gather indices must have dtype i32 or i64, got u8[4,1]; convert them (the numpy-level dyn:: "
+                       "functions do)",
+                       TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4})}, rows),
                        "gather the last axis of the indices must have size 1 (the length of start_index_map (0,)), "
                        "got indices shape (4,)",
