@@ -321,6 +321,16 @@ TEST_CASE("dtypes: index arrays and start indices of the new integer dtypes") {
         "  in (h,) }");
 }
 
+TEST_CASE("dtypes: sizes given as integer scalars of the new dtypes (their value as i64)") {
+  CHECK(dyn::zeros<double>({Array<u8>::scalar(3)}).shape() == std::vector<i64>{3});
+  const dyn::ClosedJaxpr cj = dyn::make_jaxpr([](auto n) { return dyn::zeros<double>({n}); })(Array<u16>::scalar(4));
+  INFO(dyn::to_string(cj));
+  CHECK(dyn::to_string(cj).find("convert_element_type[new_dtype=int64 weak_type=False] a") != std::string::npos);
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  const auto out = dyn::eval_jaxpr(cj, {Array<u16>::scalar(5)});
+  CHECK(out.back().shape() == std::vector<i64>{5});
+}
+
 TEST_CASE("dtypes: a u8 loop carry that the body widens to i16 names the fix") {
   auto f = [](auto x) {
     return dyn::for_loop(0, 3, 1)([](auto, auto c) { return c + dyn::Array<std::int8_t>::scalar(1); })(x);
