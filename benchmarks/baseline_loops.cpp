@@ -63,6 +63,20 @@ void argmax_rows(const float* __restrict x, std::int32_t* __restrict out, std::i
 }
 
 // A sorted copy: copy, then std::sort (introsort) in place.
+// MurmurHash3's fmix32 of each element (issue 17): shifts, xors and wrapping
+// multiplies of u32, which GCC vectorises.
+void hash_u32(const std::uint32_t* __restrict x, std::uint32_t* __restrict out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t h = x[i];
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    out[i] = h;
+  }
+}
+
 void sort_copy(const float* __restrict x, float* __restrict out, std::int64_t n) {
   std::memcpy(out, x, sizeof(float) * n);
   std::sort(out, out + n);

@@ -26,6 +26,8 @@ void csr_matvec(const std::int32_t* row_ptr, const std::int32_t* cols, const dou
 void histogram(const std::int32_t* bins, std::int64_t n, std::int64_t* counts, std::int64_t nbins);
 void argmax_rows(const float* x, std::int32_t* out, std::int64_t rows, std::int64_t cols);  // first occurrence
 void sort_copy(const float* x, float* out, std::int64_t n);  // out = x sorted ascending
+// Issue 17: MurmurHash3's 32-bit finaliser (fmix32) of each element.
+void hash_u32(const std::uint32_t* x, std::uint32_t* out, std::int64_t n);
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).

@@ -42,4 +42,8 @@ constexpr std::int64_t argmax_n = 1000;
 // Sort of sort_n f32 (ascending, into a new array).
 constexpr std::int64_t sort_n = 1000000;
 
+// Issue 17: MurmurHash3's 32-bit finaliser (fmix32) of hash_n u32 (uniform
+// over all 2^32 values), into a new u32 array.
+constexpr std::int64_t hash_n = 10000000;
+
 }  // namespace bench::sizes

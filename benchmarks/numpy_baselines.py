@@ -155,6 +155,34 @@ def make_cases(sz):
     xs = uniform(np.random.default_rng(20), n, np.float32)
     add(f"sort/numpy/{n}", "np.sort(x)", lambda: np.sort(xs), n)
 
+    # Issue 17: MurmurHash3's fmix32 of u32, written as a NumPy user would
+    # (one expression per step: a temporary per operation), and in place with
+    # out= (fewer allocations, the same passes over memory).
+    n = sz["hash_n"]
+    xh = np.random.default_rng(21).integers(0, 2 ** 32, n, dtype=np.uint32)
+    m1, m2 = np.uint32(0x85EBCA6B), np.uint32(0xC2B2AE35)
+
+    def fmix32(x=xh):
+        h = x ^ (x >> 16)
+        h = h * m1
+        h = h ^ (h >> 13)
+        h = h * m2
+        return h ^ (h >> 16)
+
+    def fmix32_inplace(x=xh):
+        h = x >> 16
+        h ^= x
+        h *= m1
+        t = h >> 13
+        h ^= t
+        h *= m2
+        np.right_shift(h, 16, out=t)
+        h ^= t
+        return h
+    add(f"hash/numpy/{n}", "h = x ^ (x >> 16); h = h * m1; h = h ^ (h >> 13); h = h * m2; h ^ (h >> 16)",
+        fmix32, n)
+    add(f"hash/numpy_inplace/{n}", "the same with in-place ^= *= and np.right_shift(..., out=)", fmix32_inplace, n)
+
     # Cross-checks of the alternative forms (a wrong baseline must not be timed).
     checks = {
         "csr_reduceat_vs_rows": float(np.max(np.abs(
@@ -164,6 +192,7 @@ def make_cases(sz):
             - np.add.reduceat(vals * xv[cols], starts)))),
         "hist_add_at_vs_bincount": int(np.max(np.abs(add_at() - np.bincount(bins, minlength=nbins)))),
         "argmax_first_occurrence": int(np.all(xm[np.arange(na), xm.argmax(axis=1)] == xm.max(axis=1))),
+        "hash_inplace_vs_expr": int(np.array_equal(fmix32(), fmix32_inplace())),
     }
     return cases, checks
 
@@ -224,7 +253,7 @@ def main():
 
     sizes = read_sizes(args.sizes)
     needed = ["fused_n", "sumsq_n", "softmax_n", "matmul_n", "cumsum_n", "csr_rows", "csr_nnz_per_row",
-              "hist_samples", "hist_bins", "argmax_n", "sort_n"]
+              "hist_samples", "hist_bins", "argmax_n", "sort_n", "hash_n"]
     missing = [k for k in needed if k not in sizes]
     if missing:
         sys.exit(f"numpy_baselines.py: {args.sizes} has no line `constexpr ... <name> = <value>;` for "

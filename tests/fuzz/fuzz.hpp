@@ -63,8 +63,10 @@ enum class Op {
 };
 
 enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos,
-             u_tan, u_tanh, u_logistic, u_not, kUnaryCount };
-enum Binary { b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_and, b_or, kBinaryCount };
+             u_tan, u_tanh, u_logistic, u_not, u_popcount, u_clz, kUnaryCount };
+// b_shr is `>>`: shift_right_arithmetic on signed, shift_right_logical on unsigned dtypes.
+enum Binary { b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_and, b_or, b_xor, b_shl, b_shr,
+              kBinaryCount };
 enum Cmp { c_eq, c_ne, c_lt, c_le, c_gt, c_ge, kCmpCount };
 enum Red { r_sum, r_prod, r_max, r_min, r_mean, r_any, r_all, kRedCount };
 enum Cum { cu_sum, cu_prod, cu_max, cu_min, kCumCount };

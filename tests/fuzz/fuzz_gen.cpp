@@ -34,8 +34,13 @@ struct Rng {
 };
 
 bool isf(DType d) { return d == DType::f32 || d == DType::f64; }
-bool isi(DType d) { return d == DType::i32 || d == DType::i64; }
-const DType kDtypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+bool isi(DType d) { return dyn::is_integer(d); }
+// Index arrays and switch_ indices: i32 or i64 (the interpreter instantiates
+// gather and scatter for those only).
+bool isidx(DType d) { return d == DType::i32 || d == DType::i64; }
+const DType kDtypes[] = {DType::bool_, DType::i8,  DType::i16, DType::i32, DType::i64, DType::u8,
+                         DType::u16,   DType::u32, DType::u64, DType::f32, DType::f64};
+constexpr i64 kLastDtype = static_cast<i64>(std::size(kDtypes)) - 1;
 
 std::vector<i64> sizes(const Ty& t) {
   std::vector<i64> r;
@@ -174,7 +179,7 @@ struct Gen {
       return constant(p, scope, DType::bool_, {});
     Node red;
     red.op = Op::reduce, red.k = isf(scope[x].dt) ? r_max : r_sum, red.lit = 1, red.in = {x};
-    const DType rdt = scope[x].dt == DType::bool_ ? DType::i64 : scope[x].dt;
+    const DType rdt = isf(scope[x].dt) ? scope[x].dt : dyn::sum_dtype(scope[x].dt);
     red.out = {Ty{rdt, {}, false}};
     const int s = add(p, scope, red);
     const int c = constant(p, scope, rdt, {});
@@ -203,7 +208,7 @@ struct Gen {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
         if (tx.dt == DType::bool_) ks = {u_not};
-        else if (isi(tx.dt)) ks = {u_neg, u_abs, u_sign};
+        else if (isi(tx.dt)) ks = {u_neg, u_abs, u_sign, u_not, u_popcount, u_clz};
         else if (tx.inexact) {
           // Only well-conditioned functions of an inexact value: sin(prod(x))
           // of a product near 1e6 turns a few ulp of reassociation (allowed,
@@ -223,8 +228,9 @@ struct Gen {
         const int y = partner(p, scope, x);
         const Ty& ty = scope[y];
         std::vector<int> ks;
-        if (tx.dt == DType::bool_) ks = {b_and, b_or};
-        else if (isi(tx.dt)) ks = {b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_and, b_or};
+        if (tx.dt == DType::bool_) ks = {b_and, b_or, b_xor};
+        else if (isi(tx.dt))
+          ks = {b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_and, b_or, b_xor, b_shl, b_shr};
         else if (tx.inexact || ty.inexact) ks = {b_add, b_sub, b_mul, b_div, b_max, b_min};  // (as for unary)
         else ks = {b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2};
         n.op = Op::binary, n.k = r.pick(ks), n.in = {x, y};
@@ -252,6 +258,7 @@ struct Gen {
         if (tx.dt == DType::bool_) return false;
         std::vector<int> ks = {b_add, b_sub, b_mul, b_div, b_max, b_min};
         if (!tx.inexact) ks.push_back(b_rem);
+        if (isi(tx.dt)) ks.insert(ks.end(), {b_and, b_xor, b_shl, b_shr});  // amounts -3..5: negative ones too
         if (isf(tx.dt) && !tx.inexact) ks.push_back(b_pow);
         n.op = Op::scalar, n.k = r.pick(ks), n.p = {r.coin(0.3) ? 1 : 0};
         static const std::vector<double> fl = {0.5, -1.5, 2.0, 3.25, 0.0, -0.0, 1e10};
@@ -289,7 +296,7 @@ struct Gen {
         break;
       }
       case 13: case 14: {  // astype
-        const DType dt = kDtypes[r.range(0, 4)];
+        const DType dt = kDtypes[r.range(0, kLastDtype)];
         if (dt == tx.dt || (tx.inexact && !isf(dt))) return false;
         n.op = Op::astype;
         n.out = {Ty{dt, tx.shape, tx.inexact}};
@@ -318,7 +325,7 @@ struct Gen {
         if (keep) n.lit += 2;
         // max/min of nothing is an error (consistent, but wasted): avoided.
         if ((n.k == r_max || n.k == r_min) && tx.size() == 0) return false;
-        if (tx.dt == DType::bool_) t.dt = DType::i64;
+        if (n.k == r_sum || n.k == r_prod) t.dt = dyn::sum_dtype(tx.dt);  // bool: i64; i8: i32; u8: u32
         if (n.k == r_any || n.k == r_all) t.dt = DType::bool_;
         if (n.k == r_mean && !isf(t.dt)) t.dt = DType::f32;
         if (isf(t.dt) && (n.k == r_sum || n.k == r_prod || n.k == r_mean)) t.inexact = true;
@@ -480,7 +487,7 @@ struct Gen {
         break;
       }
       case 27: {  // creation
-        const DType dt = kDtypes[r.range(0, 4)];
+        const DType dt = kDtypes[r.range(0, kLastDtype)];
         if (dt != DType::bool_ && r.coin()) {
           const i64 m = r.range(0, 6);
           n.op = Op::iota, n.p = {m}, n.out = {Ty{dt, {D{m, -1}}, false}};
@@ -500,7 +507,7 @@ struct Gen {
                                     : r.pick(std::vector<int>{cu_sum, cu_prod, cu_max, cu_min});
         n.p = {r.range(-rank, rank - 1), r.coin() ? 1 : 0};
         Ty t = tx;
-        if (tx.dt == DType::bool_) t.dt = DType::i64;
+        if (n.k == cu_sum || n.k == cu_prod) t.dt = dyn::sum_dtype(tx.dt);
         n.out = {t};
         break;
       }
@@ -563,7 +570,7 @@ struct Gen {
         const i64 ax = r.range(0, rank - 1);
         // Reading from an empty axis is an IndexError: only non-empty axes.
         if (tx.shape[ax].n == 0) return false;
-        int idx = r.coin(0.4) ? pick(scope, [](const Ty& t) { return isi(t.dt) && !t.inexact && t.shape.size() <= 2; }) : -1;
+        int idx = r.coin(0.4) ? pick(scope, [](const Ty& t) { return isidx(t.dt) && !t.inexact && t.shape.size() <= 2; }) : -1;
         if (idx < 0) idx = constant(p, scope, r.coin() ? DType::i32 : DType::i64, {D{r.range(0, 5), -1}});
         const Ty ti = scope[idx];
         Ty t = tx;
@@ -751,7 +758,7 @@ Case generate(std::uint64_t seed, int max_nodes) {
   const i64 ninputs = g.r.range(1, 4);
   std::vector<Ty> scope;
   for (i64 j = 0; j < ninputs; ++j) {
-    Ty t{kDtypes[g.r.range(0, 4)], g.rand_shape(), false};
+    Ty t{kDtypes[g.r.range(0, kLastDtype)], g.rand_shape(), false};
     bool poly = false;
     if (c.symbolic && (j == 0 || g.r.coin())) {
       if (t.shape.empty()) t.shape.push_back(D{});
@@ -829,8 +836,8 @@ std::string array_cpp(const dyn::AnyArray& a) {
       os << (i ? ", " : "");
       if constexpr (std::is_same_v<X, bool>) os << (p[i] ? "true" : "false");
       else if constexpr (std::is_integral_v<X>) {
-        if (p[i] == std::numeric_limits<X>::min()) os << "std::numeric_limits<" << T << ">::min()";
-        else os << p[i];
+        if (p[i] == std::numeric_limits<X>::min() && std::is_signed_v<X>) os << "std::numeric_limits<" << T << ">::min()";
+        else os << +p[i];  // (+: an int8_t is printed as a number, not a char)
       } else os << num(static_cast<double>(p[i]), a.dtype());
     }
   });
@@ -855,7 +862,8 @@ struct Emitter {
   static const char* unary_name(int k) {
     static const char* n[] = {"-", "dyn::abs", "dyn::sign", "dyn::floor", "dyn::ceil", "dyn::round", "dyn::exp",
                               "dyn::log", "dyn::log1p", "dyn::sqrt", "dyn::rsqrt", "dyn::sin", "dyn::cos",
-                              "dyn::tan", "dyn::tanh", "dyn::logistic", "!"};
+                              "dyn::tan", "dyn::tanh", "dyn::logistic", "!", "dyn::population_count",
+                              "dyn::clz"};
     return n[k];
   }
   static std::string binary(int k, const std::string& a, const std::string& b) {
@@ -868,6 +876,9 @@ struct Emitter {
       case b_atan2: return "dyn::atan2(" + a + ", " + b + ")";
       case b_and: return "(" + a + " & " + b + ")";
       case b_or: return "(" + a + " | " + b + ")";
+      case b_xor: return "(" + a + " ^ " + b + ")";
+      case b_shl: return "(" + a + " << " + b + ")";
+      case b_shr: return "(" + a + " >> " + b + ")";
     }
     return "?";
   }

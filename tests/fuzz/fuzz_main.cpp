@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(k);
     Case c = generate(s, max_nodes);
     // No dead code: tracing drops unused equations (as JAX does), so an
-    // error in dead code (an integer division by zero) is raised eagerly
+    // error in dead code (an integer 0 ** negative) is raised eagerly
     // only. That is by design, not a mismatch.
     dce(c.prog, 0);
     nodes += count_nodes(c.prog);

@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 #include <tuple>
+#include <utility>
 #include <variant>
 
 #include "../test_util.hpp"
@@ -23,23 +24,20 @@ using dyn::Tracer;
 
 template <template <class> class A>
 struct Kind {
-  using V = std::variant<A<bool>, A<std::int32_t>, A<i64>, A<float>, A<double>>;
+  // One alternative per dtype, in DType's order (dt_index).
+  using V = std::variant<A<bool>, A<std::int8_t>, A<std::int16_t>, A<std::int32_t>, A<i64>, A<std::uint8_t>,
+                         A<std::uint16_t>, A<std::uint32_t>, A<std::uint64_t>, A<float>, A<double>>;
   // Values of a pytree boundary (arguments, carries, results): one vector per dtype.
-  using Bundle = std::tuple<std::vector<A<bool>>, std::vector<A<std::int32_t>>, std::vector<A<i64>>,
-                            std::vector<A<float>>, std::vector<A<double>>>;
+  using Bundle = std::tuple<std::vector<A<bool>>, std::vector<A<std::int8_t>>, std::vector<A<std::int16_t>>,
+                            std::vector<A<std::int32_t>>, std::vector<A<i64>>, std::vector<A<std::uint8_t>>,
+                            std::vector<A<std::uint16_t>>, std::vector<A<std::uint32_t>>,
+                            std::vector<A<std::uint64_t>>, std::vector<A<float>>, std::vector<A<double>>>;
   static constexpr bool traced = std::is_same_v<A<float>, Tracer<float>>;
 };
 
-int dt_index(DType d) {
-  switch (d) {
-    case DType::bool_: return 0;
-    case DType::i32: return 1;
-    case DType::i64: return 2;
-    case DType::f32: return 3;
-    case DType::f64: return 4;
-  }
-  return 0;
-}
+// The variant / bundle index of a dtype: its enumerator's value.
+int dt_index(DType d) { return static_cast<int>(d); }
+constexpr int kI64 = static_cast<int>(DType::i64);
 
 template <class T>
 using elem = typename std::remove_cvref_t<T>::value_type;
@@ -80,17 +78,14 @@ typename K::Bundle pack_all(const std::vector<typename K::V>& vs) {
 template <class K>
 std::vector<typename K::V> unpack(const typename K::Bundle& b, const std::vector<Ty>& tys, int skip_i64 = 0) {
   std::vector<typename K::V> r;
-  int pos[5] = {0, 0, skip_i64, 0, 0};
+  int pos[dyn::kNumDTypes] = {};
+  pos[kI64] = skip_i64;
   for (const Ty& t : tys) {
     const int d = dt_index(t.dt);
     const int k = pos[d]++;
-    switch (d) {
-      case 0: r.push_back(std::get<0>(b).at(k)); break;
-      case 1: r.push_back(std::get<1>(b).at(k)); break;
-      case 2: r.push_back(std::get<2>(b).at(k)); break;
-      case 3: r.push_back(std::get<3>(b).at(k)); break;
-      case 4: r.push_back(std::get<4>(b).at(k)); break;
-    }
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((static_cast<int>(I) == d ? (r.push_back(std::get<I>(b).at(k)), 0) : 0), ...);
+    }(std::make_index_sequence<dyn::kNumDTypes>{});
   }
   return r;
 }
@@ -123,7 +118,16 @@ struct Interp {
         case u_tan: return as_v<K>(dyn::tan(x));
         case u_tanh: return as_v<K>(dyn::tanh(x));
         case u_logistic: return as_v<K>(dyn::logistic(x));
-        case u_not: return as_v<K>(!x);
+        case u_not:
+          if constexpr (std::is_same_v<elem<decltype(x)>, bool>) return as_v<K>(!x);
+          else if constexpr (requires { ~x; }) return as_v<K>(~x);
+          else break;
+        case u_popcount:
+          if constexpr (requires { dyn::population_count(x); }) return as_v<K>(dyn::population_count(x));
+          else break;
+        case u_clz:
+          if constexpr (requires { dyn::clz(x); }) return as_v<K>(dyn::clz(x));
+          else break;
         case kUnaryCount: break;
       }
       throw std::logic_error("fuzz: bad unary");
@@ -142,8 +146,22 @@ struct Interp {
       case b_max: return as_v<K>(dyn::maximum(x, y));
       case b_min: return as_v<K>(dyn::minimum(x, y));
       case b_atan2: return as_v<K>(dyn::atan2(x, y));
-      case b_and: return as_v<K>(x & y);
-      case b_or: return as_v<K>(x | y);
+      // (bit operations of floats do not compile: never generated)
+      case b_and:
+        if constexpr (requires { x & y; }) return as_v<K>(x & y);
+        else break;
+      case b_or:
+        if constexpr (requires { x | y; }) return as_v<K>(x | y);
+        else break;
+      case b_xor:
+        if constexpr (requires { x ^ y; }) return as_v<K>(x ^ y);
+        else break;
+      case b_shl:
+        if constexpr (requires { x << y; }) return as_v<K>(x << y);
+        else break;
+      case b_shr:
+        if constexpr (requires { x >> y; }) return as_v<K>(x >> y);
+        else break;
       case kBinaryCount: break;
     }
     throw std::logic_error("fuzz: bad binary");
@@ -242,9 +260,14 @@ struct Interp {
     }
   }
 
+  // Index arrays are i32 or i64 (the generator's; other integer dtypes of
+  // indices are converted by the numpy layer, tested in test_dtypes.cpp).
+  template <class I>
+  static constexpr bool index_elem = std::is_same_v<elem<I>, std::int32_t> || std::is_same_v<elem<I>, i64>;
+
   template <class X, class I>
   static V gather(const Node& n, const X& x, const I& idx) {
-    if constexpr (std::is_integral_v<elem<I>> && !std::is_same_v<elem<I>, bool>) {
+    if constexpr (index_elem<I>) {
       if (n.k == 1) return as_v<K>(dyn::take(x, idx, n.p.at(0)));
       return at_axis(x, idx, n.p.at(0), [](const auto& r) { return r.get(); });
     } else {
@@ -254,7 +277,7 @@ struct Interp {
 
   template <class X, class I>
   static V scatter(const Node& n, const X& x, const I& idx, const V& uv) {
-    if constexpr (std::is_integral_v<elem<I>> && !std::is_same_v<elem<I>, bool>) {
+    if constexpr (index_elem<I>) {
       const auto u = same(x, uv);
       return at_axis(x, idx, n.p.at(0), [&](const auto& r) {
         switch (n.k) {
@@ -313,7 +336,7 @@ struct Interp {
           else return lift<K>(dyn::arange<T>(n.p.at(0)));
         })};
       case Op::iota_dyn: {
-        const auto& sz = std::get<2>(in(0));
+        const auto& sz = std::get<kI64>(in(0));
         return {dyn::visit_dtype(odt, [&](auto t) -> V {
           using T = decltype(t);
           if constexpr (std::is_same_v<T, bool>) throw std::logic_error("fuzz: bool iota");
@@ -449,14 +472,14 @@ struct Interp {
         const std::vector<Ty>& carry = body.params;
         const i64 trips = n.p[0];
         auto cond_fn = [&](auto c) {
-          auto r = std::get<2>(c).at(0) < trips;
+          auto r = std::get<kI64>(c).at(0) < trips;
           if (n.body.size() > 1) r = r & std::get<decltype(r)>(run(n.body[1], env, unpack<K>(c, carry, 1)).at(0));
           return r;
         };
         auto body_fn = [&](auto c) {
           std::vector<V> ps = unpack<K>(c, carry, 1);
           typename K::Bundle b;
-          pack<K>(b, as_v<K>(std::get<2>(c).at(0) + 1));
+          pack<K>(b, as_v<K>(std::get<kI64>(c).at(0) + 1));
           for (const V& v : run(body, env, ps)) pack<K>(b, v);
           return b;
         };
@@ -646,7 +669,7 @@ Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
         for (const Ty& t : c.prog.params) slot.push_back(&t);
         for (const Node& n : c.prog.nodes)
           for (const Ty& t : n.out) slot.push_back(&t);
-        for (int d = 0; d < 5; ++d)
+        for (int d = 0; d < dyn::kNumDTypes; ++d)
           for (int s : c.prog.outs)
             if (dt_index(slot.at(s)->dt) == d) {
               inexact.push_back(slot.at(s)->inexact);

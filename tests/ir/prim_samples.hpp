@@ -88,7 +88,8 @@ inline DType sample_dtype(DTypeSet s) {
     case DTypeSet::numeric:
     case DTypeSet::floating:
     case DTypeSet::rounding: return DType::f64;
-    case DTypeSet::integer_or_bool: return DType::i32;
+    case DTypeSet::integer_or_bool:
+    case DTypeSet::integer: return DType::u32;  // (an unsigned dtype on every path)
   }
   return DType::f64;
 }

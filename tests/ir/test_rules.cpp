@@ -21,7 +21,8 @@ using I64 = std::int64_t;
 
 namespace {
 
-constexpr DType kAllDTypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+constexpr DType kAllDTypes[] = {DType::bool_, DType::i8,  DType::i16, DType::i32, DType::i64, DType::u8,
+                                 DType::u16,   DType::u32, DType::u64, DType::f32, DType::f64};
 
 // impl's outputs, after checking that they have the types abstract_eval
 // predicts.
@@ -128,14 +129,17 @@ TEST_CASE("elementwise primitives accept exactly their dtypes, and impl agrees w
   };
   std::vector<Row> unary = {{Prim::neg, DTypeSet::numeric}, {Prim::abs, DTypeSet::numeric},
                             {Prim::sign, DTypeSet::numeric}, {Prim::round, DTypeSet::floating},
-                            {Prim::not_, DTypeSet::integer_or_bool}};
+                            {Prim::not_, DTypeSet::integer_or_bool}, {Prim::population_count, DTypeSet::integer},
+                            {Prim::clz, DTypeSet::integer}};
   for (Prim p : kFloatUnary) unary.push_back({p, DTypeSet::floating});
   const Row binary[] = {{Prim::add, DTypeSet::numeric},   {Prim::sub, DTypeSet::numeric},
                         {Prim::mul, DTypeSet::numeric},   {Prim::div, DTypeSet::numeric},
                         {Prim::rem, DTypeSet::numeric},   {Prim::pow, DTypeSet::numeric},
                         {Prim::max, DTypeSet::numeric},   {Prim::min, DTypeSet::numeric},
                         {Prim::atan2, DTypeSet::floating}, {Prim::and_, DTypeSet::integer_or_bool},
-                        {Prim::or_, DTypeSet::integer_or_bool}, {Prim::eq, DTypeSet::any},
+                        {Prim::or_, DTypeSet::integer_or_bool}, {Prim::xor_, DTypeSet::integer_or_bool},
+                        {Prim::shift_left, DTypeSet::integer}, {Prim::shift_right_arithmetic, DTypeSet::integer},
+                        {Prim::shift_right_logical, DTypeSet::integer}, {Prim::eq, DTypeSet::any},
                         {Prim::ne, DTypeSet::any},        {Prim::lt, DTypeSet::any},
                         {Prim::le, DTypeSet::any},        {Prim::gt, DTypeSet::any},
                         {Prim::ge, DTypeSet::any}};
@@ -177,7 +181,7 @@ TEST_CASE("dtype error messages name the primitive, the dtype and what is requir
   CHECK_THROWS_WITH_AS(ae(Prim::sin, {av(DType::i32, {3})}),
                        "sin does not accept dtype i32; it requires a floating-point dtype", TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::neg, {av(DType::bool_, {3})}),
-                       "neg does not accept dtype bool; it requires a numeric dtype (i32, i64, f32 or f64)",
+                       "neg does not accept dtype bool; it requires a numeric dtype (integer or floating-point)",
                        TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::and_, {av(DType::f32, {3}), av(DType::f32, {3})}),
                        "and does not accept dtype f32; it requires a boolean or integer dtype", TypeError);
@@ -332,14 +336,11 @@ TEST_CASE("binary shape and dtype errors") {
                        "lt requires arguments to have the same dtypes, got f32, f64", TypeError);
 }
 
-TEST_CASE_TEMPLATE("integer division and remainder by zero throw", T, I32, I64) {
+TEST_CASE_TEMPLATE("integer division and remainder by zero give XLA's results; 0 ** -1 throws", T, I32, I64) {
   const AnyArray a = arr<T>({2}, {1, 2}), z = arr<T>({2}, {1, 0});
-  CHECK_THROWS_WITH_AS(impl(Prim::div, {a, z}, NoParams{}), doctest::Contains("div: integer division by zero"),
-                       ArithmeticError);
-  CHECK_THROWS_WITH_AS(impl(Prim::rem, {a, z}, NoParams{}), doctest::Contains("rem: integer division by zero"),
-                       ArithmeticError);
-  CHECK_THROWS_WITH_AS(impl(Prim::div, {a, scal<T>(0)}, NoParams{}), doctest::Contains("div: integer division by zero"),
-                       ArithmeticError);
+  check_values<T>(impl(Prim::div, {a, z}, NoParams{}).at(0), {2}, {1, -1});  // x / 0 = -1 (all bits set)
+  check_values<T>(impl(Prim::rem, {a, z}, NoParams{}).at(0), {2}, {0, 2});   // x % 0 = x
+  check_values<T>(impl(Prim::div, {a, scal<T>(0)}, NoParams{}).at(0), {2}, {-1, -1});
   CHECK_THROWS_WITH_AS(impl(Prim::pow, {scal<T>(0), scal<T>(-1)}, NoParams{}),
                        doctest::Contains("pow: integer zero raised to a negative power"), ArithmeticError);
 }
@@ -744,6 +745,11 @@ TEST_CASE("dynamic_slice errors") {
                        "dynamic_slice start indices must be integer scalars, got f32[] for operand #2", TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::dynamic_slice, {x, i, av(DType::i64, {1})}, DynamicSliceParams{{1, 1}}),
                        "dynamic_slice start indices must be integer scalars, got i64[1] for operand #2", TypeError);
+  // Other integer dtypes than i32/i64: the numpy layer converts them first (index_dtype_for).
+  CHECK_THROWS_WITH_AS(ae(Prim::dynamic_slice, {x, i, av(DType::u8, {})}, DynamicSliceParams{{1, 1}}),
+                       "dynamic_slice start indices must be i32 or i64 scalars, got u8[] for operand #2; convert them "
+                       "(the numpy-level dyn:: functions do)",
+                       TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::dynamic_slice, {x, i, i}, DynamicSliceParams{{1}}),
                        "dynamic_slice slice_sizes must have the same length as the operand rank, got slice_sizes (1,) "
                        "for operand shape (3, 4)",
@@ -1177,7 +1183,7 @@ TEST_CASE("rules: cumulative primitives keep their operand's type; a bad axis or
     CHECK(out[0].weak);
     CHECK_THROWS_WITH_AS(ae(p, {av(DType::bool_, {3})}, CumulativeParams{0, false}),
                          (std::string(prim_name(p)) +
-                          " does not accept dtype bool; it requires a numeric dtype (i32, i64, f32 or f64)")
+                          " does not accept dtype bool; it requires a numeric dtype (integer or floating-point)")
                              .c_str(),
                          TypeError);
   }
@@ -1202,6 +1208,10 @@ TEST_CASE("rules: gather and scatter shapes from their dimension numbers; bad nu
   CHECK(out[0].shape == Shape{Dim(5), Dim(2), Dim(6)});
   CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::f32, {4, 1})}, rows),
                        "gather indices must have an integer dtype, got f32[4,1]", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::u8, {4, 1})}, rows),
+                       "gather indices must have dtype i32 or i64, got u8[4,1]; convert them (the numpy-level dyn:: "
+                       "functions do)",
+                       TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::gather, {av(DType::f32, {5, 3}), av(DType::i32, {4})}, rows),
                        "gather the last axis of the indices must have size 1 (the length of start_index_map (0,)), "
                        "got indices shape (4,)",

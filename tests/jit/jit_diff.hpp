@@ -73,6 +73,8 @@ dyn::Array<T> gen(const Shp& shape, std::uint64_t seed, Gen g = Gen::general) {
     if constexpr (std::is_same_v<T, bool>) {
       p[i] = g == Gen::nonzero || u < 0.5;
     } else if constexpr (std::is_integral_v<T>) {
+      // (small integers wrap to the same bits in every dtype; a double goes
+      // through i64, as a negative double converted to unsigned is undefined)
       constexpr T big = sizeof(T) == 4 ? T(123456789) : T(1234567890123456789LL);
       const T ext[] = {std::numeric_limits<T>::max(), T(std::numeric_limits<T>::min() + 1), big, T(-big), T(-1), T(0),
                        T(1)};
@@ -80,12 +82,12 @@ dyn::Array<T> gen(const Shp& shape, std::uint64_t seed, Gen g = Gen::general) {
         case Gen::general:
         case Gen::nonzero:
         case Gen::reduce:
-          p[i] = static_cast<T>(std::floor(-100 + 201 * u));
+          p[i] = static_cast<T>(static_cast<i64>(std::floor(-100 + 201 * u)));
           if (special) p[i] = ext[k % 7];
           if (g == Gen::nonzero && p[i] == 0) p[i] = T(3);
           break;
-        case Gen::exponent: p[i] = static_cast<T>(std::floor(-2 + 9 * u)); break;
-        case Gen::mild: p[i] = static_cast<T>(std::floor(-5 + 11 * u)); break;
+        case Gen::exponent: p[i] = static_cast<T>(static_cast<i64>(std::floor(-2 + 9 * u))); break;
+        case Gen::mild: p[i] = static_cast<T>(static_cast<i64>(std::floor(-5 + 11 * u))); break;
       }
     } else {
       constexpr T inf = std::numeric_limits<T>::infinity();
@@ -318,7 +320,7 @@ inline void expect_ok(const Three& r, const std::string& what) { expect_accepted
 inline std::string dtype_rejection(const std::string& prim, DType d, const std::string& required) {
   return prim + " does not accept dtype " + dt_name(d) + "; it requires " + required;
 }
-inline const std::string kNumeric = "a numeric dtype (i32, i64, f32 or f64)";
+inline const std::string kNumeric = "a numeric dtype (integer or floating-point)";
 inline const std::string kIntegerOrBool = "a boolean or integer dtype";
 
 // f jitted once with polymorphic_shapes{"(n, m)"} serves every size of an

@@ -353,8 +353,10 @@ TEST_CASE("errors: out-of-range slices, bad axes and permutations, reshape, conc
 }
 
 // ---------------------------------------------------------------------------
-// 3. Integer division and modulo: by zero is an ArithmeticError everywhere;
-// INT_MIN / -1 wraps (INT_MIN) and INT_MIN % -1 is 0, never SIGFPE.
+// 3. Integer division and modulo: no error and never SIGFPE. By zero they give
+// XLA's results (what lax.div and lax.rem give in JAX on CPU and GPU):
+// x / 0 = -1 (all bits set), x % 0 = x; INT_MIN / -1 wraps (INT_MIN) and
+// INT_MIN % -1 is 0. Integer 0 ** negative stays an ArithmeticError.
 
 TEST_CASE_TEMPLATE("errors: integer division by zero in eager, eval_jaxpr and jit; INT_MIN / -1", T, i32, i64) {
   const T lo = std::numeric_limits<T>::min();
@@ -367,62 +369,60 @@ TEST_CASE_TEMPLATE("errors: integer division by zero in eager, eval_jaxpr and ji
   // lax.div / lax.rem semantics: truncation toward zero, the sign of the dividend.
   const auto want_div = dyn::array<T>({lo, 3, -3});
   const auto want_rem = dyn::array<T>({0, 1, -1});
+  const auto want_div0 = dyn::array<T>({lo, -1, -3});
+  const auto want_rem0 = dyn::array<T>({0, 7, -1});
 
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)div(a, z); }) == "div: integer division by zero");
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)rem(a, z); }) == "rem: integer division by zero");
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)(a % 0); }) == "rem: integer division by zero");
+  CHECK(dyn::array_equal(div(a, z), want_div0));
+  CHECK(dyn::array_equal(rem(a, z), want_rem0));
+  CHECK(dyn::array_equal(a % 0, a));
   CHECK(dyn::array_equal(div(a, b), want_div));
   CHECK(dyn::array_equal(rem(a, b), want_rem));
 
   const auto jd = dyn::make_jaxpr(div)(a, b);
   const auto jr = dyn::make_jaxpr(rem)(a, b);
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)dyn::eval_jaxpr(jd, {a, z}); }) == "div: integer division by zero");
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)dyn::eval_jaxpr(jr, {a, z}); }) == "rem: integer division by zero");
+  CHECK(dyn::array_equal(dyn::eval_jaxpr(jd, {a, z})[0].template get<T>(), want_div0));
+  CHECK(dyn::array_equal(dyn::eval_jaxpr(jr, {a, z})[0].template get<T>(), want_rem0));
   CHECK(dyn::array_equal(dyn::eval_jaxpr(jd, {a, b})[0].template get<T>(), want_div));
   CHECK(dyn::array_equal(dyn::eval_jaxpr(jr, {a, b})[0].template get<T>(), want_rem));
 
-  const int jit_line = __LINE__ + 1;
   auto jdiv = dyn::jit(div);
   auto jrem = dyn::jit(rem);
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jdiv(a, z); }) == "div: integer division by zero");
-  // A running kernel reports a code, not the operation's place: the message
-  // names the dyn::jit call instead.
-  const std::string what = what_of<dyn::ArithmeticError>([&] { (void)jdiv(a, z); });
-  CHECK(what.starts_with("div: integer division by zero\nThe error occurred while running the function jitted at "));
-  CHECK(what.ends_with(here(jit_line) + "."));
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jrem(a, z); }) == "rem: integer division by zero");
+  CHECK(dyn::array_equal(jdiv(a, z), want_div0));
+  CHECK(dyn::array_equal(jrem(a, z), want_rem0));
   CHECK(dyn::array_equal(jdiv(a, b), want_div));
   CHECK(dyn::array_equal(jrem(a, b), want_rem));
   check_stats(jdiv, 1, 1);
   check_stats(jrem, 1, 1);
   // Scalars (rank-0 kernels) and a literal divisor.
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jdiv(T(3), T(0)); }) == "div: integer division by zero");
+  CHECK(str(jdiv(T(3), T(0))) == "-1");
+  CHECK(str(jrem(T(3), T(0))) == "3");
   CHECK(str(jdiv(lo, T(-1))) == lo_s);
   CHECK(str(jrem(lo, T(-1))) == "0");
   auto jlit = dyn::jit([](auto x) { return x / 0; });
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jlit(a); }) == "div: integer division by zero");
-  check_stats(jlit, 1, 0 + 1);
+  CHECK(str(jlit(a)) == "[-1 -1 -1]");
+  check_stats(jlit, 1, 1);
 }
 
-TEST_CASE("errors: division by zero inside a loop or a branch of a jitted function") {
+TEST_CASE("errors: a fault inside a loop or a branch of a jitted function") {
+  // Integer 0 ** negative is the fault left (division by zero has a value).
   auto in_while = [](auto d, auto x) {
-    return dyn::while_loop([](auto a) { return dyn::sum(a) < i64{100}; })([&](auto a) { return a + a / d; })(x);
+    return dyn::while_loop([](auto a) { return dyn::sum(a) < i64{100}; })([&](auto a) { return a + a * dyn::pow(d, -a); })(x);
   };
   auto jw = dyn::jit(in_while);
   const auto x = dyn::array<i64>({1, 2});
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jw(i64{0}, x); }) == "div: integer division by zero");
+  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jw(i64{0}, x); }) == "pow: integer zero raised to a negative power");
   CHECK(str(jw(i64{1}, x)) == "[ 64 128]");
   CHECK(str(jw(i64{1}, x)) == str(in_while(i64{1}, x)));
   check_stats(jw, 1, 1);
   auto in_cond = [](auto p, auto d, auto x) {
-    return dyn::cond(p, [&](auto a) { return a % d; }, [&](auto a) { return a; })(x);
+    return dyn::cond(p, [&](auto a) { return a % 3 + dyn::pow(d, -a); }, [&](auto a) { return a; })(x);
   };
   auto jc = dyn::jit(in_cond);
-  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jc(true, i64{0}, x); }) == "rem: integer division by zero");
+  CHECK(message_of<dyn::ArithmeticError>([&] { (void)jc(true, i64{0}, x); }) == "pow: integer zero raised to a negative power");
   CHECK(str(jc(false, i64{0}, x)) == "[1 2]");  // the branch not taken does not fault
-  CHECK(str(jc(true, i64{2}, x)) == "[1 0]");
+  CHECK(str(jc(true, i64{1}, x)) == "[2 3]");
   check_stats(jc, 1, 1);
-  // Integer zero to a negative power: the same family.
+  // Integer zero to a negative power.
   auto jp = dyn::jit([](auto a, auto b) { return dyn::pow(a, b); });
   CHECK(message_of<dyn::ArithmeticError>([&] { (void)jp(dyn::array<i64>({2, 0}), dyn::array<i64>({-1, -1})); }) ==
         "pow: integer zero raised to a negative power");

@@ -131,7 +131,7 @@ class AnyArray;
 
 template <class T>
 class Array {
-  static_assert(is_element_v<T>, "dyn::Array<T>: T must be bool, int32_t, int64_t, float or double");
+  static_assert(is_element_v<T>, "dyn::Array<T>: T must be bool, an 8/16/32/64-bit signed or unsigned std:: integer (std::int8_t ... std::uint64_t), float or double");
 
 public:
   using value_type = T;

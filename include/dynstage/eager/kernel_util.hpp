@@ -29,8 +29,11 @@ using namespace rule_util;
 // ---------------------------------------------------------------------------
 // Scalar semantics.
 
+// The unsigned type integer arithmetic on T is computed in: T's own unsigned
+// type, at least `unsigned int` (u16 * u16 would otherwise be promoted to a
+// signed int and overflow, which is undefined).
 template <class T>
-using Unsigned = std::make_unsigned_t<T>;
+using Unsigned = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
 
 // The type integer arithmetic wraps in: the unsigned type of the same width
 // (floats stay floats).
@@ -64,29 +67,35 @@ T wrap_neg(T a) {
   else return -a;
 }
 
+// Integer division as XLA defines it (lax.div, lax.rem on CPU and GPU): x / 0
+// is -1 (all bits set: UINT_MAX for unsigned), x % 0 is x, INT_MIN / -1 is
+// INT_MIN and INT_MIN % -1 is 0. Never undefined, never a trap.
 template <class T>
 T int_div(T a, T b) {
-  if (b == 0) fail<ArithmeticError>("div: integer division by zero");
-  if (b == -1) return wrap_neg(a);  // INT_MIN / -1 overflows
-  return a / b;
+  if (b == 0) return static_cast<T>(~Unsigned<T>{0});
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1)) return wrap_neg(a);  // INT_MIN / -1 overflows
+  return static_cast<T>(a / b);
 }
 template <class T>
 T int_rem(T a, T b) {
-  if (b == 0) fail<ArithmeticError>("rem: integer division by zero");
-  if (b == -1) return 0;  // INT_MIN % -1 overflows
-  return a % b;
+  if (b == 0) return a;
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1)) return 0;  // INT_MIN % -1 overflows
+  return static_cast<T>(a % b);
 }
 
 // Integer power by repeated squaring, wrapping. A negative exponent gives the
 // truncated reciprocal: 1 for base 1, +-1 for base -1, 0 otherwise.
 template <class T>
 T int_pow(T base, T exponent) {
-  if (exponent < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exponent & 1) ? T(-1) : T(1);
-    if (base == 0) fail<ArithmeticError>("pow: integer zero raised to a negative power");
-    return 0;
-  }
+  if constexpr (std::is_signed_v<T>)
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
+      if (base == 0) fail<ArithmeticError>("pow: integer zero raised to a negative power");
+      return 0;
+    }
   Unsigned<T> result = 1, b = static_cast<Unsigned<T>>(base);
   for (T e = exponent; e != 0; e >>= 1) {
     if (e & 1) result *= b;
@@ -118,11 +127,16 @@ D convert_value(S v) {
   if constexpr (std::is_same_v<D, bool>) {
     return v != S(0);
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
-    // -min is a power of two, exact in every float type.
-    constexpr S bound = -static_cast<S>(std::numeric_limits<D>::min());
+    // Saturating (llvm.fpto[su]i.sat): 2^digits is one past max, a power of
+    // two, exact in every float type; min is -2^digits (signed) or 0.
+    const S bound = std::ldexp(S(1), std::numeric_limits<D>::digits);  // folded by the compiler
     if (v != v) return 0;
     if (v >= bound) return std::numeric_limits<D>::max();
-    if (v < -bound) return std::numeric_limits<D>::min();
+    if constexpr (std::is_signed_v<D>) {
+      if (v < -bound) return std::numeric_limits<D>::min();
+    } else {
+      if (v <= S(-1)) return 0;
+    }
     return static_cast<D>(v);
   } else {
     return static_cast<D>(v);  // int -> narrower int wraps (C++20)
@@ -171,12 +185,19 @@ DYN_NOINLINE void loop_accumulate(A* DYN_RESTRICT acc, const A* DYN_RESTRICT x, 
   for (std::int64_t i = 0; i < m; ++i) acc[i] = op(acc[i], x[i]);
   for (std::int64_t i = m; i < n; ++i) acc[i] = op(acc[i], x[i]);
 }
+// The type a product of two A is computed in: A, or for an (unsigned) integer
+// A at least `unsigned int`, as u16 * u16 would be promoted to a signed int
+// and overflow.
+template <class A>
+using MulType = std::conditional_t<std::is_integral_v<A>, std::common_type_t<A, unsigned>, A>;
+
 // o[i] += a * x[i]
 template <class A>
 DYN_NOINLINE void loop_axpy(A* DYN_RESTRICT o, const A* DYN_RESTRICT x, A a, std::int64_t n) {
   const std::int64_t m = n & ~(kVecBlock - 1);
-  for (std::int64_t i = 0; i < m; ++i) o[i] += a * x[i];
-  for (std::int64_t i = m; i < n; ++i) o[i] += a * x[i];
+  const MulType<A> w = a;
+  for (std::int64_t i = 0; i < m; ++i) o[i] = static_cast<A>(o[i] + w * x[i]);
+  for (std::int64_t i = m; i < n; ++i) o[i] = static_cast<A>(o[i] + w * x[i]);
 }
 // r[i] = p[i] ? c1[i] : c0[i]
 template <class W>
@@ -255,6 +276,7 @@ template <class F>
 void visit_width(DType d, F&& f) {
   switch (dtype_size(d)) {
     case 1: f(std::uint8_t{}); return;
+    case 2: f(std::uint16_t{}); return;
     case 4: f(std::uint32_t{}); return;
     case 8: f(std::uint64_t{}); return;
     default: internal_error("visit_width: unexpected element size");

@@ -10,10 +10,12 @@
 //
 // Integer arithmetic wraps (two's complement) instead of being undefined:
 // add/sub/mul/neg/abs/pow compute in the unsigned type, INT_MIN / -1 gives
-// INT_MIN and INT_MIN % -1 gives 0. Integer division by zero throws
-// dyn::ArithmeticError. Float -> int conversion truncates, maps NaN to 0 and
+// INT_MIN and INT_MIN % -1 gives 0; x / 0 gives -1 (all bits set) and
+// x % 0 gives x, XLA's results (docs/backend.md). Float -> int conversion truncates, maps NaN to 0 and
 // saturates out-of-range values.
 #pragma once
+
+#include <bit>
 
 #include "kernel_util.hpp"
 #include "kernels_arg.hpp"
@@ -291,7 +293,7 @@ void matmul_ikj(const T* l, const T* r, T* o, std::int64_t B, std::int64_t M, st
     if (N == 1) {
       for (std::int64_t i = 0; i < M; ++i) {
         A acc = 0;
-        for (std::int64_t k = 0; k < K; ++k) acc += L[i * K + k] * R[k];
+        for (std::int64_t k = 0; k < K; ++k) acc = static_cast<A>(acc + static_cast<MulType<A>>(L[i * K + k]) * R[k]);
         O[i] = acc;
       }
       continue;
@@ -356,12 +358,14 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
 
 auto scalar(PrimTag<Prim::neg>, auto v) { return wrap_neg(v); }
 auto scalar(PrimTag<Prim::abs>, auto v) {
-  if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
+  if constexpr (std::is_unsigned_v<decltype(v)>) return v;
+  else if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
   else return std::fabs(v);
 }
 auto scalar(PrimTag<Prim::sign>, auto v) {
   using T = decltype(v);
-  if constexpr (std::is_integral_v<T>) return static_cast<T>((v > 0) - (v < 0));
+  if constexpr (std::is_unsigned_v<T>) return static_cast<T>(v != 0);
+  else if constexpr (std::is_integral_v<T>) return static_cast<T>((v > 0) - (v < 0));
   else return v > 0 ? T(1) : v < 0 ? T(-1) : v;  // keeps -0.0, 0.0 and NaN
 }
 auto scalar(PrimTag<Prim::floor>, auto v) { return std::floor(v); }
@@ -404,6 +408,41 @@ auto scalar(PrimTag<Prim::min>, auto a, auto b) { return min_value(a, b); }
 auto scalar(PrimTag<Prim::atan2>, auto a, auto b) { return std::atan2(a, b); }
 auto scalar(PrimTag<Prim::and_>, auto a, auto b) { return a & b; }
 auto scalar(PrimTag<Prim::or_>, auto a, auto b) { return a | b; }
+auto scalar(PrimTag<Prim::xor_>, auto a, auto b) { return static_cast<decltype(a)>(a ^ b); }
+// Shifts as XLA defines them: the amount is read as unsigned, and an amount
+// >= the bit width (a negative one included) shifts everything out: 0 for
+// shift_left and shift_right_logical, the sign fill for
+// shift_right_arithmetic (which reads the bits as signed, also of an
+// unsigned dtype). C++ shifts by >= the width are undefined: never reached.
+template <class T>
+bool shift_out_of_range(T amount) {
+  return static_cast<std::make_unsigned_t<T>>(amount) >= 8 * sizeof(T);
+}
+auto scalar(PrimTag<Prim::shift_left>, auto a, auto b) {
+  using T = decltype(a);
+  if (shift_out_of_range(b)) return T(0);
+  return static_cast<T>(static_cast<Unsigned<T>>(static_cast<std::make_unsigned_t<T>>(a)) << b);
+}
+auto scalar(PrimTag<Prim::shift_right_logical>, auto a, auto b) {
+  using T = decltype(a);
+  if (shift_out_of_range(b)) return T(0);
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) >> b);
+}
+auto scalar(PrimTag<Prim::shift_right_arithmetic>, auto a, auto b) {
+  using T = decltype(a);
+  using S = std::make_signed_t<T>;
+  const auto s = static_cast<S>(a);  // C++20: >> of a negative value is arithmetic
+  if (shift_out_of_range(b)) return static_cast<T>(s < 0 ? S(-1) : S(0));
+  return static_cast<T>(static_cast<S>(s >> b));
+}
+auto scalar(PrimTag<Prim::population_count>, auto v) {
+  using T = decltype(v);
+  return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(v)));
+}
+auto scalar(PrimTag<Prim::clz>, auto v) {
+  using T = decltype(v);
+  return static_cast<T>(std::countl_zero(static_cast<std::make_unsigned_t<T>>(v)));
+}
 
 auto scalar(PrimTag<Prim::eq>, auto a, auto b) { return a == b; }
 auto scalar(PrimTag<Prim::ne>, auto a, auto b) { return a != b; }

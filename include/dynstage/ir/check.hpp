@@ -355,7 +355,7 @@ private:
       fail(j, eqn, what + " (" + name(j, v) + ") is already bound; a variable is bound once (by an input, a "
                                               "constant or one equation's output)");
     Aval a = aval_of_var(j, env, v, eqn, what);
-    if (a.rank() == 0 && is_integer(a.dtype)) a.dim_value = dim ? *dim : fresh(j, v);
+    if (a.rank() == 0 && is_index_dtype(a.dtype)) a.dim_value = dim ? *dim : fresh(j, v);
     env[static_cast<std::size_t>(v)] = VarInfo{true, a};
     return a;
   }
@@ -365,8 +365,14 @@ private:
     bool ok = true;
     switch (s.dtype) {
       case DType::bool_: ok = s.i == 0 || s.i == 1; break;
+      case DType::i8: ok = s.i >= INT8_MIN && s.i <= INT8_MAX; break;
+      case DType::i16: ok = s.i >= INT16_MIN && s.i <= INT16_MAX; break;
       case DType::i32: ok = s.i >= INT32_MIN && s.i <= INT32_MAX; break;
-      case DType::i64: break;
+      case DType::u8: ok = s.i >= 0 && s.i <= UINT8_MAX; break;
+      case DType::u16: ok = s.i >= 0 && s.i <= UINT16_MAX; break;
+      case DType::u32: ok = s.i >= 0 && s.i <= UINT32_MAX; break;
+      case DType::i64:
+      case DType::u64: break;
       case DType::f32: ok = std::isnan(s.f) || static_cast<double>(static_cast<float>(s.f)) == s.f; break;
       case DType::f64: break;
     }
@@ -380,7 +386,7 @@ private:
   static Aval atom_aval(const Env& env, const Atom& a) {
     if (a.is_var()) return env[static_cast<std::size_t>(a.var)].aval;
     Aval r{a.lit.dtype, {}, a.weak, std::nullopt};
-    if (is_integer(a.lit.dtype)) r.dim_value = Dim(a.lit.i);
+    if (is_index_dtype(a.lit.dtype)) r.dim_value = Dim(a.lit.i);
     return r;
   }
 
@@ -404,7 +410,7 @@ private:
   // floordiv and mod here, as in control_nested.hpp's eval_dim.
   static void propagate_div_rem(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& out) {
     if ((prim != Prim::div && prim != Prim::rem) || out.size() != 1 || out[0].dim_value || in.size() != 2 ||
-        !in[0].dim_value || !in[1].dim_value || out[0].rank() != 0 || !is_integer(out[0].dtype))
+        !in[0].dim_value || !in[1].dim_value || out[0].rank() != 0 || !is_index_dtype(out[0].dtype))
       return;
     const Dim &a = *in[0].dim_value, &b = *in[1].dim_value;
     try {

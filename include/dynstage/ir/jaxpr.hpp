@@ -47,7 +47,9 @@ struct Type {
 };
 
 // A rank-0 constant. Integers and bools are held in `i`, floats in `f`
-// (an f32 literal holds its float value exactly as a double).
+// (an f32 literal holds its float value exactly as a double). A u64 value is
+// held as its two's-complement bits (`i` is -1 for 2^64 - 1); every other
+// integer dtype's values fit `i` as they are.
 struct Scalar {
   DType dtype = DType::f64;
   std::int64_t i = 0;
@@ -64,7 +66,9 @@ struct Scalar {
   // The value converted to C++ type T.
   template <class T>
   T as() const {
-    return is_float(dtype) ? static_cast<T>(f) : static_cast<T>(i);
+    if (is_float(dtype)) return static_cast<T>(f);
+    if (dtype == DType::u64) return static_cast<T>(static_cast<std::uint64_t>(i));
+    return static_cast<T>(i);
   }
   friend bool operator==(const Scalar&, const Scalar&) = default;
 };

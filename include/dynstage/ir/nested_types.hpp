@@ -234,8 +234,14 @@ std::string entries_str(const SigEntries& t) {
 std::string python_dtype(DType d) {
   switch (d) {
     case DType::bool_: return "bool";
+    case DType::i8: return "int8";
+    case DType::i16: return "int16";
     case DType::i32: return "int32";
     case DType::i64: return "int";
+    case DType::u8: return "uint8";
+    case DType::u16: return "uint16";
+    case DType::u32: return "uint32";
+    case DType::u64: return "uint64";
     case DType::f32: return "float32";
     case DType::f64: return "float";
   }

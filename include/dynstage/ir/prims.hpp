@@ -58,11 +58,12 @@ enum class Kind : std::uint8_t {
 // integer operands in f32 (jnp.exp(int32) is float32), a `rounding` one
 // returns them unchanged (jnp.floor(int32) is the operand).
 enum class DTypeSet : std::uint8_t {
-  any,              // bool, i32, i64, f32, f64
-  numeric,          // i32, i64, f32, f64
+  any,              // every dtype
+  numeric,          // the integers and floats (not bool)
   floating,         // f32, f64
   rounding,         // f32, f64 (see above)
-  integer_or_bool,  // bool, i32, i64 (bitwise on integers, logical on bool)
+  integer_or_bool,  // bool and the integers (bitwise on integers, logical on bool)
+  integer,          // the integers (shifts, population_count, clz: lax's _int)
 };
 
 constexpr bool dtype_in(DType d, DTypeSet s) {
@@ -72,6 +73,7 @@ constexpr bool dtype_in(DType d, DTypeSet s) {
     case DTypeSet::floating:
     case DTypeSet::rounding: return is_float(d);
     case DTypeSet::integer_or_bool: return !is_float(d);
+    case DTypeSet::integer: return is_integer(d);
   }
   return false;
 }
@@ -160,7 +162,9 @@ inline constexpr int kVariadic = -1;
   X(tan,                  "tan",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("tan"))       \
   X(tanh,                 "tanh",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("tanh"))      \
   X(logistic,             "logistic",             unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
-  X(not_,                 "not",                  unary,       NoParams,                1, integer_or_bool, true,  simple,         none,  none)
+  X(not_,                 "not",                  unary,       NoParams,                1, integer_or_bool, true,  simple,         none,  none)              \
+  X(population_count,     "population_count",     unary,       NoParams,                1, integer,         true,  simple,         none,  none)              \
+  X(clz,                  "clz",                  unary,       NoParams,                1, integer,         true,  simple,         none,  none)
 #define DYN_BINARY_PRIMITIVES(X) \
   X(add,                  "add",                  binary,      NoParams,                2, numeric,         true,  simple,         add,   none)              \
   X(sub,                  "sub",                  binary,      NoParams,                2, numeric,         true,  simple,         sub,   none)              \
@@ -172,7 +176,11 @@ inline constexpr int kVariadic = -1;
   X(min,                  "min",                  binary,      NoParams,                2, numeric,         true,  simple,         min,   none)              \
   X(atan2,                "atan2",                binary,      NoParams,                2, floating,        true,  transcendental, none,  libm("atan2"))     \
   X(and_,                 "and",                  binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)              \
-  X(or_,                  "or",                   binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)
+  X(or_,                  "or",                   binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)              \
+  X(xor_,                 "xor",                  binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)              \
+  X(shift_left,           "shift_left",           binary,      NoParams,                2, integer,         true,  simple,         none,  none)              \
+  X(shift_right_arithmetic, "shift_right_arithmetic", binary,  NoParams,                2, integer,         true,  simple,         none,  none)              \
+  X(shift_right_logical,  "shift_right_logical",  binary,      NoParams,                2, integer,         true,  simple,         none,  none)
 #define DYN_COMPARE_PRIMITIVES(X) \
   X(eq,                   "eq",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \
   X(ne,                   "ne",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \

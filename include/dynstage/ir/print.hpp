@@ -195,8 +195,14 @@ std::string py_float_repr(double v) {
 std::string format_scalar(const Scalar& s) {
   switch (s.dtype) {
     case DType::bool_: return s.i != 0 ? "True" : "False";
+    case DType::i8:
+    case DType::i16:
     case DType::i32:
-    case DType::i64: return std::to_string(s.i);
+    case DType::i64:
+    case DType::u8:
+    case DType::u16:
+    case DType::u32: return std::to_string(s.i);
+    case DType::u64: return std::to_string(static_cast<std::uint64_t>(s.i));
     case DType::f32: return py_float_repr(static_cast<double>(static_cast<float>(s.f)));
     case DType::f64: return py_float_repr(s.f);
   }

@@ -45,7 +45,7 @@ inline std::string aval_str(const Aval& a) {
 
 inline Aval aval_of(const AnyArray& a, bool weak = false) {
   Aval r{a.dtype(), to_shape(a.shape()), weak, std::nullopt};
-  if (a.rank() == 0 && is_integer(a.dtype())) {
+  if (a.rank() == 0 && is_index_dtype(a.dtype())) {
     std::int64_t v = a.dtype() == DType::i64 ? *static_cast<const std::int64_t*>(a.data())
                                              : *static_cast<const std::int32_t*>(a.data());
     r.dim_value = Dim(v);

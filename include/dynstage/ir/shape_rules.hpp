@@ -101,10 +101,11 @@ inline Dim numel(const Shape& s) {
 inline const char* dtype_set_str(DTypeSet s) {
   switch (s) {
     case DTypeSet::any: return "any dtype";
-    case DTypeSet::numeric: return "a numeric dtype (i32, i64, f32 or f64)";
+    case DTypeSet::numeric: return "a numeric dtype (integer or floating-point)";
     case DTypeSet::floating:
     case DTypeSet::rounding: return "a floating-point dtype";
     case DTypeSet::integer_or_bool: return "a boolean or integer dtype";
+    case DTypeSet::integer: return "an integer dtype";
   }
   return "?";
 }
@@ -153,6 +154,9 @@ inline void check_index_operand(Prim p, const Aval& a, std::size_t operand) {
   if (a.rank() != 0 || !is_integer(a.dtype))
     fail<TypeError>(prim_str(p) + " start indices must be integer scalars, got " + aval_str(a) + " for operand #" +
                     std::to_string(operand));
+  if (!is_index_dtype(a.dtype))
+    fail<TypeError>(prim_str(p) + " start indices must be i32 or i64 scalars, got " + aval_str(a) + " for operand #" +
+                    std::to_string(operand) + "; convert them (the numpy-level dyn:: functions do)");
 }
 
 // A shape parameter whose kDynamicDim entries take their values, in order,
@@ -177,6 +181,9 @@ inline Shape resolve_dynamic_shape(Prim p, const char* what, const std::vector<s
     const Aval& d = in[k];
     if (d.rank() != 0 || !is_integer(d.dtype))
       fail<TypeError>(prim_str(p) + " dimension operand #" + std::to_string(k) + " must be an integer scalar, got " +
+                      aval_str(d));
+    if (!is_index_dtype(d.dtype))
+      fail<TypeError>(prim_str(p) + " dimension operand #" + std::to_string(k) + " must be an i32 or i64 scalar, got " +
                       aval_str(d));
     if (!d.dim_value)
       internal_error(prim_str(p) + ": dimension operand #" + std::to_string(k) + " carries no dimension value");

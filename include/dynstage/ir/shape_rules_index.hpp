@@ -16,6 +16,9 @@ inline void check_indices(Prim p, const Aval& x, const Aval& idx, const char* ma
                           const std::vector<std::int64_t>& start_map) {
   if (!is_integer(idx.dtype))
     fail<TypeError>(prim_str(p) + " indices must have an integer dtype, got " + aval_str(idx));
+  if (!is_index_dtype(idx.dtype))
+    fail<TypeError>(prim_str(p) + " indices must have dtype i32 or i64, got " + aval_str(idx) +
+                    "; convert them (the numpy-level dyn:: functions do)");
   if (idx.rank() == 0)
     fail<ShapeError>(prim_str(p) + " indices must have rank >= 1 (the index vector is the last axis), got " +
                      aval_str(idx));

@@ -70,8 +70,8 @@ struct CompileResult {
 // Kernel return codes: 0, or a bit set of faults (the first in this order
 // is reported, with the eager kernels' message).
 inline constexpr std::int32_t kKernelOk = 0;
-inline constexpr std::int32_t kKernelDivByZero = 1;       // integer div by zero
-inline constexpr std::int32_t kKernelRemByZero = 2;       // integer rem by zero
+// (Bits 1 and 2 were integer div and rem by zero, which now give XLA's
+// results instead: docs/backend.md.)
 inline constexpr std::int32_t kKernelPowZeroNegative = 4; // integer 0 ** negative
 inline constexpr std::int32_t kKernelOutOfMemory = 8;     // a temporary could not be allocated
 inline constexpr std::int32_t kKernelNegativeSize = 16;   // a size computed in the kernel is negative

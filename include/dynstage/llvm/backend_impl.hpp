@@ -76,7 +76,7 @@ inline void check_supported(const Jaxpr& j) {
     for (const JDim& d : j.types[v].shape)
       if (!d.is_static()) {
         const auto dv = static_cast<std::size_t>(d.var);
-        if (dv >= j.types.size() || j.types[dv].rank() != 0 || !is_integer(j.types[dv].dtype))
+        if (dv >= j.types.size() || j.types[dv].rank() != 0 || !is_index_dtype(j.types[dv].dtype))
           fail<TypeError>("jit: variable #" + std::to_string(v) + " has a dimension that is not an integer scalar");
       }
   for (const Eqn& e : j.eqns) {
@@ -215,8 +215,6 @@ void throw_kernel_error(std::int32_t code, const std::source_location* jit_site)
     if (jit_site) msg += "\nThe error occurred while running the function jitted at " + format_location(*jit_site) + ".";
     return msg;
   };
-  if (code & kKernelDivByZero) throw ArithmeticError(with_context(place("div: integer division by zero")));
-  if (code & kKernelRemByZero) throw ArithmeticError(with_context(place("rem: integer division by zero")));
   if (code & kKernelPowZeroNegative) throw ArithmeticError(with_context(place("pow: integer zero raised to a negative power")));
   if (code & kKernelOutOfMemory) throw Error(with_context(place("jit: out of memory allocating a kernel temporary")));
   if (code & kKernelNegativeSize)

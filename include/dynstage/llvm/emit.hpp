@@ -70,11 +70,20 @@ struct Emitter {
 
   // --- types and constants ----------------------------------------------
   // In registers bool is i1; in memory it is one byte holding 0 or 1.
+  // Signed and unsigned integers of a width share LLVM's integer type; the
+  // operations that differ (compare, div, rem, max, min, conversions, shift
+  // right) choose by the dtype (lower_expr.hpp).
   llvm::Type* reg_type(DType d) {
     switch (d) {
       case DType::bool_: return i1;
-      case DType::i32: return i32;
-      case DType::i64: return i64;
+      case DType::i8:
+      case DType::u8: return i8;
+      case DType::i16:
+      case DType::u16: return b.getInt16Ty();
+      case DType::i32:
+      case DType::u32: return i32;
+      case DType::i64:
+      case DType::u64: return i64;
       case DType::f32: return f32;
       case DType::f64: return f64;
     }
@@ -85,8 +94,14 @@ struct Emitter {
   llvm::Value* constant(DType d, double f, std::int64_t i) {
     switch (d) {
       case DType::bool_: return b.getInt1(i != 0);
-      case DType::i32: return b.getInt32(static_cast<std::uint32_t>(i));
-      case DType::i64: return b.getInt64(static_cast<std::uint64_t>(i));
+      case DType::i8:
+      case DType::u8: return b.getInt8(static_cast<std::uint8_t>(i));
+      case DType::i16:
+      case DType::u16: return b.getInt16(static_cast<std::uint16_t>(i));
+      case DType::i32:
+      case DType::u32: return b.getInt32(static_cast<std::uint32_t>(i));
+      case DType::i64:
+      case DType::u64: return b.getInt64(static_cast<std::uint64_t>(i));
       case DType::f32: return llvm::ConstantFP::get(f32, static_cast<float>(f));
       case DType::f64: return llvm::ConstantFP::get(f64, f);
     }

@@ -69,7 +69,7 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
       llvm::Value* cmp = is_max ? b.CreateFCmpOGT(v, best) : b.CreateFCmpOLT(v, best);
       return b.CreateAnd(b.CreateFCmpORD(best, best), b.CreateOr(cmp, b.CreateFCmpUNO(v, v)));
     }
-    if (d == DType::bool_) return is_max ? b.CreateICmpUGT(v, best) : b.CreateICmpULT(v, best);
+    if (d == DType::bool_ || is_unsigned_integer(d)) return is_max ? b.CreateICmpUGT(v, best) : b.CreateICmpULT(v, best);
     return is_max ? b.CreateICmpSGT(v, best) : b.CreateICmpSLT(v, best);
   };
   llvm::Type* st = E.reg_type(d);
@@ -95,7 +95,7 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
   // Whether some lane of v may be better than bv (splat): better, or a NaN.
   auto maybe_better = [&](llvm::Value* v, llvm::Value* bv) -> llvm::Value* {
     if (is_float(d)) return is_max ? b.CreateFCmpUGT(v, bv) : b.CreateFCmpULT(v, bv);
-    return is_max ? b.CreateICmpSGT(v, bv) : b.CreateICmpSLT(v, bv);
+    return better(v, bv);
   };
   // The sequential scan of positions [k0, k0 + count).
   auto scan_range = [&](llvm::Value* ol, llvm::Value* il, llvm::Value* k0, llvm::Value* count) {
@@ -123,12 +123,14 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
       E.when(nan, [&] { scan_range(ol, il, base, E.c64(block)); });
     }
     E.when(numbers, [&] {
+      const bool sgn = is_signed_integer(d);
       const llvm::Intrinsic::ID pick = is_float(d) ? (is_max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum)
-                                                   : (is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin);
+                                       : sgn       ? (is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin)
+                                                   : (is_max ? llvm::Intrinsic::umax : llvm::Intrinsic::umin);
       llvm::Value* mv = vs[0];
       for (std::size_t u = 1; u < vs.size(); ++u) mv = b.CreateBinaryIntrinsic(pick, mv, vs[u]);
       llvm::Value* m = is_float(d) ? (is_max ? b.CreateFPMaxReduce(mv) : b.CreateFPMinReduce(mv))
-                                   : (is_max ? b.CreateIntMaxReduce(mv, true) : b.CreateIntMinReduce(mv, true));
+                                   : (is_max ? b.CreateIntMaxReduce(mv, sgn) : b.CreateIntMinReduce(mv, sgn));
       llvm::Value* ms = b.CreateVectorSplat(static_cast<unsigned>(W), m);
       auto* mask_t = llvm::IntegerType::get(E.ctx, static_cast<unsigned>(block));
       llvm::Value* mask = nullptr;

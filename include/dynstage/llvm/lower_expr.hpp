@@ -75,17 +75,23 @@ inline llvm::Value* Lowering::vector_math(Prim p, DType d, std::vector<llvm::Val
   return b.CreateIntrinsic(id, {E.reg_type(d)}, args);
 }
 
-// Integer div/rem as eager: y == 0 raises a fault bit (the result is then
-// unspecified); y == -1 never reaches the divide (INT_MIN / -1 traps on x86):
-// div gives the wrapping negation, rem gives 0.
+// Integer div/rem as eager and XLA: x / 0 is -1 (all bits set), x % 0 is x;
+// y == -1 never reaches a signed divide (INT_MIN / -1 traps on x86): div
+// gives the wrapping negation (INT_MIN / -1 = INT_MIN), rem gives 0. A zero
+// divisor is replaced by 1 before the divide, which is never undefined.
 inline llvm::Value* Lowering::int_divrem(bool rem, llvm::Value* x, llvm::Value* y, DType d) {
   llvm::Type* t = E.reg_type(d);
   llvm::Value* zero = b.CreateICmpEQ(y, llvm::ConstantInt::get(t, 0));
+  if (is_unsigned_integer(d)) {
+    llvm::Value* safe = b.CreateSelect(zero, llvm::ConstantInt::get(t, 1), y);
+    if (rem) return b.CreateSelect(zero, x, b.CreateURem(x, safe));
+    return b.CreateSelect(zero, llvm::ConstantInt::getAllOnesValue(t), b.CreateUDiv(x, safe));
+  }
   llvm::Value* m1 = b.CreateICmpEQ(y, llvm::ConstantInt::getSigned(t, -1));
-  E.raise_if(zero, rem ? kKernelRemByZero : kKernelDivByZero);
   llvm::Value* safe = b.CreateSelect(b.CreateOr(zero, m1), llvm::ConstantInt::get(t, 1), y);
-  if (rem) return b.CreateSelect(m1, llvm::ConstantInt::get(t, 0), b.CreateSRem(x, safe));
-  return b.CreateSelect(m1, b.CreateSub(llvm::ConstantInt::get(t, 0), x), b.CreateSDiv(x, safe));
+  if (rem) return b.CreateSelect(zero, x, b.CreateSelect(m1, llvm::ConstantInt::get(t, 0), b.CreateSRem(x, safe)));
+  return b.CreateSelect(zero, llvm::ConstantInt::getAllOnesValue(t),
+                        b.CreateSelect(m1, b.CreateSub(llvm::ConstantInt::get(t, 0), x), b.CreateSDiv(x, safe)));
 }
 
 // Integer power by squaring, unrolled over the exponent's bits (branch-free,
@@ -101,6 +107,10 @@ inline llvm::Value* Lowering::int_pow(llvm::Value* x, llvm::Value* y, DType d) {
     llvm::Value* bit = b.CreateTrunc(b.CreateLShr(y, k), E.i1);
     result = b.CreateSelect(bit, b.CreateMul(result, base), result);
     if (k + 2 < bits) base = b.CreateMul(base, base);
+  }
+  if (is_unsigned_integer(d)) {  // every bit of the exponent counts, none is a sign
+    llvm::Value* top = b.CreateTrunc(b.CreateLShr(y, bits - 1), E.i1);
+    return b.CreateSelect(top, b.CreateMul(result, b.CreateMul(base, base)), result);
   }
   llvm::Value* neg = b.CreateICmpSLT(y, C(0));
   E.raise_if(b.CreateAnd(neg, b.CreateICmpEQ(x, C(0))), kKernelPowZeroNegative);
@@ -122,9 +132,13 @@ inline llvm::Value* Lowering::convert(DType from, DType to, llvm::Value* x) {
     return b.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
   }
   if (from == DType::bool_) return is_float(to) ? b.CreateUIToFP(x, t) : b.CreateZExt(x, t);
-  if (is_integer(from) && is_integer(to)) return b.CreateSExtOrTrunc(x, t);
-  if (is_integer(from)) return b.CreateSIToFP(x, t);
-  if (is_integer(to)) return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {t, x->getType()}, {x});
+  // widening extends by the source's signedness; narrowing truncates (wraps)
+  if (is_integer(from) && is_integer(to))
+    return is_unsigned_integer(from) ? b.CreateZExtOrTrunc(x, t) : b.CreateSExtOrTrunc(x, t);
+  if (is_integer(from)) return is_unsigned_integer(from) ? b.CreateUIToFP(x, t) : b.CreateSIToFP(x, t);
+  if (is_integer(to))
+    return b.CreateIntrinsic(is_unsigned_integer(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+                             {t, x->getType()}, {x});
   return b.CreateFPCast(x, t);
 }
 
@@ -134,6 +148,7 @@ inline llvm::Value* Lowering::max_min(bool is_max, DType d, llvm::Value* x, llvm
   if (is_float(d))
     return b.CreateSelect(b.CreateOr(is_max ? b.CreateFCmpOGT(x, y) : b.CreateFCmpOLT(x, y), b.CreateFCmpUNO(x, x)), x, y);
   if (d == DType::bool_) return is_max ? b.CreateOr(x, y) : b.CreateAnd(x, y);
+  if (is_unsigned_integer(d)) return b.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::umax : llvm::Intrinsic::umin, x, y);
   return b.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, x, y);
 }
 
@@ -239,12 +254,14 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     // unary
     case Prim::neg: return fl ? b.CreateFNeg(in(0)) : b.CreateSub(zero(), in(0));
     case Prim::abs:
+      if (is_unsigned_integer(d0)) return in(0);
       return fl ? un(llvm::Intrinsic::fabs) : b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, in(0), b.getFalse());
     case Prim::sign: {
       llvm::Value* x = in(0);
       if (fl)
         return b.CreateSelect(b.CreateFCmpOGT(x, zero()), one(),
                               b.CreateSelect(b.CreateFCmpOLT(x, zero()), E.number(d0, -1), x));
+      if (is_unsigned_integer(d0)) return b.CreateZExt(b.CreateICmpNE(x, zero()), x->getType());
       return b.CreateSub(b.CreateZExt(b.CreateICmpSGT(x, zero()), x->getType()),
                          b.CreateZExt(b.CreateICmpSLT(x, zero()), x->getType()));
     }
@@ -265,6 +282,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::logistic:
       return b.CreateFDiv(one(), b.CreateFAdd(one(), b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(in(0)))));
     case Prim::not_: return b.CreateNot(in(0));
+    case Prim::population_count: return un(llvm::Intrinsic::ctpop);
+    case Prim::clz: return b.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, in(0), b.getFalse());  // 0 -> width
 
     // binary
     case Prim::add: return fl ? b.CreateFAdd(in(0), in(1)) : d0 == DType::bool_ ? b.CreateOr(in(0), in(1)) : b.CreateAdd(in(0), in(1));
@@ -278,18 +297,41 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::atan2: return vector_math(e.prim, d0, {in(0), in(1)});
     case Prim::and_: return b.CreateAnd(in(0), in(1));
     case Prim::or_: return b.CreateOr(in(0), in(1));
+    case Prim::xor_: return b.CreateXor(in(0), in(1));
+    // Shifts as XLA: an amount >= the width (unsigned compare: a negative
+    // one too) gives 0, or the sign fill for shift_right_arithmetic. LLVM's
+    // shifts by >= the width are poison, so the amount is masked (or, for
+    // ashr, clamped to width - 1, which is the sign fill) before the shift.
+    case Prim::shift_left:
+    case Prim::shift_right_logical: {
+      llvm::Value* x = in(0);
+      llvm::Value* s = in(1);
+      llvm::Type* t = x->getType();
+      const unsigned bits = t->getIntegerBitWidth();
+      llvm::Value* big = b.CreateICmpUGE(s, llvm::ConstantInt::get(t, bits));
+      llvm::Value* masked = b.CreateAnd(s, llvm::ConstantInt::get(t, bits - 1));
+      llvm::Value* r = e.prim == Prim::shift_left ? b.CreateShl(x, masked) : b.CreateLShr(x, masked);
+      return b.CreateSelect(big, llvm::ConstantInt::get(t, 0), r);
+    }
+    case Prim::shift_right_arithmetic: {
+      llvm::Value* x = in(0);
+      llvm::Type* t = x->getType();
+      llvm::Value* s = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, in(1),
+                                               llvm::ConstantInt::get(t, t->getIntegerBitWidth() - 1));
+      return b.CreateAShr(x, s);
+    }
 
-    // comparisons: ordered for floats except ne (NaN != NaN); bool as unsigned
+    // comparisons: ordered for floats except ne (NaN != NaN); bool and unsigned integers unsigned
     case Prim::eq: return fl ? b.CreateFCmpOEQ(in(0), in(1)) : b.CreateICmpEQ(in(0), in(1));
     case Prim::ne: return fl ? b.CreateFCmpUNE(in(0), in(1)) : b.CreateICmpNE(in(0), in(1));
     case Prim::lt:
-      return fl ? b.CreateFCmpOLT(in(0), in(1)) : d0 == DType::bool_ ? b.CreateICmpULT(in(0), in(1)) : b.CreateICmpSLT(in(0), in(1));
+      return fl ? b.CreateFCmpOLT(in(0), in(1)) : (d0 == DType::bool_ || is_unsigned_integer(d0)) ? b.CreateICmpULT(in(0), in(1)) : b.CreateICmpSLT(in(0), in(1));
     case Prim::le:
-      return fl ? b.CreateFCmpOLE(in(0), in(1)) : d0 == DType::bool_ ? b.CreateICmpULE(in(0), in(1)) : b.CreateICmpSLE(in(0), in(1));
+      return fl ? b.CreateFCmpOLE(in(0), in(1)) : (d0 == DType::bool_ || is_unsigned_integer(d0)) ? b.CreateICmpULE(in(0), in(1)) : b.CreateICmpSLE(in(0), in(1));
     case Prim::gt:
-      return fl ? b.CreateFCmpOGT(in(0), in(1)) : d0 == DType::bool_ ? b.CreateICmpUGT(in(0), in(1)) : b.CreateICmpSGT(in(0), in(1));
+      return fl ? b.CreateFCmpOGT(in(0), in(1)) : (d0 == DType::bool_ || is_unsigned_integer(d0)) ? b.CreateICmpUGT(in(0), in(1)) : b.CreateICmpSGT(in(0), in(1));
     case Prim::ge:
-      return fl ? b.CreateFCmpOGE(in(0), in(1)) : d0 == DType::bool_ ? b.CreateICmpUGE(in(0), in(1)) : b.CreateICmpSGE(in(0), in(1));
+      return fl ? b.CreateFCmpOGE(in(0), in(1)) : (d0 == DType::bool_ || is_unsigned_integer(d0)) ? b.CreateICmpUGE(in(0), in(1)) : b.CreateICmpSGE(in(0), in(1));
 
     case Prim::select_n: {
       llvm::Value* p = in(0);

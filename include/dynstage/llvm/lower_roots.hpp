@@ -143,12 +143,21 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   auto identity = [&]() -> llvm::Value* {
     switch (d) {
       case DType::bool_: return b.getInt1(p == Prim::reduce_min || p == Prim::reduce_prod || p == Prim::reduce_and);
+      case DType::i8:
+      case DType::i16:
       case DType::i32:
-      case DType::i64: {
-        const unsigned bits = d == DType::i32 ? 32 : 64;
+      case DType::i64:
+      case DType::u8:
+      case DType::u16:
+      case DType::u32:
+      case DType::u64: {
+        const auto bits = static_cast<unsigned>(dtype_bits(d));
+        const bool sg = is_signed_integer(d);
         llvm::Type* t = E.reg_type(d);
-        if (p == Prim::reduce_max) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMinValue(bits));
-        if (p == Prim::reduce_min) return llvm::ConstantInt::get(t, llvm::APInt::getSignedMaxValue(bits));
+        if (p == Prim::reduce_max)
+          return llvm::ConstantInt::get(t, sg ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getMinValue(bits));
+        if (p == Prim::reduce_min)
+          return llvm::ConstantInt::get(t, sg ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits));
         if (p == Prim::reduce_and) return llvm::ConstantInt::get(t, llvm::APInt::getAllOnes(bits));
         return llvm::ConstantInt::get(t, p == Prim::reduce_prod ? 1 : 0);
       }
@@ -180,9 +189,15 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         // products are multiplied in loop order, and do not vectorise.
         return fl ? b.CreateFMul(acc, v) : b.CreateMul(acc, v);
       case Prim::reduce_max:
-        return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, acc, v);
+        return b.CreateBinaryIntrinsic(fl                        ? llvm::Intrinsic::maximum
+                                       : is_unsigned_integer(d) ? llvm::Intrinsic::umax
+                                                                : llvm::Intrinsic::smax,
+                                       acc, v);
       case Prim::reduce_min:
-        return b.CreateBinaryIntrinsic(fl ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, acc, v);
+        return b.CreateBinaryIntrinsic(fl                        ? llvm::Intrinsic::minimum
+                                       : is_unsigned_integer(d) ? llvm::Intrinsic::umin
+                                                                : llvm::Intrinsic::smin,
+                                       acc, v);
       case Prim::reduce_or: return b.CreateOr(acc, v);  // integers: bitwise, as lax
       case Prim::reduce_and: return b.CreateAnd(acc, v);
       case Prim::argmax:

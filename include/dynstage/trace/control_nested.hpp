@@ -52,15 +52,15 @@ inline std::string carry_count_error(const std::string& op, std::size_t got, std
   return op + ": the body returned " + std::to_string(got) + " values but the loop carries " +
          std::to_string(carried) + "; return the carried values in order (one bare, several as a std::tuple)";
 }
-// A body result of a wider dtype than the carry (JAX's promotion order, bool
-// < i32 < i64 < f32 < f64) is the body promoting the carry, as `acc + 0.5`
+// A body result of a wider dtype than the carry (above it in JAX's promotion
+// lattice, e.g. bool < i32 < i64 < f32 < f64) is the body promoting the carry, as `acc + 0.5`
 // does to an init value of 0: the init value is what to change, not the
 // body's result (astype back would truncate). A narrower one (astype<float>
 // of an f64 carry) is the body's to undo. The first message follows JAX's
 // _check_carry_type: the rule, the difference by position, the fix.
 inline std::string carry_dtype_error(const std::string& op, std::size_t k, const Aval& got, const Aval& want) {
   const std::string pos = "#" + std::to_string(k);
-  if (dtype_rank(got.dtype) > dtype_rank(want.dtype)) {
+  if (got.dtype != want.dtype && promotes_to(want.dtype, got.dtype)) {
     const std::string to = std::string(dtype_name(got.dtype));
     std::string example = "dyn::astype<" + std::string(dtype_cpp_name(got.dtype)) + ">(init)";
     if (want.rank() == 0) {
@@ -69,6 +69,12 @@ inline std::string carry_dtype_error(const std::string& op, std::size_t k, const
         case DType::f32: example = "0.0f"; break;
         case DType::i64: example = "std::int64_t{0}"; break;
         case DType::i32: example = "0"; break;
+        case DType::i8:
+        case DType::i16:
+        case DType::u8:
+        case DType::u16:
+        case DType::u32:
+        case DType::u64:
         case DType::bool_: break;
       }
     }
@@ -268,7 +274,7 @@ inline std::optional<Dim> eval_dim(const Jaxpr& j, int var, const std::vector<st
     if (e->outputs.size() != 1 || e->outputs[0] != var) continue;
     auto arg = [&](std::size_t i) -> std::optional<Dim> {
       const Atom& a = e->inputs.at(i);
-      if (!a.is_var()) return is_integer(a.lit.dtype) ? std::optional<Dim>(Dim(a.lit.i)) : std::nullopt;
+      if (!a.is_var()) return is_index_dtype(a.lit.dtype) ? std::optional<Dim>(Dim(a.lit.i)) : std::nullopt;
       return eval_dim(j, a.var, invar_dims, depth + 1);
     };
     auto both = [&](auto&& f) -> std::optional<Dim> {
@@ -294,7 +300,12 @@ inline std::optional<Dim> eval_dim(const Jaxpr& j, int var, const std::vector<st
         return a ? std::optional<Dim>(-*a) : std::nullopt;
       }
       case DimArith::same:
-        return is_integer(j.type_of(e->inputs[0]).dtype) ? arg(0) : std::nullopt;
+        // a conversion between i32 and i64 keeps the dimension; to another
+        // integer dtype it wraps at another width, so it is none
+        return is_index_dtype(j.type_of(e->inputs[0]).dtype) &&
+                       is_index_dtype(j.types[static_cast<std::size_t>(e->outputs[0])].dtype)
+                   ? arg(0)
+                   : std::nullopt;
       case DimArith::div:
       case DimArith::rem: {
         auto a = arg(0), b = arg(1);

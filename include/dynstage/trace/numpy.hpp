@@ -41,6 +41,11 @@ Value convert(const Value& v, DType dt, bool weak) {
       using T = decltype(t);
       T x = visit_dtype(s.dtype, [&](auto u) -> T {
         using U = decltype(u);
+        // integer to integer from all 64 bits (a weak literal's value is
+        // held whole, whatever its weak dtype): wraps to T's width
+        if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool> && std::is_integral_v<T> &&
+                      !std::is_same_v<T, bool>)
+          return static_cast<T>(s.i);
         U val = s.as<U>();
         if constexpr (std::is_floating_point_v<U> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
           if (std::isnan(val)) return T(0);
@@ -209,6 +214,20 @@ Value binary(Prim p, Value a, Value b) {
 }
 #endif
 
+// jnp.right_shift: the operands promoted, then shift_right_arithmetic for a
+// signed (or bool: its dtype rule rejects it) and shift_right_logical for an
+// unsigned dtype.
+Value right_shift(Value a, Value b);
+#ifdef DYNSTAGE_IMPLEMENTATION
+Value right_shift(Value a, Value b) {
+  std::vector<Value> vs{std::move(a), std::move(b)};
+  const TypeInfo t = result_type(vs);
+  const Prim p = is_unsigned_integer(t.dtype) ? Prim::shift_right_logical : Prim::shift_right_arithmetic;
+  promote_and_broadcast(prim_name(p), vs, t);
+  return bind1(p, vs);
+}
+#endif
+
 Value compare(Prim p, Value a, Value b);  // out of line (bind1)
 #ifdef DYNSTAGE_IMPLEMENTATION
 Value compare(Prim p, Value a, Value b) {
@@ -301,7 +320,8 @@ std::vector<std::int64_t> normalize_axes(std::string_view op, const std::vector<
 #endif
 
 // ---------------------------------------------------------------------------
-// Reductions. Summing (or multiplying) booleans gives i64 (API.md §8).
+// Reductions. Summing (or multiplying) booleans gives i64 (API.md §8), and
+// 8- and 16-bit integers i32 or u32 (sum_dtype, dtype.hpp).
 // keepdims (jnp's): the reduced axes stay, as size 1, through one
 // broadcast_in_dim after the reduction (lax.expand_dims, as jnp prints it).
 
@@ -331,7 +351,8 @@ Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool
 Value reduce(Prim p, const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims) {
   ReduceParams params{normalize_axes(prim_name(p), axes, x.rank(), all_if_empty)};
   Value v = x;
-  if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
+  if ((p == Prim::reduce_sum || p == Prim::reduce_prod) && sum_dtype(v.dtype()) != v.dtype())
+    v = convert(v, sum_dtype(v.dtype()));
   // jnp.any/jnp.all test x != 0 (convert_element_type to bool), not bits.
   if ((p == Prim::reduce_or || p == Prim::reduce_and) && v.dtype() != DType::bool_) v = convert(v, DType::bool_);
   Value r = bind1(p, {v}, params);
@@ -409,11 +430,12 @@ Value cumulative(Prim p, const Value& x, std::int64_t axis, bool reverse) {
                      " is out of bounds for an array of shape " + shape_str(x.shape()) + "; the axis must be in [" +
                      std::to_string(-rank) + ", " + std::to_string(rank) + ")");
   if ((p == Prim::cummax || p == Prim::cummin) && x.dtype() == DType::bool_)
-    fail<TypeError>(std::string(prim_name(p)) + " does not accept dtype bool; it requires a numeric dtype (i32, i64, "
-                    "f32 or f64): convert first, e.g. dyn::" + std::string(prim_name(p)) +
+    fail<TypeError>(std::string(prim_name(p)) + " does not accept dtype bool; it requires a numeric dtype (integer or "
+                    "floating-point): convert first, e.g. dyn::" + std::string(prim_name(p)) +
                     "(dyn::astype<std::int32_t>(x), axis)");
   Value v = x;
-  if ((p == Prim::cumsum || p == Prim::cumprod) && v.dtype() == DType::bool_) v = convert(v, DType::i64);
+  if ((p == Prim::cumsum || p == Prim::cumprod) && sum_dtype(v.dtype()) != v.dtype())
+    v = convert(v, sum_dtype(v.dtype()));
   return bind1(p, {v}, CumulativeParams{axis < 0 ? axis + rank : axis, reverse});
 }
 #endif

@@ -106,7 +106,8 @@ inline IndexPlan plan(const std::string& op, const Value& x, std::vector<IndexAr
       fail<TypeError>(op + ": indices must be integers, got " + aval_str(v.aval()) + " for axis " +
                       std::to_string(d) + " of an array of shape " + shape_str(xs));
     pl.start_map.push_back(static_cast<std::int64_t>(d));
-    adv.push_back(wrap_negative(v, xs[d]));
+    // i8, u16, ... indices are computed in i32 or i64, the gather's index dtypes
+    adv.push_back(wrap_negative(convert(v, index_dtype_for(v.dtype())), xs[d]));
   }
   lift_all(adv);
   const Shape batch = broadcast_shapes(op, adv);

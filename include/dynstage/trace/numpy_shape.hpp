@@ -156,8 +156,8 @@ Value slice_in_dim(const Value& x, const Dim& start, const Dim& limit, std::int6
 }
 #endif
 
-// Start indices of dynamic slices: scalar integers, i32 or i64 (promoted to a
-// common integer type, as JAX does).
+// Start indices of dynamic slices: scalar integers (promoted to a common
+// integer type, as JAX does, then to i32 or i64: index_dtype_for).
 std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts);
 #ifdef DYNSTAGE_IMPLEMENTATION
 std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts) {
@@ -169,7 +169,7 @@ std::vector<Value> index_operands(std::string_view op, std::vector<Value> starts
   if (!starts.empty()) {
     TypeInfo t = result_type(starts);
     if (t.weak) t = TypeInfo{DType::i32, false};
-    promote_to(starts, TypeInfo{t.dtype, false});
+    promote_to(starts, TypeInfo{index_dtype_for(t.dtype), false});
   }
   return starts;
 }

@@ -43,6 +43,15 @@ using unary_result_t = std::conditional_t<prim_info(P).dtypes == DTypeSet::float
 template <class A, class B>
 concept BinaryOperands = Operand<A> && Operand<B> && (ArrayLike<A> || ArrayLike<B>);
 
+// Bit operations (& | ^ ~ << >>, population_count, clz) take bools and
+// integers: a floating-point operand, whose type C++ knows, does not compile
+// (JAX raises a TypeError when tracing; in a hand-built jaxpr the
+// primitive's dtype rule still does).
+template <class X>
+concept NotFloatingPoint = !std::is_floating_point_v<elem_t<X>>;
+template <class A, class B>
+concept BitOperands = BinaryOperands<A, B> && NotFloatingPoint<A> && NotFloatingPoint<B>;
+
 template <Prim P, class A, class B>
 auto arith(const A& a, const B& b) {
   using T = promoted_t<A, B>;
@@ -93,16 +102,42 @@ auto operator>(const A& a, const B& b) { return detail::cmp<detail::Prim::gt>(a,
 template <class A, class B> requires detail::BinaryOperands<A, B>
 auto operator>=(const A& a, const B& b) { return detail::cmp<detail::Prim::ge>(a, b); }
 
-// Logical on bool, bitwise on integers.
-template <class A, class B> requires detail::BinaryOperands<A, B>
+// Logical on bool, bitwise on integers (primitives and, or, xor, not);
+// floating-point operands do not compile (detail::BitOperands).
+template <class A, class B> requires detail::BitOperands<A, B>
 auto operator&(const A& a, const B& b) { return detail::arith<detail::Prim::and_>(a, b); }
-template <class A, class B> requires detail::BinaryOperands<A, B>
+template <class A, class B> requires detail::BitOperands<A, B>
 auto operator|(const A& a, const B& b) { return detail::arith<detail::Prim::or_>(a, b); }
+template <class A, class B> requires detail::BitOperands<A, B>
+auto operator^(const A& a, const B& b) { return detail::arith<detail::Prim::xor_>(a, b); }
+// Shifts of integers (jnp.left_shift, jnp.right_shift): `>>` is arithmetic for
+// a signed and logical for an unsigned dtype (after promotion); an amount >=
+// the bit width or negative gives XLA's result (0, or the sign fill).
+template <class A, class B> requires detail::BitOperands<A, B>
+auto operator<<(const A& a, const B& b) { return detail::arith<detail::Prim::shift_left>(a, b); }
+template <class A, class B> requires detail::BitOperands<A, B>
+auto operator>>(const A& a, const B& b) {
+  using T = detail::promoted_t<A, B>;
+  return detail::from_value<detail::result_of_t<T, A, B>>(detail::right_shift(detail::to_value(a), detail::to_value(b)));
+}
 
 template <ArrayLike X>
 auto operator-(const X& x) { return detail::un<detail::Prim::neg, detail::elem_t<X>>(x, std::source_location::current()); }
 template <ArrayLike X>
 auto operator!(const X& x) { return detail::un<detail::Prim::not_, detail::elem_t<X>>(x, std::source_location::current()); }
+template <ArrayLike X> requires detail::NotFloatingPoint<X>
+auto operator~(const X& x) { return detail::un<detail::Prim::not_, detail::elem_t<X>>(x, std::source_location::current()); }
+
+// The number of set bits, and of leading zero bits (lax.population_count,
+// lax.clz), of each element of an integer array; same dtype out.
+template <ArrayLike X> requires detail::NotFloatingPoint<X>
+auto population_count(const X& x, detail::Loc loc = detail::Loc::current()) {
+  return detail::un<detail::Prim::population_count, detail::elem_t<X>>(x, loc);
+}
+template <ArrayLike X> requires detail::NotFloatingPoint<X>
+auto clz(const X& x, detail::Loc loc = detail::Loc::current()) {
+  return detail::un<detail::Prim::clz, detail::elem_t<X>>(x, loc);
+}
 
 // ---------------------------------------------------------------------------
 // Elementwise functions.
@@ -211,7 +246,7 @@ constexpr all_t all() { return {}; }
 
 namespace detail {
 template <class T>
-using sum_t = std::conditional_t<std::is_same_v<T, bool>, std::int64_t, T>;
+using sum_t = element_t<sum_dtype(dtype_v<T>)>;
 }
 
 #define DYN_REDUCTION(name, prim, ResultT)                                                             \

@@ -261,7 +261,7 @@ std::vector<Value> bind_scan(const std::vector<Value>& init, const std::vector<V
     for (std::size_t k = 0; k < ncarry; ++k) {
       const Aval r = res[k].aval();
       const Aval& a = in.avals[k];
-      if (r.dtype != a.dtype && dtype_rank(r.dtype) > dtype_rank(a.dtype))
+      if (r.dtype != a.dtype && promotes_to(a.dtype, r.dtype))
         fail<TypeError>(carry_dtype_error("dyn::scan()", k, r, a));
       if (r.dtype != a.dtype || !(r.shape == a.shape)) fail<TypeError>(scan_carry_error(k, r, a));
     }
@@ -381,7 +381,7 @@ std::vector<AnyArray> check_scan_carry(std::vector<AnyArray> got, const std::vec
                     " (the carry is the first element of the tuple the body returns)");
   for (std::size_t k = 0; k < got.size(); ++k) {
     const Aval g = aval_of(got[k]), w = aval_of(expected[k]);
-    if (g.dtype != w.dtype && dtype_rank(g.dtype) > dtype_rank(w.dtype))
+    if (g.dtype != w.dtype && promotes_to(w.dtype, g.dtype))
       fail<TypeError>(control::carry_dtype_error("dyn::scan()", k, g, w));
     if (g.dtype != w.dtype || got[k].shape() != expected[k].shape()) fail<TypeError>(control::scan_carry_error(k, g, w));
   }
@@ -402,7 +402,7 @@ std::vector<AnyArray> scan_impl(const std::vector<AnyArray>& in, const ScanParam
   // so a zero-length scan has them too).
   std::vector<std::optional<Dim>> invar_dims(b.invars.size());
   for (std::size_t q = 0; q < l.nconsts; ++q)
-    if (in[q].rank() == 0 && is_integer(in[q].dtype())) invar_dims[q] = Dim(scalar_of(in[q]).as<std::int64_t>());
+    if (in[q].rank() == 0 && is_index_dtype(in[q].dtype())) invar_dims[q] = Dim(scalar_of(in[q]).as<std::int64_t>());
   std::vector<std::vector<std::int64_t>> yshape;
   std::vector<AnyArray> ys;
   for (std::size_t s = l.ncarry; s < b.outvars.size(); ++s) {

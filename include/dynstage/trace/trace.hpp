@@ -412,7 +412,7 @@ void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& ou
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 void propagate_dim(Prim prim, const std::vector<Aval>& in, std::vector<Aval>& out) {
-  if (out.size() != 1 || out[0].rank() != 0 || !is_integer(out[0].dtype)) return;
+  if (out.size() != 1 || out[0].rank() != 0 || !is_index_dtype(out[0].dtype)) return;
   for (const Aval& a : in)
     if (!a.dim_value) return;
   auto d = [&](std::size_t i) { return *in[i].dim_value; };

@@ -174,6 +174,12 @@ Value TraceState::factor_value(const DimFactor& f, SymbolicScope* sc) {
 Dim dim_of(const Value& v, std::string_view op) {
   if (v.rank() != 0 || !is_integer(v.dtype()))
     fail<TypeError>(std::string(op) + ": a size must be an integer scalar, got " + aval_str(v.aval()));
+  // Only i32 and i64 scalars are dimensions (is_index_dtype): a size of
+  // another integer dtype (a u8 tracer) is its value converted to i64.
+  if (!is_index_dtype(v.dtype())) {
+    if (!v.is_tracer()) return Dim(scalar_of(v.array).as<std::int64_t>());
+    return dim_of(bind1(Prim::convert_element_type, {v}, ConvertParams{DType::i64, false}), op);
+  }
   if (!v.is_tracer()) return *aval_of(v.array).dim_value;
   const TracerNode& n = *v.tracer;
   if (n.aval.dim_value) return *n.aval.dim_value;

@@ -34,7 +34,7 @@ void tracer_dtype_error(DType want, DType got) {
 
 template <class T>
 class Tracer {
-  static_assert(is_element_v<T>, "dyn::Tracer<T>: T must be bool, int32_t, int64_t, float or double");
+  static_assert(is_element_v<T>, "dyn::Tracer<T>: T must be bool, an 8/16/32/64-bit signed or unsigned std:: integer (std::int8_t ... std::uint64_t), float or double");
 
 public:
   using value_type = T;
@@ -131,7 +131,7 @@ concept ArrayLike = is_tracer_v<X> || is_array_v<X>;
 
 namespace detail {
 
-// C++ element type of a scalar: int -> int32_t, long -> int64_t, ...
+// C++ element type of a scalar: int -> int32_t, long -> int64_t, unsigned char -> uint8_t, ...
 template <class S>
 constexpr auto scalar_element() {
   using U = std::remove_cvref_t<S>;
@@ -141,9 +141,18 @@ constexpr auto scalar_element() {
     if constexpr (std::is_same_v<U, float>) return float{};
     else return double{};
   } else {
-    static_assert(std::is_signed_v<U>, "dynstage: unsigned integers are not a supported element type");
-    if constexpr (sizeof(U) <= 4) return std::int32_t{};
-    else return std::int64_t{};
+    // by signedness and width: short -> int16_t, unsigned -> uint32_t, ...
+    if constexpr (std::is_signed_v<U>) {
+      if constexpr (sizeof(U) == 1) return std::int8_t{};
+      else if constexpr (sizeof(U) == 2) return std::int16_t{};
+      else if constexpr (sizeof(U) == 4) return std::int32_t{};
+      else return std::int64_t{};
+    } else {
+      if constexpr (sizeof(U) == 1) return std::uint8_t{};
+      else if constexpr (sizeof(U) == 2) return std::uint16_t{};
+      else if constexpr (sizeof(U) == 4) return std::uint32_t{};
+      else return std::uint64_t{};
+    }
   }
 }
 template <class S> using scalar_element_t = decltype(scalar_element<S>());
