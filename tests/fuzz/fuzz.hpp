@@ -49,6 +49,8 @@ enum class Op {
   scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4)
   argreduce,     // k: 0 argmax, 1 argmin; p[0] = axis (may be negative); lit 1: dyn::keepdims
   sort,          // p[0] = axis (may be negative)
+  rev,           // p: axes (dyn::rev)
+  pad,           // p: (lo, hi, interior) per axis; lit: the padding value (dyn::pad)
   dot,
   matmul,
   dynamic_slice,         // in = x, index scalars; p: sizes
