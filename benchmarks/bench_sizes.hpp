@@ -42,4 +42,9 @@ constexpr std::int64_t argmax_n = 1000;
 // Sort of sort_n f32 (ascending, into a new array).
 constexpr std::int64_t sort_n = 1000000;
 
+// Issue 17: einsum "bij,bjk->bik" of two f32 arrays (einsum_batch, einsum_n,
+// einsum_n): a batched matrix product.
+constexpr std::int64_t einsum_batch = 64;
+constexpr std::int64_t einsum_n = 128;
+
 }  // namespace bench::sizes

@@ -78,9 +78,10 @@ else
   compile benchmarks/bench_main.cpp "$obj/bench_main.o" -O2 -Iinclude
   join
   compile benchmarks/bench_issue16.cpp "$obj/bench_issue16.o" -O2 -Iinclude
+  compile benchmarks/bench_issue17.cpp "$obj/bench_issue17.o" -O2 -Iinclude
   compile src/dynstage.cpp "$obj/dynstage.o" -O2 -Iinclude -isystem "$llvm_inc" $llvm_cpp
   exe=$obj/bench_main
-  "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
+  "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/bench_issue17.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
     -lbenchmark -lpthread -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
 fi
 
