@@ -39,4 +39,13 @@ void matmul(const double* a, const double* b, double* c, std::int64_t n) {
   C.noalias() = A * B;
 }
 
+void batched_matmul_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t n) {
+  using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  for (std::int64_t t = 0; t < batch; ++t) {
+    Eigen::Map<const MatF> A(a + t * n * n, n, n), B(b + t * n * n, n, n);
+    Eigen::Map<MatF> C(c + t * n * n, n, n);
+    C.noalias() = A * B;
+  }
+}
+
 }  // namespace bench::eigen

@@ -82,4 +82,21 @@ void sort_copy(const float* __restrict x, float* __restrict out, std::int64_t n)
   std::sort(out, out + n);
 }
 
+// Issue 17: the batched product of einsum("bij,bjk->bik"), the textbook
+// i-k-j loop per batch (as matmul above, in f32).
+void batched_matmul_f32(const float* __restrict a, const float* __restrict b, float* __restrict c, std::int64_t batch,
+                        std::int64_t n) {
+  std::memset(c, 0, sizeof(float) * batch * n * n);
+  for (std::int64_t t = 0; t < batch; ++t) {
+    const float* at = a + t * n * n;
+    const float* bt = b + t * n * n;
+    float* ct = c + t * n * n;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t k = 0; k < n; ++k) {
+        const float aik = at[i * n + k];
+        for (std::int64_t j = 0; j < n; ++j) ct[i * n + j] += aik * bt[k * n + j];
+      }
+  }
+}
+
 }  // namespace bench::loops

@@ -28,6 +28,8 @@ void argmax_rows(const float* x, std::int32_t* out, std::int64_t rows, std::int6
 void sort_copy(const float* x, float* out, std::int64_t n);  // out = x sorted ascending
 // Issue 17: MurmurHash3's 32-bit finaliser (fmix32) of each element.
 void hash_u32(const std::uint32_t* x, std::uint32_t* out, std::int64_t n);
+// Issue 17: c[b] = a[b] @ b[b] for `batch` n x n f32 matrices, i-k-j order.
+void batched_matmul_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t n);
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).
@@ -44,6 +46,7 @@ void fused(const double* x, const double* y, double* out, std::int64_t n);
 double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
 void matmul(const double* a, const double* b, double* c, std::int64_t n);
+void batched_matmul_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t n);  // GEMM per batch
 }  // namespace eigen
 
 }  // namespace bench

@@ -45,5 +45,9 @@ constexpr std::int64_t sort_n = 1000000;
 // Issue 17: MurmurHash3's 32-bit finaliser (fmix32) of hash_n u32 (uniform
 // over all 2^32 values), into a new u32 array.
 constexpr std::int64_t hash_n = 10000000;
+// Issue 17: einsum "bij,bjk->bik" of two f32 arrays (einsum_batch, einsum_n,
+// einsum_n): a batched matrix product.
+constexpr std::int64_t einsum_batch = 64;
+constexpr std::int64_t einsum_n = 128;
 
 }  // namespace bench::sizes

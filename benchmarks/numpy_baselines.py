@@ -151,6 +151,17 @@ def make_cases(sz):
     xm = uniform(np.random.default_rng(19), (na, na), np.float32)
     add(f"argmax/numpy/{na}", "x.argmax(axis=1)", lambda: xm.argmax(axis=1), na * na)
 
+    nb, ne = sz["einsum_batch"], sz["einsum_n"]
+    rng = np.random.default_rng(17)
+    ea, eb = uniform(rng, (nb, ne, ne), np.float32), uniform(rng, (nb, ne, ne), np.float32)
+    # np.einsum without optimize= runs its own C loop (no BLAS); np.matmul of
+    # 3-D arrays calls BLAS sgemm per batch, the fastest NumPy form.
+    add(f"einsum/numpy/{nb}", "np.einsum('bij,bjk->bik', a, b)", lambda: np.einsum("bij,bjk->bik", ea, eb),
+        nb * ne ** 3)
+    add(f"einsum/numpy_matmul/{nb}", "np.matmul(a, b)", lambda: np.matmul(ea, eb), nb * ne ** 3)
+    add(f"einsum/numpy_optimize/{nb}", "np.einsum('bij,bjk->bik', a, b, optimize=True)",
+        lambda: np.einsum("bij,bjk->bik", ea, eb, optimize=True), nb * ne ** 3)
+
     n = sz["sort_n"]
     xs = uniform(np.random.default_rng(20), n, np.float32)
     add(f"sort/numpy/{n}", "np.sort(x)", lambda: np.sort(xs), n)
@@ -253,7 +264,8 @@ def main():
 
     sizes = read_sizes(args.sizes)
     needed = ["fused_n", "sumsq_n", "softmax_n", "matmul_n", "cumsum_n", "csr_rows", "csr_nnz_per_row",
-              "hist_samples", "hist_bins", "argmax_n", "sort_n", "hash_n"]
+              "hist_samples", "hist_bins", "argmax_n", "sort_n", "hash_n",
+              "einsum_batch", "einsum_n"]
     missing = [k for k in needed if k not in sizes]
     if missing:
         sys.exit(f"numpy_baselines.py: {args.sizes} has no line `constexpr ... <name> = <value>;` for "

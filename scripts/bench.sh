@@ -79,9 +79,10 @@ else
   join
   compile benchmarks/bench_issue16.cpp "$obj/bench_issue16.o" -O2 -Iinclude
   compile benchmarks/bench_issue17.cpp "$obj/bench_issue17.o" -O2 -Iinclude
+  compile benchmarks/bench_einsum.cpp "$obj/bench_einsum.o" -O2 -Iinclude
   compile src/dynstage.cpp "$obj/dynstage.o" -O2 -Iinclude -isystem "$llvm_inc" $llvm_cpp
   exe=$obj/bench_main
-  "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/bench_issue17.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
+  "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/bench_issue17.o "$obj"/bench_einsum.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
     -lbenchmark -lpthread -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
 fi
 

@@ -50,6 +50,8 @@ enum class Op {
   argreduce,     // k: 0 argmax, 1 argmin; p[0] = axis (may be negative); lit 1: dyn::keepdims
   sort,          // k 0: dyn::sort(x, p[0]), 1: dyn::argsort(x, p[0]) (axis may be negative);
                  // 2, 3: std::get<k - 2>(dyn::top_k(x, p[0]))
+  rev,           // p: axes (dyn::rev)
+  pad,           // p: (lo, hi, interior) per axis; lit: the padding value (dyn::pad)
   dot,
   matmul,
   dynamic_slice,         // in = x, index scalars; p: sizes

@@ -203,7 +203,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 37));
+    const int which = static_cast<int>(r.range(0, 39));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -542,6 +542,33 @@ struct Gen {
         n.p = {r.range(0, tx.shape.back().n)};
         Ty t = n.k == 2 ? tx : Ty{DType::i32, tx.shape, false};
         t.shape.back() = D{n.p[0], -1};
+        n.out = {t};
+        break;
+      }
+      case 38: {  // rev of a random set of axes
+        if (rank < 1) return false;
+        std::vector<i64> axes;
+        for (i64 i = 0; i < rank; ++i)
+          if (r.coin()) axes.push_back(i);
+        n.op = Op::rev, n.p = axes;
+        n.out = {tx};
+        break;
+      }
+      case 39: {  // pad: crops and interior padding on static axes; a dynamic axis unchanged (0, 0, 0)
+        if (rank < 1) return false;
+        Ty t = tx;
+        for (i64 i = 0; i < rank; ++i) {
+          i64 lo = 0, hi = 0, in = 0;
+          const D d = tx.shape[static_cast<std::size_t>(i)];
+          if (d.is_static()) {
+            lo = r.range(-1, 2), hi = r.range(-1, 2), in = r.range(0, 2);
+            const i64 size = lo + hi + d.n + (d.n > 0 ? (d.n - 1) * in : 0);
+            if (size < 0) lo = hi = 0;
+            t.shape[static_cast<std::size_t>(i)] = D{size < 0 ? d.n + (d.n > 0 ? (d.n - 1) * in : 0) : size, -1};
+          }
+          n.p.insert(n.p.end(), {lo, hi, in});
+        }
+        n.op = Op::pad, n.lit = static_cast<double>(r.range(-2, 2));
         n.out = {t};
         break;
       }
@@ -934,6 +961,15 @@ struct Emitter {
               : n.k == 1 ? "dyn::argsort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"
                          : "std::get<" + std::to_string(n.k - 2) + ">(dyn::top_k(" + in(0) + ", " + std::to_string(n.p[0]) + "))";
           break;
+        case Op::rev: e = "dyn::rev(" + in(0) + ", " + list(n.p) + ")"; break;
+        case Op::pad: {
+          std::string cfg = "{";
+          for (std::size_t i = 0; i < n.p.size(); i += 3)
+            cfg += (i ? ", " : "") + list(std::vector<i64>(n.p.begin() + static_cast<std::ptrdiff_t>(i),
+                                                          n.p.begin() + static_cast<std::ptrdiff_t>(i) + 3));
+          e = "dyn::pad(" + in(0) + ", " + cfg + "}, " + std::to_string(static_cast<i64>(n.lit)) + ")";
+          break;
+        }
         case Op::argreduce:
           e = std::string(n.k ? "dyn::argmin(" : "dyn::argmax(") + in(0) + ", " + std::to_string(n.p[0]) +
               (n.lit != 0 ? ", dyn::keepdims" : "") + ")";

@@ -389,6 +389,13 @@ struct Interp {
             default: return as_v<K>(std::get<1>(dyn::top_k(x, n.p.at(0))));
           }
         }, in(0))};
+      case Op::rev: return {std::visit([&](const auto& x) { return as_v<K>(dyn::rev(x, n.p)); }, in(0))};
+      case Op::pad:
+        return {std::visit([&](const auto& x) {
+          std::vector<dyn::PadAxis> cfg;
+          for (std::size_t i = 0; i < n.p.size(); i += 3) cfg.push_back({n.p[i], n.p[i + 1], n.p[i + 2]});
+          return as_v<K>(dyn::pad(x, cfg, static_cast<i64>(n.lit)));
+        }, in(0))};
       case Op::reshape:
         return {std::visit([&](const auto& x) {
           return as_v<K>(dyn::reshape(x, dyn::Shape(n.p.begin(), n.p.end())));

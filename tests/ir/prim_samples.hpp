@@ -148,6 +148,11 @@ inline Sample sample_of(Prim p) {
       return b.eqn(p, {x, u, i, b.index(2)}, NoParams{});
     }
     case Prim::iota: return b.eqn(p, {}, IotaParams{DType::i32, {2, 3}, 1});
+    case Prim::rev: return b.eqn(p, {b.in(DType::f32, {3, 4})}, RevParams{{1}});
+    case Prim::pad: {  // a row above, one element cropped left, interior and high padding along axis 1
+      const Atom x = b.in(DType::f64, {2, 3});
+      return b.eqn(p, {x, b.in(DType::f64, {})}, PadParams{{{1, 0, 0}, {-1, 2, 1}}});
+    }
     case Prim::gather: {  // rows 1, 2, 3 and 4 (clamped to 3) of a 4x5 array: x[idx]
       const Atom x = b.in(DType::f64, {4, 5});
       const Atom i = b.in(DType::i32, {4, 1});

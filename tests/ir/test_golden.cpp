@@ -281,6 +281,28 @@ TEST_CASE("golden: argsort and sort_key_val are lax.sort of two operands; top_k 
         "  in (d, e) }");
 }
 
+TEST_CASE("golden: rev and pad print lax.rev's dimensions and lax.pad's padding_config; flip binds rev") {
+  // lax.rev(x, (0, 1)), jnp.flip(x, 1), lax.pad(x, 0.0, ((1, 2, 0), (-1, 0, 1))).
+  auto f = [](auto x) {
+    return std::make_tuple(dyn::rev(x, {0, 1}), dyn::flip(x, -1), dyn::pad(x, {{1, 2, 0}, {-1, 0, 1}}, 0.0));
+  };
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[2,3] = rev[dimensions=(0, 1)] a\n"
+        "    c:f32[2,3] = rev[dimensions=(1,)] a\n"
+        "    d:f32[5,4] = pad[padding_config=((1, 2, 0), (-1, 0, 1))] a 0.0:f32[]\n"
+        "  in (b, c, d) }");
+  // Symbolic sizes: the padded size is lo + hi + n + interior * (n - 1) = 3n
+  // (n >= 1), a size variable computed in the jaxpr and returned with it.
+  auto h = [](auto x) { return dyn::pad(dyn::flip(x, 0), {{1, 1, 2}}, 7); };
+  CHECK(str(dyn::make_jaxpr(h, dyn::polymorphic_shapes{"(n,)"})(dyn::Array<std::int32_t>({4}))) ==
+        "{ lambda ; a:i64[] b:i32[a]. let\n"
+        "    c:i64[] = mul a 3:i64[]\n"
+        "    d:i32[a] = rev[dimensions=(0,)] b\n"
+        "    e:i32[c] = pad[padding_config=((1, 1, 2),)] d 7:i32[]\n"
+        "  in (c, e) }");
+}
+
 TEST_CASE("golden: shape operations") {
   auto f = [](auto x) {
     auto r = dyn::reshape(x, {3, -1});                      // (3, 2)

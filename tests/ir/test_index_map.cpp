@@ -81,6 +81,7 @@ void check_maps(const Sample& s, Prim p) {
       case AxisMap::Start::constant: return m.value;
       case AxisMap::Start::dim_operand: return scalar(static_cast<std::size_t>(m.input));
       case AxisMap::Start::clamped: return std::clamp<std::int64_t>(scalar(static_cast<std::size_t>(m.input)), 0, limit);
+      case AxisMap::Start::last: return input(k).shape().at(a) - 1;
       case AxisMap::Start::concat_offset: {
         std::int64_t off = 0;
         for (std::size_t i = 0; i < k; ++i) off += input(i).shape().at(a);
@@ -121,6 +122,20 @@ void check_maps(const Sample& s, Prim p) {
         case IndexMap::Form::window: continue;
         case IndexMap::Form::iota: CHECK(got[ol] == static_cast<double>(o.at(static_cast<std::size_t>(m.dimension)))); break;
         case IndexMap::Form::linear: CHECK(got[ol] == values_of(input(k)).at(ol)); break;
+        case IndexMap::Form::pad: {  // (o - lo) / (interior + 1) on every axis, else the padding value
+          const std::vector<std::int64_t> xshape = input(k).shape();
+          std::vector<std::int64_t> x(xshape.size());
+          bool inside = true;
+          for (std::size_t a = 0; a < x.size(); ++a) {
+            const AxisMap& am = m.axes[a];
+            const std::int64_t t = o[static_cast<std::size_t>(am.out_axis)] - am.value;
+            inside = inside && t >= 0 && t % am.stride == 0 && t / am.stride < xshape[a];
+            x[a] = t / am.stride;
+          }
+          CHECK(got[ol] == (inside ? values_of(input(k)).at(static_cast<std::size_t>(ravel(x, xshape)))
+                                   : values_of(input(1)).at(0)));
+          break;
+        }
         case IndexMap::Form::axes: {
           const std::vector<std::int64_t> xshape = input(k).shape();
           std::vector<std::int64_t> x(xshape.size());
@@ -156,7 +171,7 @@ TEST_CASE("index maps: every layout primitive of the table has one, and it agree
     ++layout;
     check_maps(prim_samples::sample_of(p), p);
   }
-  CHECK(layout == 10);
+  CHECK(layout == 12);
 }
 
 TEST_CASE("index maps: broadcast of a size-1 axis, strided slice, 3-d transpose, three-way concatenate") {

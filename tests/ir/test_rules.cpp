@@ -714,6 +714,23 @@ TEST_CASE("slice errors") {
                        "slice strides must be positive, got (1, 0)", IndexError);
 }
 
+TEST_CASE("rev and pad: the primitives' own checks (lax's _rev_shape_rule, _pad_shape_rule, _pad_dtype_rule)") {
+  const Aval x = av(DType::f32, {2, 3});
+  CHECK(ae(Prim::rev, {x}, RevParams{{0, 1}})[0].shape == Shape{2, 3});
+  CHECK_THROWS_WITH_AS(ae(Prim::rev, {x}, RevParams{{2}}), "rev dimensions (2,) out of range for operand shape (2, 3)",
+                       IndexError);
+  CHECK_THROWS_WITH_AS(ae(Prim::rev, {x}, RevParams{{1, 1}}), "duplicate value in 'dimensions' of rev: (1, 1)",
+                       IndexError);
+  const Aval v = av(DType::f32, {});
+  CHECK(ae(Prim::pad, {x, v}, PadParams{{{1, 2, 0}, {-1, 0, 2}}})[0].shape == Shape{5, 6});
+  CHECK(ae(Prim::pad, {av(DType::f32, {0}), v}, PadParams{{{1, 1, 5}}})[0].shape == Shape{2});
+  CHECK_THROWS_WITH_AS(ae(Prim::pad, {x, av(DType::f64, {})}, PadParams{{{0, 0, 0}, {0, 0, 0}}}),
+                       "pad operand and padding_value must be same dtype: got f32 and f64", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::pad, {x, av(DType::f32, {1})}, PadParams{{{0, 0, 0}, {0, 0, 0}}}),
+                       "pad padding_value must be a scalar, got f32[1]", TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::pad, {x}, PadParams{{{0, 0, 0}, {0, 0, 0}}}), "pad takes 2 operands, got 1", TypeError);
+}
+
 TEST_CASE_TEMPLATE("dynamic_slice clamps its start indices", T, bool, I32, I64, float, double) {
   const AnyArray x = arr_as<T>({5}, {0, 1, 1, 0, 1});
   const DynamicSliceParams p{{2}};

@@ -21,6 +21,7 @@
 #include "kernels_arg.hpp"
 #include "kernels_cumulative.hpp"
 #include "kernels_index.hpp"
+#include "kernels_layout.hpp"
 #include "kernels_sort.hpp"
 
 // The eager kernels are compiled once per program, in the one translation

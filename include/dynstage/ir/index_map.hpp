@@ -1,14 +1,15 @@
 // dynstage: the index map of every layout primitive, stated once.
 //
 // A layout primitive (broadcast_in_dim, reshape, squeeze, transpose, slice,
-// dynamic_slice, iota, concatenate, dynamic_update_slice) computes nothing:
+// dynamic_slice, iota, concatenate, dynamic_update_slice, rev, pad) computes
+// nothing:
 // each output element is an element of an operand, or its own index. Its
 // index map says which. The backend reads it everywhere it needs to know:
 // the fusion planner (which operand axes a row axis reaches, fusion.hpp rule
 // 4), the lowering (the operand index an inlined layout primitive reads, and
 // whether a nest needs a multi-index) and the window writes of concatenate
-// and dynamic_update_slice. A new layout primitive (pad, rev) is one more case
-// of `index_map`.
+// and dynamic_update_slice. A new layout primitive is one more case of
+// `index_map` (rev and pad are the latest).
 //
 // gather reads its operand at a start taken from data (Start::gathered); a
 // scatter writes each update element to the operand element the same kind
@@ -50,6 +51,7 @@ struct AxisMap {
                     // that the slice lies inside the operand (gather, mode CLIP)
     scattered,      // the same component, unclamped: a window that does not fit is dropped
                     // (scatter, mode FILL_OR_DROP)
+    last,           // the operand's size along this axis minus one (rev: stride -1)
   };
   int out_axis = -1;
   std::int64_t stride = 1;
@@ -71,6 +73,10 @@ struct IndexMap {
     linear,  // the same row-major linear index (reshape, squeeze)
     iota,    // no operand: the element is its own index along `dimension`
     window,  // the operand fills a box of the output (AxisMap, window form)
+    pad,     // pad: per operand axis, operand[axis] = (o[out_axis] - value) / stride
+             // where that is an integer in [0, size) on every axis (value = lo,
+             // stride = interior + 1); any other output element is input 1's
+             // (the padding value, a scalar)
   };
   Form form = Form::axes;
   std::vector<AxisMap> axes;  // forms axes and window: one per operand axis
@@ -89,7 +95,9 @@ constexpr bool is_layout(Prim p) {
     case Prim::iota:
     case Prim::concatenate:
     case Prim::dynamic_update_slice:
-    case Prim::gather: return true;
+    case Prim::gather:
+    case Prim::rev:
+    case Prim::pad: return true;
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
@@ -114,7 +122,9 @@ inline std::size_t mapped_inputs(const Eqn& e) {
     case Prim::squeeze:
     case Prim::transpose:
     case Prim::slice:
-    case Prim::dynamic_slice: return 1;
+    case Prim::dynamic_slice:
+    case Prim::rev:
+    case Prim::pad: return 1;  // pad: input 1 is the padding value, a scalar
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
@@ -172,6 +182,39 @@ inline IndexMap index_vector_map(const std::vector<std::int64_t>& offset_dims, s
 inline IndexMap scatter_map(const ScatterParams& sp, std::size_t operand_rank) {
   return slice_map(sp.update_window_dims, sp.inserted_window_dims, sp.scatter_dims_to_operand_dims, operand_rank,
                    AxisMap::Start::scattered);
+}
+
+// Where output index o along one axis of a pad reads its operand (form pad):
+// the operand index, or -1 when the element is padding. `size`: the
+// operand's size along the axis. Eager and the LLVM lowering compute this.
+inline std::int64_t pad_source(const AxisMap& a, std::int64_t o, std::int64_t size) {
+  const std::int64_t t = o - a.value;
+  if (t < 0 || t % a.stride != 0 || t / a.stride >= size) return -1;
+  return t / a.stride;
+}
+
+// The maps of rev and pad from their params alone (the eager kernels have
+// no jaxpr): a reversed axis reads from the end, operand[i] = (size - 1) -
+// o[i]; a padded axis reads (o - lo) / (interior + 1) (form pad).
+inline IndexMap rev_map(const RevParams& rp, std::size_t rank) {
+  IndexMap m;
+  for (std::size_t i = 0; i < rank; ++i) m.axes.push_back(AxisMap{static_cast<int>(i)});
+  for (const std::int64_t d : rp.dimensions) {
+    m.axes[static_cast<std::size_t>(d)].stride = -1;
+    m.axes[static_cast<std::size_t>(d)].start = AxisMap::Start::last;
+  }
+  return m;
+}
+inline IndexMap pad_map(const PadParams& pp, std::size_t rank) {
+  IndexMap m;
+  m.form = IndexMap::Form::pad;
+  for (std::size_t i = 0; i < rank; ++i) {
+    AxisMap a{static_cast<int>(i)};
+    a.value = pp.padding_config[i].lo;
+    a.stride = pp.padding_config[i].interior + 1;
+    m.axes.push_back(a);
+  }
+  return m;
 }
 
 // The index map of data input k of layout equation e: which element of that
@@ -261,6 +304,8 @@ inline IndexMap index_map(const Jaxpr& j, const Eqn& e, std::size_t k = 0) {
       if (k == 1) return index_vector_map(gp.offset_dims, out_rank);
       return slice_map(gp.offset_dims, gp.collapsed_slice_dims, gp.start_index_map, rank, AxisMap::Start::gathered);
     }
+    case Prim::rev: return rev_map(std::get<RevParams>(e.params), rank);
+    case Prim::pad: return pad_map(std::get<PadParams>(e.params), rank);
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)

@@ -66,6 +66,24 @@ struct DynamicSliceParams {
   std::vector<std::int64_t> slice_sizes;
   friend bool operator==(const DynamicSliceParams&, const DynamicSliceParams&) = default;
 };
+// rev (lax.rev): the operand with the order of the elements along each axis
+// of `dimensions` reversed.
+struct RevParams {
+  std::vector<std::int64_t> dimensions;
+  friend bool operator==(const RevParams&, const RevParams&) = default;
+};
+// pad (lax.pad): operands the array and a scalar of its dtype (the padding
+// value). Per axis (lo, hi, interior): `interior` padding elements between
+// neighbours, `lo` before and `hi` after; a negative lo/hi removes elements
+// from that end instead. Output size lo + hi + n + max(n - 1, 0) * interior.
+struct PadParams {
+  struct Axis {
+    std::int64_t lo = 0, hi = 0, interior = 0;
+    friend bool operator==(const Axis&, const Axis&) = default;
+  };
+  std::vector<Axis> padding_config;
+  friend bool operator==(const PadParams&, const PadParams&) = default;
+};
 struct IotaParams {
   DType dtype = DType::i32;
   std::vector<std::int64_t> shape;  // kDynamicDim entries come from operands
@@ -244,7 +262,7 @@ struct ScanParams {
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
+                            RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
                             DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
 }  // namespace detail
 }  // namespace dyn

@@ -40,7 +40,7 @@ enum class Kind : std::uint8_t {
   select,      // elementwise, three operands, each of the result's shape or rank 0 (broadcast):
                // select_n(pred, case0, case1), clamp(lo, x, hi)
   convert,     // convert_element_type
-  structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate, gather
+  structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate, gather, rev, pad
   reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out)
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
@@ -203,6 +203,8 @@ inline constexpr int kVariadic = -1;
   X(dynamic_slice,        "dynamic_slice",        structural,  DynamicSliceParams,     -1, any,             true,  simple,         none,  none)              \
   X(dynamic_update_slice, "dynamic_update_slice", structural,  NoParams,               -1, any,             false, simple,         none,  none)              \
   X(iota,                 "iota",                 structural,  IotaParams,              0, numeric,         true,  simple,         none,  none)              \
+  X(rev,                  "rev",                  structural,  RevParams,               1, any,             true,  simple,         none,  none)              \
+  X(pad,                  "pad",                  structural,  PadParams,               2, any,             true,  simple,         none,  none)              \
   X(gather,               "gather",               structural,  GatherParams,           -1, any,             true,  simple,         none,  none)
 #define DYN_SCATTER_PRIMITIVES(X) \
   X(scatter,              "scatter",              scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \

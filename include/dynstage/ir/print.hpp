@@ -329,6 +329,14 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
                                              {"start_indices", text(py_tuple(p.start_indices))},
                                              {"strides", text(p.strides.empty() ? "None" : py_tuple(p.strides))}};
           },
+          [](const RevParams& p) { return std::vector<pp::KeyValue>{{"dimensions", text(py_tuple(p.dimensions))}}; },
+          [](const PadParams& p) {  // ((lo, hi, interior), ...), as JAX prints it
+            std::string t = "(";
+            for (std::size_t i = 0; i < p.padding_config.size(); ++i)
+              t += (i ? ", " : "") +
+                   py_tuple({p.padding_config[i].lo, p.padding_config[i].hi, p.padding_config[i].interior});
+            return std::vector<pp::KeyValue>{{"padding_config", text(t + (p.padding_config.size() == 1 ? ",)" : ")"))}};
+          },
           [](const DynamicSliceParams& p) {
             return std::vector<pp::KeyValue>{{"slice_sizes", text(py_tuple(p.slice_sizes))}};
           },

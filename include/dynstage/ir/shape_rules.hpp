@@ -599,6 +599,8 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::round>, const std::vector<Aval
 // gather and the scatters, sort and top_k: their own files, in this namespace.
 #include "shape_rules_index.hpp"
 #include "shape_rules_sort.hpp"
+// rev and pad: theirs.
+#include "shape_rules_layout.hpp"
 
 template <Prim P>
 std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>&, const params_of_t<P>&) {

@@ -221,6 +221,8 @@ struct Walk {
       case Prim::dynamic_slice:
       case Prim::gather:
       case Prim::iota:
+      case Prim::rev:
+      case Prim::pad:
         for (std::size_t i = 0; i < num_data_inputs(e); ++i) {
           const int key = prim_kind(e.prim) == Kind::structural ? ei : -1;
           visit(e.inputs[i], ei, key, space, ei);

@@ -222,6 +222,7 @@ private:
   // element at ix reads, following the primitive's index map
   // (ir/index_map.hpp); the operand index is built once per (e, ix).
   llvm::Value* remapped(const Eqn& e, Ix& ix);
+  llvm::Value* padded(const Eqn& e, Ix& ix, Ix& r);  // remapped's form pad
   // The start of an axis map, as i64. `limit`: the largest start a clamped
   // or gathered one may take (the larger array's dimension minus the
   // smaller's); `ix`: the index whose index vector a gathered or scattered

@@ -191,6 +191,7 @@ inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size
       return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, limit);
     }
     case AxisMap::Start::scattered: return index_vector_component(e, m, *ix);
+    case AxisMap::Start::last: return b.CreateSub(dims_of(e.inputs[0].var)[axis], E.c64(1));
     case AxisMap::Start::concat_offset: {
       llvm::Value* off = E.c64(0);
       for (std::size_t k = 0; k < static_cast<std::size_t>(m.input); ++k) off = E.add(off, dims_of(e.inputs[k].var)[axis]);
@@ -214,6 +215,8 @@ inline llvm::Value* Lowering::remapped(const Eqn& e, Ix& ix) {
     Ix& r = new_ix(xd);
     if (m.form == IndexMap::Form::linear) {  // row-major order is unchanged
       r.lin = lin(ix);
+    } else if (m.form == IndexMap::Form::pad) {
+      return padded(e, ix, r);
     } else {
       const Dims od = dims_of(e.outputs[0]);
       for (std::size_t i = 0; i < xd.size(); ++i) {
@@ -224,14 +227,54 @@ inline llvm::Value* Lowering::remapped(const Eqn& e, Ix& ix) {
         }
         const auto oa = static_cast<std::size_t>(a.out_axis);
         llvm::Value* o = axis(ix, oa);
-        if (a.stride != 1) o = b.CreateMul(o, E.c64(a.stride), "", true, true);
+        // (A negative stride, rev's -1, wraps as unsigned: no nuw there.)
+        const bool nuw = a.stride > 0;
+        if (a.stride != 1) o = b.CreateMul(o, E.c64(a.stride), "", nuw, true);
         llvm::Value* start = start_of(e, a, i, b.CreateSub(xd[i], od[oa]), &ix);
-        r.multi.push_back(Emitter::is_k(start, 0) ? o : b.CreateAdd(start, o, "", true, true));
+        r.multi.push_back(Emitter::is_k(start, 0) ? o : b.CreateAdd(start, o, "", nuw, true));
       }
     }
     it = remaps_.emplace(key, &r).first;
   }
   return operand(x, *it->second);
+}
+
+// pad (form pad): the operand at ((o - lo) / (interior + 1)) per axis where
+// that is an integer inside the operand on every axis (pad_source), else the
+// padding value. The operand is read at the index clamped into range and
+// the select picks: a fused operand has no branch to hide behind. An operand
+// empty at run time (size 0 along some axis) is read at index 0 on every
+// axis, its element 0, which every buffer has room for (buffers are at
+// least 64 bytes: Emitter::temp, allocate_buffer); a statically empty one
+// is not read at all.
+inline llvm::Value* Lowering::padded(const Eqn& e, Ix& ix, Ix& r) {
+  const IndexMap m = index_map(j_, e);
+  const Atom& x = e.inputs[0];
+  const Dims xd = dims_of(x.var);
+  llvm::Value* nonempty = nullptr;  // null: every size is a constant > 0
+  for (llvm::Value* d : xd) {
+    if (Emitter::is_k(d, 0)) return operand(e.inputs[1], ix);
+    if (!Emitter::konst(d)) {
+      llvm::Value* p = b.CreateICmpSGT(d, E.c64(0));
+      nonempty = nonempty ? b.CreateAnd(nonempty, p) : p;
+    }
+  }
+  llvm::Value* inside = b.getTrue();
+  for (std::size_t i = 0; i < xd.size(); ++i) {
+    const AxisMap& a = m.axes[i];
+    llvm::Value* t = axis(ix, static_cast<std::size_t>(a.out_axis));
+    if (a.value != 0) t = b.CreateSub(t, E.c64(a.value), "", false, true);
+    llvm::Value* q = t;
+    if (a.stride != 1) {  // t >= 0 where it counts: the remainder is checked with it
+      q = b.CreateSDiv(t, E.c64(a.stride));
+      inside = b.CreateAnd(inside, b.CreateICmpEQ(b.CreateSRem(t, E.c64(a.stride)), E.c64(0)));
+    }
+    inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(q, E.c64(0)), b.CreateICmpSLT(q, xd[i])));
+    q = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, q, b.CreateSub(xd[i], E.c64(1)));
+    q = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, q, E.c64(0));
+    r.multi.push_back(nonempty ? b.CreateSelect(nonempty, q, E.c64(0)) : q);
+  }
+  return b.CreateSelect(inside, operand(x, r), operand(e.inputs[1], ix));
 }
 
 // ---------------------------------------------------------------------------
@@ -351,7 +394,9 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::slice:
     case Prim::dynamic_slice:
     case Prim::gather:
-    case Prim::iota: return remapped(e, ix);
+    case Prim::iota:
+    case Prim::rev:
+    case Prim::pad: return remapped(e, ix);
 
     case Prim::concatenate:
     case Prim::dynamic_update_slice:

@@ -1,0 +1,53 @@
+// dynstage: the shape rules of rev and pad (included by shape_rules.hpp,
+// inside namespace dyn::detail::rule_util, before abstract_eval; it uses
+// that file's helpers). The checks and messages are lax's (_rev_shape_rule,
+// _pad_shape_rule, _pad_dtype_rule).
+#pragma once
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+inline std::vector<Aval> shape_rule(PrimTag<Prim::rev>, const std::vector<Aval>& in, const RevParams& rp) {
+  check_arity(Prim::rev, in, 1);
+  check_axes(Prim::rev, "dimensions", rp.dimensions, in[0].shape);
+  return {in[0]};
+}
+
+// "((1, 2, 0), (0, 0, 1))", as JAX prints a padding_config.
+inline std::string padding_config_str(const std::vector<PadParams::Axis>& cfg) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < cfg.size(); ++i)
+    r += (i ? ", " : "") + ints_str({cfg[i].lo, cfg[i].hi, cfg[i].interior});
+  return r + (cfg.size() == 1 ? ",)" : ")");
+}
+
+// Output size lo + hi + n + max(n - 1, 0) * interior along each axis.
+inline std::vector<Aval> shape_rule(PrimTag<Prim::pad>, const std::vector<Aval>& in, const PadParams& pp) {
+  const Prim p = Prim::pad;
+  check_arity(p, in, 2);
+  const Aval &x = in[0], &v = in[1];
+  if (v.rank() != 0) fail<TypeError>("pad padding_value must be a scalar, got " + aval_str(v));
+  if (x.dtype != v.dtype)
+    fail<TypeError>("pad operand and padding_value must be same dtype: got " + dtype_str(x.dtype) + " and " +
+                    dtype_str(v.dtype));
+  const auto& cfg = pp.padding_config;
+  if (cfg.size() != x.shape.size())
+    fail<ShapeError>("pad: length of padding_config must equal the number of axes of operand, got padding_config " +
+                     padding_config_str(cfg) + " for operand shape " + shape_str(x.shape));
+  Shape out;
+  for (std::size_t i = 0; i < cfg.size(); ++i) {
+    if (cfg[i].interior < 0)
+      fail<ShapeError>("pad: interior padding in padding_config must be nonnegative, got padding_config " +
+                       padding_config_str(cfg));
+    const Dim& n = x.shape[i];
+    Dim d = Dim(cfg[i].lo + cfg[i].hi) + n;
+    if (cfg[i].interior > 0) d = d + Dim(cfg[i].interior) * max_dim(n - Dim(1), Dim(0));
+    out.push_back(d);
+  }
+  for (const Dim& d : out)
+    if (!(d >= Dim(0)))
+      fail<ShapeError>("pad: dimension size after padding is not at least 0, got result shape " + shape_str(out) +
+                       ", for padding_config " + padding_config_str(cfg) + " and operand shape " + shape_str(x.shape));
+  return {make_aval(x.dtype, std::move(out), x.weak && v.weak)};
+}
+
+#endif  // DYNSTAGE_IMPLEMENTATION
