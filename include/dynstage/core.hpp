@@ -53,6 +53,7 @@
 #include "trace/control_nested.hpp"
 #include "trace/control_bind.hpp"
 #include "trace/scan.hpp"
+#include "trace/random.hpp"
 // Running: the eager kernels and the interpreter.
 #include "eager/kernel_util.hpp"
 #include "eager/kernels_arg.hpp"

@@ -1,0 +1,305 @@
+// dynstage: random numbers (API.md section 13), namespace dyn::random.
+//
+// Counter based, as jax.random: a key is a u32[2] array, and every function
+// is a pure function of (key, shape). The generator is threefry2x32 with 20
+// rounds (Salmon et al., "Parallel Random Numbers: As Easy as 1, 2, 3",
+// SC'11), written exactly as JAX's jax/_src/prng.py writes it, and everything
+// here is a composition of existing primitives (add, xor, shift_left,
+// shift_right_logical, or, iota, slice, concatenate, convert_element_type,
+// sort): no primitive of its own, so the same code runs eagerly, traces to a
+// jaxpr and compiles (and fuses) with dyn::jit, giving the same bits on
+// every path.
+//
+// What reproduces jax.random bit for bit (with jax_threefry_partitionable
+// off, JAX's default before 0.5.0) and what does not: docs/random.md.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ops.hpp"
+#include "ops_shape.hpp"
+#include "ops_sort.hpp"
+
+namespace dyn::random {
+
+namespace detail {
+using dyn::detail::Loc;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+
+// The kind of array (Array or Tracer) of element type T that goes with K.
+template <class T, class K>
+using like_t = dyn::detail::result_of_t<T, K>;
+
+// arange<T>(n) of K's kind: staged (an iota equation) while tracing, so that
+// a large counter is not baked into the program as a constant.
+template <class T, class K>
+like_t<T, K> arange_like(std::int64_t n) {
+  if constexpr (is_tracer_v<K>)
+    return dyn::arange<T>(Dim(n));
+  else
+    return dyn::arange<T>(n);
+}
+
+template <class K>
+std::string type_str(const K& key) {
+  std::string r(dyn::dtype_name(dtype_v<dyn::detail::elem_t<K>>));
+  r += "[";
+  for (std::size_t i = 0; i < key.shape().size(); ++i) {
+    if (i) r += ",";
+    if constexpr (is_tracer_v<K>)
+      r += key.shape()[i].to_string();
+    else
+      r += std::to_string(key.shape()[i]);
+  }
+  return r + "]";
+}
+
+// A key is u32[2]: anything else is the user's mistake, named with the
+// function and (through the caller's OpSite) the user's line. Returns the key
+// as a u32 array (the conversion of another dtype is never reached: it
+// throws first; it only lets the rest compile).
+template <class K>
+like_t<u32, K> checked_key(const K& key, const char* fn) {
+  const std::string msg = std::string("dyn::random::") + fn +
+                          ": the key must be a u32[2] array (from dyn::random::key or split), got " + type_str(key);
+  if constexpr (!std::is_same_v<dyn::detail::elem_t<K>, u32>) {
+    dyn::detail::fail<TypeError>(msg);
+  } else {
+    bool ok = key.shape().size() == 1;
+    if (ok) {
+      if constexpr (is_tracer_v<K>)
+        ok = key.shape()[0].is_static() && key.shape()[0].value() == 2;
+      else
+        ok = key.shape()[0] == 2;
+    }
+    if (!ok) dyn::detail::fail<ShapeError>(msg);
+    return key;
+  }
+}
+
+inline std::int64_t shape_size(const std::vector<std::int64_t>& shape, const char* fn) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0)
+      dyn::detail::fail<ShapeError>(std::string("dyn::random::") + fn + ": negative dimension " + std::to_string(d) +
+                                    " in the shape");
+    n *= d;
+  }
+  return n;
+}
+
+// The two key words as u32[] scalars.
+template <class K>
+auto key_words(const K& key) {
+  return std::pair{dyn::squeeze(dyn::slice(key, {0}, {1})), dyn::squeeze(dyn::slice(key, {1}, {2}))};
+}
+
+// rotate_left(v, r) for u32 (prng.py's rotate_left).
+template <class X>
+X rotl(const X& v, u32 r) {
+  return (v << r) | (v >> (u32{32} - r));
+}
+}  // namespace detail
+
+// threefry2x32(k0, k1, x0, x1): the threefry-2x32 block cipher with 20 rounds
+// applied elementwise to the counter pairs (x0, x1) under the key (k0, k1),
+// as prng.py's _threefry2x32_lowering (unrolled): five groups of four rounds,
+// the key schedule injected after each group. k0, k1: u32[] scalars; x0, x1:
+// u32 arrays of one shape. Returns the two output words.
+template <class S, class X>
+auto threefry2x32(const S& k0, const S& k1, const X& x0, const X& x1) {
+  using detail::u32;
+  static constexpr u32 rotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const std::remove_cvref_t<S> ks[3] = {k0, k1, k0 ^ k1 ^ u32{0x1BD11BDA}};
+  auto a = x0 + k0;
+  auto b = x1 + k1;
+  for (int group = 0; group < 5; ++group) {
+    for (u32 r : rotations[group % 2]) {
+      a = a + b;
+      b = detail::rotl(b, r);
+      b = a ^ b;
+    }
+    a = a + ks[(group + 1) % 3];
+    b = b + ks[(group + 2) % 3] + u32(group + 1);
+  }
+  return std::pair{a, b};
+}
+
+namespace detail {
+// prng.py's threefry_2x32(key, count) for a flat u32 count: split the counts
+// into halves (padded with a 0 when odd), encrypt pairwise, concatenate.
+template <class K, class C>
+C threefry_2x32(const K& key, const C& count, std::int64_t n) {
+  const bool odd = n % 2 != 0;
+  C c = count;
+  if (odd) c = dyn::concatenate({count, dyn::zeros_like(dyn::slice(count, {0}, {1}))});
+  const std::int64_t half = (n + 1) / 2;
+  const auto [k0, k1] = key_words(key);
+  auto [y0, y1] = dyn::random::threefry2x32(k0, k1, dyn::slice(c, {0}, {half}), dyn::slice(c, {half}, {2 * half}));
+  C out = dyn::concatenate({C(y0), C(y1)});
+  if (odd) out = dyn::slice(out, {0}, {n});
+  return out;
+}
+
+// prng.py's _threefry_random_bits_original for bit widths 32 and 64, flat.
+template <class K>
+like_t<u32, K> bits32(const K& key, std::int64_t n) {
+  return threefry_2x32(key, arange_like<u32, K>(n), n);
+}
+template <class K>
+like_t<u64, K> bits64(const K& key, std::int64_t n) {
+  const auto bits = bits32(key, 2 * n);
+  const auto hi = dyn::astype<u64>(dyn::slice(bits, {0}, {n}));
+  const auto lo = dyn::astype<u64>(dyn::slice(bits, {n}, {2 * n}));
+  return (hi << u64{32}) | lo;
+}
+}  // namespace detail
+
+// key(seed): jax.random.PRNGKey(seed) (threefry_seed): [0, seed] for a seed
+// of 32 bits or fewer, [seed >> 32, seed & 0xFFFFFFFF] for a 64-bit seed (JAX
+// with jax_enable_x64). A concrete u32[2] array (a constant when traced).
+template <class S> requires std::is_integral_v<S> && (!std::is_same_v<S, bool>)
+Array<std::uint32_t> key(S seed) {
+  const auto bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(seed));
+  const std::uint32_t hi = sizeof(S) == 8 ? static_cast<std::uint32_t>(bits >> 32) : 0u;
+  return Array<std::uint32_t>({2}, {hi, static_cast<std::uint32_t>(bits)});
+}
+
+// split(key, n): jax.random.split(key, n), threefry_split: the threefry of
+// the key over the counters 0 .. 2n-1, as u32[n, 2] keys.
+template <ArrayLike K>
+auto split(const K& key, std::int64_t n, detail::Loc loc = detail::Loc::current()) {
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "split");
+  if (n < 0) dyn::detail::fail<ShapeError>("dyn::random::split: negative number of keys " + std::to_string(n));
+  return dyn::reshape(detail::bits32(k, 2 * n), {n, 2});
+}
+
+// split(key): the two keys of jax.random.split(key): auto [k1, k2] = split(k).
+template <ArrayLike K>
+auto split(const K& key, detail::Loc loc = detail::Loc::current()) {
+  dyn::detail::OpSite site(loc);
+  const auto keys = split(key, 2, loc);  // checks the key
+  return std::pair{dyn::reshape(dyn::slice(keys, {0, 0}, {1, 2}), {2}),
+                   dyn::reshape(dyn::slice(keys, {1, 0}, {2, 2}), {2})};
+}
+
+// random_bits(key, shape): jax.random.bits for u32 (_threefry_random_bits,
+// unpartitioned).
+template <ArrayLike K>
+auto random_bits(const K& key, const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "random_bits");
+  const std::int64_t n = detail::shape_size(shape, "random_bits");
+  return dyn::reshape(detail::bits32(k, n), ConcreteSizes(shape));
+}
+
+// uniform<T>(key, shape, lo, hi): jax.random.uniform: the top mantissa bits
+// of random bits make a float in [1, 2) (JAX bitcasts (bits >> 9) | 1.0f);
+// minus 1 it is exactly (bits >> 9) * 2^-23, which is how it is computed here
+// (the same number, without a bitcast); then * (hi - lo) + lo, max with lo.
+template <class T, ArrayLike K>
+auto uniform(const K& key, const std::vector<std::int64_t>& shape, T lo = T(0), T hi = T(1),
+             detail::Loc loc = detail::Loc::current()) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "dyn::random::uniform<T>: T must be float or double");
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "uniform");
+  const std::int64_t n = detail::shape_size(shape, "uniform");
+  auto unit = [&] {
+    if constexpr (std::is_same_v<T, float>)
+      return dyn::astype<float>(detail::bits32(k, n) >> detail::u32{32 - 23}) * 0x1p-23f;
+    else
+      return dyn::astype<double>(detail::bits64(k, n) >> detail::u64{64 - 52}) * 0x1p-52;
+  }();
+  const T span = hi - lo;
+  return dyn::maximum(lo, dyn::reshape(unit * span + lo, ConcreteSizes(shape)));
+}
+
+// normal<T>(key, shape): standard normal numbers by the Box-Muller transform
+// of two uniforms (from the two keys of split(key)). NOT jax.random.normal's
+// bits: JAX uses sqrt(2) * erf_inv(uniform(-1, 1)), and dynstage has no
+// erf_inv yet (docs/random.md).
+template <class T, ArrayLike K>
+auto normal(const K& key, const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "dyn::random::normal<T>: T must be float or double");
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "normal");
+  const auto [k1, k2] = split(k, loc);
+  const auto u1 = uniform<T>(k1, shape, T(0), T(1), loc);
+  const auto u2 = uniform<T>(k2, shape, T(0), T(1), loc);
+  const auto r = dyn::sqrt(dyn::log1p(-u1) * T(-2));  // 1 - u1 is in (0, 1]
+  return r * dyn::cos(u2 * T(2 * std::numbers::pi));
+}
+
+// randint<T>(key, shape, lo, hi): jax.random.randint for 32- and 64-bit
+// integer T: integers in [lo, hi), from two draws of random bits (the two
+// keys of split(key)) combined modulo the span to reduce the bias, exactly as
+// JAX does. lo >= hi is a dyn::TypeError (JAX returns lo).
+template <class T, ArrayLike K>
+auto randint(const K& key, const std::vector<std::int64_t>& shape, T lo, T hi,
+             detail::Loc loc = detail::Loc::current()) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool> && (sizeof(T) == 4 || sizeof(T) == 8),
+                "dyn::random::randint<T>: T must be a 32- or 64-bit integer type");
+  using U = std::make_unsigned_t<T>;
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "randint");
+  if (!(lo < hi))
+    dyn::detail::fail<TypeError>("dyn::random::randint: lo (" + std::to_string(lo) + ") must be less than hi (" +
+                                 std::to_string(hi) + ")");
+  const std::int64_t n = detail::shape_size(shape, "randint");
+  const auto [k1, k2] = split(k, loc);
+  auto bits = [&](const auto& kk) {
+    if constexpr (sizeof(T) == 4)
+      return detail::bits32(kk, n);
+    else
+      return detail::bits64(kk, n);
+  };
+  const auto higher = bits(k1), lower = bits(k2);
+  constexpr int nbits = 8 * sizeof(T);
+  const U span = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
+  U multiplier = static_cast<U>(static_cast<U>(U{1} << (nbits / 2)) % span);
+  multiplier = static_cast<U>(static_cast<U>(multiplier * multiplier) % span);
+  const auto offset = ((higher % span) * multiplier + (lower % span)) % span;
+  return dyn::reshape(lo + dyn::astype<T>(offset), ConcreteSizes(shape));
+}
+
+// bernoulli(key, p, shape): jax.random.bernoulli with a float32 p:
+// uniform<float>(key, shape) < p.
+template <ArrayLike K>
+auto bernoulli(const K& key, float p, const std::vector<std::int64_t>& shape = {},
+               detail::Loc loc = detail::Loc::current()) {
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "bernoulli");
+  return uniform<float>(k, shape, 0.0f, 1.0f, loc) < p;
+}
+
+// permutation(key, n): jax.random.permutation(key, n): arange<i32>(n)
+// shuffled by sorting it under random u32 sort keys (lax.sort_key_val),
+// ceil(3 ln n / ln(2^32 - 1)) rounds, each with the second key of a split.
+template <ArrayLike K>
+auto permutation(const K& key, std::int64_t n, detail::Loc loc = detail::Loc::current()) {
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "permutation");
+  if (n < 0) dyn::detail::fail<ShapeError>("dyn::random::permutation: negative length " + std::to_string(n));
+  const int rounds = static_cast<int>(
+      std::ceil(3.0 * std::log(static_cast<double>(std::max<std::int64_t>(1, n))) / std::log(4294967295.0)));
+  auto x = detail::arange_like<std::int32_t, K>(n);
+  auto cur = k;
+  for (int r = 0; r < rounds; ++r) {
+    auto [next, sub] = split(cur, loc);
+    cur = next;
+    x = std::get<1>(dyn::sort_key_val(detail::bits32(sub, n), x, 0, loc));
+  }
+  return x;
+}
+
+}  // namespace dyn::random
