@@ -17,6 +17,20 @@
 
 namespace test_util {
 
+// The element types by their jaxpr names, for tests that spell many of
+// them (`using namespace test_util::element_types;`).
+namespace element_types {
+using i8 = std::int8_t;
+using i16 = std::int16_t;
+using i32 = std::int32_t;
+using i64 = std::int64_t;
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+}  // namespace element_types
+
+
 template <class T>
 std::string str(const T& x) {
   std::ostringstream os;

@@ -26,10 +26,7 @@
 namespace {
 
 using dyn::Array;
-using i32 = std::int32_t;
-using i64 = std::int64_t;
-using u32 = std::uint32_t;
-using u64 = std::uint64_t;
+using namespace test_util::element_types;
 
 template <class T>
 std::vector<T> vals(const Array<T>& a) {
