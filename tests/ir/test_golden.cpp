@@ -344,6 +344,29 @@ TEST_CASE("golden: matmul and dot_general with batch dimensions") {
         "  in (c,) }");
 }
 
+TEST_CASE("golden: matmul follows jnp.matmul: no broadcast, squeezed unit batch dimensions, a transpose to numpy's order") {
+  auto f = [](auto a, auto b) { return dyn::matmul(a, b); };
+  // A stack of matrices times one matrix: the stack stays a free dimension of
+  // the left operand (jnp.matmul), the right operand is not broadcast.
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({8, 6, 6, 3}), dyn::Array<float>({3, 4}))) ==
+        "{ lambda ; a:f32[8,6,6,3] b:f32[3,4]. let\n"
+        "    c:f32[8,6,6,4] = dot_general[dimension_numbers=(([3], [0]), ([], []))] a b\n"
+        "  in (c,) }");
+  // (2,1,3,4) @ (5,4,6): the unit batch dimension of a is squeezed, 5 becomes a
+  // free dimension of b, and dot_general's (2,3,5,6) is transposed to (2,5,3,6).
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 1, 3, 4}), dyn::Array<float>({5, 4, 6}))) ==
+        "{ lambda ; a:f32[2,1,3,4] b:f32[5,4,6]. let\n"
+        "    c:f32[2,3,4] = squeeze[dimensions=(1,)] a\n"
+        "    d:f32[2,3,5,6] = dot_general[dimension_numbers=(([2], [1]), ([], []))] c b\n"
+        "    e:f32[2,5,3,6] = transpose[permutation=(0, 2, 1, 3)] d\n"
+        "  in (e,) }");
+  // A vector on the left of a stack: contracted with the stack's rows.
+  CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({3}), dyn::Array<float>({2, 3, 4}))) ==
+        "{ lambda ; a:f32[3] b:f32[2,3,4]. let\n"
+        "    c:f32[2,4] = dot_general[dimension_numbers=(([0], [1]), ([], []))] a b\n"
+        "  in (c,) }");
+}
+
 TEST_CASE("golden: creation inside a trace") {
   // Creation with integer sizes is concrete (a constant); *_like of a tracer is staged.
   auto f = [](auto x) { return x + dyn::arange<double>(3) + dyn::ones_like(x); };

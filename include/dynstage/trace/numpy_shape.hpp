@@ -268,48 +268,63 @@ Value dot(const Value& a, const Value& b) {
 Value matmul(Value a, Value b);
 #ifdef DYNSTAGE_IMPLEMENTATION
 Value matmul(Value a, Value b) {
-  int ra = a.rank(), rb = b.rank();
+  const int ra = a.rank(), rb = b.rank();
   if (ra == 0 || rb == 0) fail<ShapeError>("matmul: operands must have rank >= 1, got " + shape_str(a.shape()) +
                                            " and " + shape_str(b.shape()));
-  if (ra <= 2 && rb <= 2) return dot(a, b);
-  // A concrete operand of a traced matmul becomes a constvar first, so that its
-  // batch broadcast is staged rather than folded into a bigger constant.
-  std::vector<Value> ab{std::move(a), std::move(b)};
-  lift_all(ab);
-  a = std::move(ab[0]);
-  b = std::move(ab[1]);
-  // Batched: broadcast the batch dimensions, then contract with batch dims.
-  Shape sa = a.shape(), sb = b.shape();
-  bool a_vec = ra == 1, b_vec = rb == 1;
-  if (a_vec) { a = expand_dims(a, 0); sa = a.shape(); ra = 2; }
-  if (b_vec) { b = expand_dims(b, 1); sb = b.shape(); rb = 2; }
-  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-  std::size_t nb = std::max(ba.size(), bb.size());
-  Shape batch(nb, Dim(1));
-  auto merge = [&](const Shape& s) {
-    std::size_t off = nb - s.size();
-    for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == batch[off + i] || s[i] == Dim(1)) continue;
-      if (batch[off + i] == Dim(1)) { batch[off + i] = s[i]; continue; }
-      fail<ShapeError>("matmul got incompatible batch shapes for broadcasting: " + shape_str(sa) + ", " + shape_str(sb));
-    }
-  };
-  merge(ba);
-  merge(bb);
-  Shape fa = batch, fb = batch;
-  fa.push_back(sa[sa.size() - 2]); fa.push_back(sa.back());
-  fb.push_back(sb[sb.size() - 2]); fb.push_back(sb.back());
-  a = broadcast_to_shape(a, fa, "matmul");
-  b = broadcast_to_shape(b, fb, "matmul");
+  // jnp.matmul's algorithm: batch dimensions present in both operands with
+  // equal sizes become dot_general batch dimensions; one present in one
+  // operand only (or of size 1 against a larger one, squeezed away) stays a
+  // free dimension of that operand. Nothing is broadcast: a stack of
+  // matrices times one matrix is one product over the stack, not a batch of
+  // copies of the matrix. A transpose puts the dimensions in numpy's order
+  // when dot_general's (batch, lhs free, rhs free) differs.
+  const bool a_mat = ra > 1, b_mat = rb > 1;
+  const Shape sa = a.shape(), sb = b.shape();
+  const std::size_t na = a_mat ? sa.size() - 2 : 0, nb = b_mat ? sb.size() - 2 : 0, n = std::max(na, nb);
+  std::vector<std::int64_t> a_squeeze, b_squeeze, idx_batch, idx_a, idx_b;
   DotGeneralParams p;
-  auto n = static_cast<std::int64_t>(nb);
-  p.lhs_contracting = {n + 1};
-  p.rhs_contracting = {n};
-  for (std::int64_t i = 0; i < n; ++i) { p.lhs_batch.push_back(i); p.rhs_batch.push_back(i); }
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool has_a = i >= n - na, has_b = i >= n - nb;
+    const auto k = static_cast<std::int64_t>(i);
+    const auto nbatch = static_cast<std::int64_t>(idx_batch.size());
+    if (!has_a) idx_b.push_back(k);
+    else if (!has_b) idx_a.push_back(k);
+    else {
+      const Dim& da = sa[i - (n - na)];
+      const Dim& db = sb[i - (n - nb)];
+      if (da == Dim(1)) {
+        idx_b.push_back(k);
+        a_squeeze.push_back(nbatch + static_cast<std::int64_t>(idx_a.size() + a_squeeze.size()));
+      } else if (db == Dim(1)) {
+        idx_a.push_back(k);
+        b_squeeze.push_back(nbatch + static_cast<std::int64_t>(idx_b.size() + b_squeeze.size()));
+      } else if (da == db) {
+        p.lhs_batch.push_back(nbatch + static_cast<std::int64_t>(idx_a.size()));
+        p.rhs_batch.push_back(nbatch + static_cast<std::int64_t>(idx_b.size()));
+        idx_batch.push_back(k);
+      } else {
+        fail<ShapeError>("matmul got incompatible batch shapes for broadcasting: " + shape_str(sa) + ", " + shape_str(sb));
+      }
+    }
+  }
+  const auto nn = static_cast<std::int64_t>(n);
+  if (a_mat) idx_a.push_back(nn);
+  if (b_mat) idx_b.push_back(nn + (a_mat ? 1 : 0));
+  if (!a_squeeze.empty()) a = squeeze(a, a_squeeze);
+  if (!b_squeeze.empty()) b = squeeze(b, b_squeeze);
+  p.lhs_contracting = {a.rank() - 1};
+  p.rhs_contracting = {b.rank() - 1 - (b_mat ? 1 : 0)};
   Value r = dot_general(a, b, p);
-  if (b_vec) r = squeeze(r, {-1});
-  if (a_vec) r = squeeze(r, {-2 + (b_vec ? 1 : 0)});
-  return r;
+  // perm = argsort(idx_batch ++ idx_a ++ idx_b): output dimension d comes
+  // from dot_general's dimension perm[d].
+  std::vector<std::int64_t> order = idx_batch;
+  order.insert(order.end(), idx_a.begin(), idx_a.end());
+  order.insert(order.end(), idx_b.begin(), idx_b.end());
+  std::vector<std::int64_t> perm(order.size());
+  for (std::size_t j = 0; j < order.size(); ++j) perm[static_cast<std::size_t>(order[j])] = static_cast<std::int64_t>(j);
+  bool identity = true;
+  for (std::size_t j = 0; j < perm.size(); ++j) identity = identity && perm[j] == static_cast<std::int64_t>(j);
+  return identity ? r : transpose(r, perm);
 }
 #endif
 
