@@ -217,12 +217,12 @@ TEST_CASE("log: a static argument's change names the argument and both values") 
     (void)jf(x, 3, Mode{4}, 1.0);
   });
   REQUIRE(lines.size() == 3);
-  CHECK(lines[0] == "dynstage: jit of the function at HERE: compiled (f64[3], f64[]) in T ms (trace T ms, compile "
-                    "T ms); cache miss: first call");
-  CHECK(lines[1] == "dynstage: jit of the function at HERE: compiled (f64[3], f64[]) in T ms (trace T ms, compile "
-                    "T ms); cache miss: static argument #1 changed from 2 to 3");
-  CHECK(lines[2] == "dynstage: jit of the function at HERE: compiled (f64[3], f64[]) in T ms (trace T ms, compile "
-                    "T ms); cache miss: static argument #2 changed from Mode{1} to Mode{4}");
+  CHECK(lines[0] == "dynstage: jit of the function at HERE: compiled (f64[3], f64[]) in T ms (trace T ms, lower T ms, "
+                    "LLVM T ms); cache miss: first call");
+  CHECK(lines[1] == "dynstage: jit of the function at HERE: compiled (f64[3], f64[]) in T ms (trace T ms, lower T ms, "
+                    "LLVM T ms); cache miss: static argument #1 changed from 2 to 3");
+  CHECK(lines[2] == "dynstage: jit of the function at HERE: compiled (f64[3], f64[]) in T ms (trace T ms, lower T ms, "
+                    "LLVM T ms); cache miss: static argument #2 changed from Mode{1} to Mode{4}");
 }
 
 TEST_CASE("log: a static argument without operator<< is named by its type") {

@@ -194,7 +194,7 @@ struct JitCache {
   std::size_t capacity = 64;
   std::atomic<std::uint64_t> tick{0};
   std::atomic<std::size_t> traces{0}, compiles{0}, hits{0}, evictions{0};
-  double compile_seconds = 0;  // under mu
+  double compile_seconds = 0, trace_seconds = 0, lower_seconds = 0, llvm_seconds = 0;  // under mu
   std::size_t dump_counter = 0;
   // Hits served from a thread's MRU slot are counted in a cell of that
   // thread's own, not with an atomic add on a line every caller writes (one
@@ -254,6 +254,9 @@ JitStats jit_stats(const JitCache& c) {
   s.cache_size = c.entries.size();
   s.evictions = c.evictions;
   s.compile_seconds = c.compile_seconds;
+  s.trace_seconds = c.trace_seconds;
+  s.lower_seconds = c.lower_seconds;
+  s.llvm_seconds = c.llvm_seconds;
   return s;
 }
 

@@ -188,14 +188,17 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
   {
     std::lock_guard<std::mutex> lock(c.mu);
     c.compile_seconds += total_s;
+    c.trace_seconds += trace_s;
+    c.lower_seconds += cr.lower_seconds;
+    c.llvm_seconds += cr.llvm_seconds;
     dump_id = c.dump_counter++;
   }
   const std::string where = format_location(loc);
   if (jit_logging())
-    jit_log(formatted("dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, compile %.2f ms); "
-                      "cache miss: %s",
+    jit_log(formatted("dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, lower %.2f ms, "
+                      "LLVM %.2f ms); cache miss: %s",
                       where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3,
-                      (total_s - trace_s) * 1e3, why.c_str()));
+                      cr.lower_seconds * 1e3, cr.llvm_seconds * 1e3, why.c_str()));
   if (!env.dump_dir.empty()) {
     std::string base = where;
     for (char& ch : base)

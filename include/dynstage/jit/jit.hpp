@@ -51,7 +51,10 @@ struct JitStats {
   std::size_t cache_hits = 0;   // calls served by a cached kernel
   std::size_t cache_size = 0;   // kernels currently cached
   std::size_t evictions = 0;    // kernels evicted by cache_capacity
-  double compile_seconds = 0;   // total time in trace + lower + compile
+  double compile_seconds = 0;   // total time in trace + lower + compile; of which:
+  double trace_seconds = 0;     //   running the function on tracers
+  double lower_seconds = 0;     //   jaxpr -> LLVM IR (fusion plan, lowering)
+  double llvm_seconds = 0;      //   LLVM: optimisation and code generation
 };
 
 namespace detail {

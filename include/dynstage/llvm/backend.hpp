@@ -65,6 +65,8 @@ struct CompileResult {
   std::shared_ptr<Kernel> kernel;  // freeing the last reference frees the code
   std::string llvm_ir;             // optimised LLVM IR, only when requested
   double seconds = 0;              // lowering + optimisation + code generation
+  double lower_seconds = 0;        // of which: jaxpr -> LLVM IR (fusion plan and lowering)
+  double llvm_seconds = 0;         // of which: LLVM (verification, optimisation, code generation)
 };
 
 // Kernel return codes: 0, or a bit set of faults (the first in this order

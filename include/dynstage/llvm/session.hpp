@@ -195,6 +195,20 @@ inline const std::vector<llvm::VecDesc>& vector_functions() {
   return descs;
 }
 
+// Every function compiled for the host: its CPU and features.
+inline void set_host_attributes(llvm::Module& m) {
+  const Host& h = host();
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", h.cpu);
+    f.addFnAttr("target-features", h.features);
+    // Sapphire Rapids-class tuning prefers 256-bit vectors; the kernels are
+    // long-running loops, where 512-bit wins.
+    if (h.avx512) f.addFnAttr("prefer-vector-width", "512");
+    f.addFnAttr(llvm::Attribute::NoUnwind);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The optimisation pipeline: new pass manager, O3, host TargetMachine (so the
 // vectoriser sees the real vector width and costs) and the vector library.

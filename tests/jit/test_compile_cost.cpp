@@ -1,0 +1,93 @@
+// Compile cost (issue 18, "compile times that stay small"): properties of
+// the generated IR that keep compiles fast on real kernels, checked on the
+// IR itself (sizes and calls, never times), and the per-stage times of
+// jf.stats(). The figures (times per kernel) are benchmarks/bench_compile.cpp's.
+#include <dynstage/dynstage.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "../test_util.hpp"
+
+using test_util::iota_array;
+
+namespace {
+
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The module's code without the fusion-plan comment lines at its head (the
+// plan has one line per equation: not code).
+std::string code_of(const std::string& ir) {
+  std::string out;
+  for (std::size_t a = 0, nl; a < ir.size(); a = nl + 1) {
+    nl = ir.find('\n', a);
+    if (nl == std::string::npos) nl = ir.size();
+    if (ir[a] != ';') out += ir.substr(a, nl - a + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("compile cost: a large product calls the process's GEMM routine instead of inlining a copy of it") {
+  auto f = [](auto a, auto b) { return dyn::matmul(a, b) + dyn::matmul(b, a); };
+  const auto a = iota_array<double>({64, 64});
+  const std::string ir = dyn::jit(f).llvm_ir(a, a);
+  CHECK(count_of(ir, "call void @dynstage_gemm_f64(") == 2);
+  CHECK(count_of(ir, "define") == 1);  // the entry point only: no micro-kernel, no packing loops
+  // The results are those of eager's i-k-j product (sum in k order; FMA rounding aside).
+  CHECK(dyn::allclose(dyn::jit(f)(a, a), f(a, a), 1e-12, 1e-9));
+  const auto af = iota_array<float>({40, 50}), bf = iota_array<float>({50, 30});
+  auto g = [](auto x, auto y) { return dyn::matmul(x, y); };
+  CHECK(count_of(dyn::jit(g).llvm_ir(af, bf), "call void @dynstage_gemm_f32(") == 1);
+  CHECK(dyn::allclose(dyn::jit(g)(af, bf), g(af, bf), 1e-5f, 1e-2f));
+}
+
+TEST_CASE("compile cost: outer loops are not unrolled (the IR of a nest does not grow with its outer trip counts)") {
+  // A transposed copy is a three-loop nest (not one flat loop); with the
+  // batch loop unrolled, the batch-8 kernel would hold eight copies of the
+  // inner nest.
+  auto f = [](auto x) { return dyn::transpose(x, {0, 2, 1}) * 2.0f; };
+  const std::size_t one = code_of(dyn::jit(f).llvm_ir(dyn::Array<float>({2, 64, 48}))).size();
+  const std::size_t eight = code_of(dyn::jit(f).llvm_ir(dyn::Array<float>({8, 64, 48}))).size();
+  CHECK(eight < one * 5 / 4);
+}
+
+TEST_CASE("compile cost: the IR grows linearly with the number of equations (a convolution written tap by tap)") {
+  // The 3x3 convolution of the compile-time benchmark, with `taps` of its
+  // nine products: each tap is a slice, a product and an add.
+  auto conv = [](int taps) {
+    return [taps](auto img, auto w) {
+      auto s = dyn::matmul(dyn::slice(img, {0, 0, 0, 0}, {4, 30, 30, 3}), w.at(0, 0).get());
+      for (int t = 1; t < taps; ++t) {
+        const int i = t / 3, j = t % 3;
+        s = s + dyn::matmul(dyn::slice(img, {0, i, j, 0}, {4, 30 + i, 30 + j, 3}), w.at(i, j).get());
+      }
+      return s;
+    };
+  };
+  const dyn::Array<float> img({4, 32, 32, 3}), w({3, 3, 3, 16});
+  const std::size_t three = code_of(dyn::jit(conv(3)).llvm_ir(img, w)).size();
+  const std::size_t nine = code_of(dyn::jit(conv(9)).llvm_ir(img, w)).size();
+  CHECK(nine < three * 7 / 2);  // linear: ~3x, plus the shared prologue
+  CHECK(count_of(dyn::jit(conv(9)).llvm_ir(img, w), "call void @dynstage_gemm_f32(") == 9);
+}
+
+TEST_CASE("compile cost: jf.stats() splits the compile time into trace, lowering and LLVM") {
+  auto jf = dyn::jit([](auto x) { return dyn::sin(x) * 2.0 + x; });
+  (void)jf(iota_array<double>({100}));
+  const auto s = jf.stats();
+  CHECK(s.compiles == 1);
+  CHECK(s.trace_seconds > 0);
+  CHECK(s.lower_seconds > 0);
+  CHECK(s.llvm_seconds > 0);
+  // The parts are measured inside the total (which also holds the entry's set-up).
+  CHECK(s.trace_seconds + s.lower_seconds + s.llvm_seconds <= s.compile_seconds * (1 + 1e-9));
+  (void)jf(iota_array<double>({100}));  // a hit adds nothing
+  CHECK(jf.stats().compile_seconds == s.compile_seconds);
+}
