@@ -15,7 +15,9 @@
 #      then the softmax benchmarks again in a fresh process (malloc state);
 #      then NumPy on the same kernels and sizes (benchmarks/numpy_baselines.py,
 #      one thread, the same filter; skipped with a message without NumPy);
-#   3. time the first and second kernel compiles of 5 fresh processes;
+#   3. time the first and second kernel compiles of 5 fresh processes, and
+#      the compiles of realistic kernels (benchmarks/bench_compile: trace,
+#      lowering, LLVM, IR size; issue 18);
 #   4. time `g++ -std=c++20 -O2 -c` of a user file including
 #      <dynstage/dynstage.hpp> and calling dyn::jit (3 times);
 #   5. scripts/bench_report.py turns all that into docs/benchmarks.md.
@@ -48,8 +50,9 @@ if grep -q "subdir('benchmarks')" meson.build; then
   else
     meson configure "$build" -Dbuildtype=release -Db_ndebug=true -Dbenchmarks=true -Dtests=false -Dexamples=false >/dev/null
   fi
-  ninja -C "$build" -j "$jobs" benchmarks/bench_main
+  ninja -C "$build" -j "$jobs" benchmarks/bench_main benchmarks/bench_compile
   exe=$build/benchmarks/bench_main
+  compile_exe=$build/benchmarks/bench_compile
 else
   echo "bench.sh: meson.build has no subdir('benchmarks'); building with $cxx directly" >&2
   obj=$build/direct
@@ -80,10 +83,13 @@ else
   compile benchmarks/bench_issue16.cpp "$obj/bench_issue16.o" -O2 -Iinclude
   compile benchmarks/bench_issue17.cpp "$obj/bench_issue17.o" -O2 -Iinclude
   compile benchmarks/bench_einsum.cpp "$obj/bench_einsum.o" -O2 -Iinclude
+  compile benchmarks/bench_compile.cpp "$obj/bench_compile.o" -O2 -Iinclude
   compile src/dynstage.cpp "$obj/dynstage.o" -O2 -Iinclude -isystem "$llvm_inc" $llvm_cpp
   exe=$obj/bench_main
   "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/bench_issue17.o "$obj"/bench_einsum.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
     -lbenchmark -lpthread -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
+  compile_exe=$obj/bench_compile
+  "$cxx" "$obj"/bench_compile.o "$obj"/dynstage.o -o "$compile_exe" -lpthread -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
 fi
 
 # ---------------------------------------------------------------------------
@@ -137,6 +143,10 @@ first=$build/first_kernel.jsonl
 : >"$first"
 for _ in $(seq "$reps"); do "$exe" --first-kernel >>"$first"; done
 
+# 3b. Compile times of realistic kernels (issue 18): a Markdown table.
+compile_table=$build/compile_table.md
+"$compile_exe" "$reps" >"$compile_table"
+
 # 4. Compile time of a user file (the backend's LLVM headers stay out of it).
 user=$build/user_compile.txt
 : >"$user"
@@ -189,6 +199,7 @@ if [ -n "${DYNSTAGE_BENCH_BEFORE:-}" ]; then
   extra+=(--before "$DYNSTAGE_BENCH_BEFORE" --before-label "${DYNSTAGE_BENCH_BEFORE_LABEL:-before}"
           --after-label "${DYNSTAGE_BENCH_AFTER_LABEL:-after}" --before-note "${DYNSTAGE_BENCH_BEFORE_NOTE:-}")
 fi
+extra+=(--compile-table "$compile_table")
 python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" --user-compile-pch "$user_pch" "${extra[@]}" \
   --command "$command_line" --cxx "$("$cxx" --version | head -1)" >"$md.tmp"
 mv "$md.tmp" "$md"

@@ -176,6 +176,7 @@ def main():
     ap.add_argument("--before-note", default="", help="a paragraph for the before/after section")
     ap.add_argument("--numpy", help="benchmarks/numpy_baselines.py's JSON of the same run")
     ap.add_argument("--numpy-skipped", default="", help="why the NumPy baselines were not run")
+    ap.add_argument("--compile-table", help="benchmarks/bench_compile's Markdown table (issue 18)")
     args = ap.parse_args()
 
     ctx, runs = load_runs(args.json)
@@ -575,6 +576,33 @@ def main():
             w(f"| second kernel (fresh dyn::jit) | {statistics.median(seconds):.1f} ms | "
               f"{', '.join(f'{x:.1f}' for x in seconds)} |")
             w("")
+
+    if args.compile_table:
+        with open(args.compile_table) as f:
+            table = [line.rstrip("\n") for line in f if line.startswith("|")]
+        if table:
+            w("## Compile times of realistic kernels (issue 18)")
+            w("")
+            w("`build-bench/benchmarks/bench_compile`: each kernel compiled by fresh `dyn::jit` objects on one "
+              "thread, the median of the repetitions of each stage as `jf.stats()` splits it (wall time on "
+              "the shared machine): tracing, lowering (fusion plan, jaxpr -> LLVM IR) and LLVM "
+              "(optimisation at O3 and code generation), their sum, the first call's thread CPU time (the "
+              "compile runs on the calling thread: its cost without the other jobs on the machine), and the "
+              "size of the optimised IR. Large products call "
+              "GEMM routines compiled once per process: that one-time cost is the first row. "
+              "Target: every kernel <= 50 ms on one core, none above 200 ms.")
+            w("")
+            for line in table:
+                w(line)
+            w("")
+            for line in table[2:]:
+                cells = [c.strip() for c in line.strip("|").split("|")]
+                if len(cells) >= 7 and cells[0] != "GEMM routines":
+                    try:
+                        cpu = float(cells[6])
+                    except ValueError:
+                        continue
+                    targets.time_at_most(f"compile time, {cells[0]} (thread CPU)", cpu * 1e6, 50e6, 1e6, "ms")
 
     def read_times(path):
         walls, cpus = [], []
