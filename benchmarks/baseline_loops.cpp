@@ -99,4 +99,25 @@ void batched_matmul_f32(const float* __restrict a, const float* __restrict b, fl
   }
 }
 
+// Issue 18 (baselines.hpp): the staged kernels' algorithms, written by hand.
+void row_update(const double* __restrict x, double* __restrict out, std::int64_t n) {
+  std::memcpy(out, x, sizeof(double) * n * n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t k = 0; k < n; ++k) out[i * n + k] = out[i * n + k] * 0.5 + 1.0;
+}
+
+void cholesky_rows(const double* __restrict a, double* __restrict u, std::int64_t n) {
+  std::memcpy(u, a, sizeof(double) * n * n);
+  for (std::int64_t j = 0; j < n; ++j) {
+    double* __restrict rj = u + j * n;
+    const double d = std::sqrt(rj[j]);
+    for (std::int64_t k = 0; k < n; ++k) rj[k] = k >= j ? rj[k] / d : 0.0;
+    for (std::int64_t i = j + 1; i < n; ++i) {
+      double* __restrict ri = u + i * n;
+      const double f = rj[i];
+      for (std::int64_t k = j; k < n; ++k) ri[k] -= f * rj[k];  // (rj is 0 left of j)
+    }
+  }
+}
+
 }  // namespace bench::loops

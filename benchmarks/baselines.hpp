@@ -30,6 +30,15 @@ void sort_copy(const float* x, float* out, std::int64_t n);  // out = x sorted a
 void hash_u32(const std::uint32_t* x, std::uint32_t* out, std::int64_t n);
 // Issue 17: c[b] = a[b] @ b[b] for `batch` n x n f32 matrices, i-k-j order.
 void batched_matmul_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t n);
+// Issue 18: loops that update an n x n f64 array row by row, in place.
+// out = x, then row i = row i * 0.5 + 1 for every i.
+void row_update(const double* x, double* out, std::int64_t n);
+// Cholesky, right-looking by rows (bench_issue18.cpp has the same algorithm
+// staged): u = a, then for each j: row j /= sqrt(u[j][j]) (zeros left of the
+// diagonal), and row i -= u[j][i] * row j for every i > j (from column j on:
+// the staged kernel updates whole rows, whose part left of j is 0 - 0). u is
+// upper triangular with u^T u = a.
+void cholesky_rows(const double* a, double* u, std::int64_t n);
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).

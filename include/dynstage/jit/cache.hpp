@@ -151,7 +151,12 @@ struct JitEntry {
   std::vector<bool> kernel_sized;
   std::vector<std::ptrdiff_t> cell_offset;
   std::size_t cell_words = 0;
-  // Static shapes, at most kStackArgs results: the hit path's inlined case.
+  // dyn::donate_argnums: the leaves donated (array leaves of the donated
+  // arguments), and per output the donated leaf whose buffer it is
+  // (CompileResult::result_aliases), or -1.
+  std::vector<std::size_t> donated_leaves;
+  std::vector<int> alias_leaf;
+  // Static shapes, at most kStackArgs results, no donation: the hit path's inlined case.
   bool plain = false;
   std::atomic<std::uint64_t> last_used{0};
 

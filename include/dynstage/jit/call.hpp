@@ -177,7 +177,7 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
     e.out_sizes.push_back(e.dynamic ? 0 : checked_numel(ls.shape, "jit result"));
     e.outs.push_back(std::move(ls));
   }
-  e.plain = !e.dynamic && e.outs.size() <= kStackArgs;
+  e.plain = !e.dynamic && e.outs.size() <= kStackArgs && e.donated_leaves.empty();
   e.out_tree = std::move(traced.out_tree);
   e.jaxpr = std::move(cj);
 
@@ -211,13 +211,47 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
   }
 }
 
+// dyn::donate_argnums: the array leaves of the donated arguments (numbered
+// among the non-static ones), and per invar of `j` whether it is one.
+std::vector<std::size_t> donated_leaves(const Options& opts, const CallArgs& a) {
+  std::vector<std::size_t> r;
+  for (std::size_t arg : opts.donated) {
+    if (arg >= a.arg_leaf_begin.size()) continue;
+    const std::size_t end = arg + 1 < a.arg_leaf_begin.size() ? a.arg_leaf_begin[arg + 1] : a.leaves.size();
+    for (std::size_t i = a.arg_leaf_begin[arg]; i < end; ++i)
+      if (a.leaves[i].data) r.push_back(i);
+  }
+  return r;
+}
+std::vector<bool> donated_invars(const Jaxpr& j, const std::vector<std::size_t>& leaves) {
+  std::vector<bool> r(j.invars.size(), false);
+  for (std::size_t k = 0, leaf = 0; k < j.invars.size(); ++k) {
+    if (!j.in_explicit.empty() && !j.in_explicit[k]) continue;
+    r[k] = std::find(leaves.begin(), leaves.end(), leaf) != leaves.end();
+    ++leaf;
+  }
+  return r;
+}
+
 void compile_entry(JitCache& c, JitEntry& e, const std::string& why, const std::source_location& loc,
-                   TraceFn trace, const void* closure) {
+                   TraceFn trace, const void* closure, const Options& opts, const CallArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   Traced traced = trace(closure);
   c.traces.fetch_add(1, std::memory_order_relaxed);
   auto t1 = std::chrono::steady_clock::now();
-  CompileResult cr = compile_kernel(*traced.jaxpr.jaxpr, !JitEnv::get().dump_dir.empty(), kernel_sized_results(traced));
+  e.donated_leaves = donated_leaves(opts, a);
+  const Jaxpr& j = *traced.jaxpr.jaxpr;
+  CompileResult cr = compile_kernel(j, !JitEnv::get().dump_dir.empty(), kernel_sized_results(traced),
+                                    donated_invars(j, e.donated_leaves));
+  // The results that are donated buffers, by leaf.
+  e.alias_leaf.assign(j.outvars.size(), -1);
+  for (std::size_t k = 0; k < cr.result_aliases.size() && k < j.outvars.size(); ++k) {
+    const int m = cr.result_aliases[k];
+    if (m < 0) continue;
+    int leaf = 0;
+    for (int q = 0; q < m; ++q) leaf += j.in_explicit.empty() || j.in_explicit[static_cast<std::size_t>(q)] ? 1 : 0;
+    e.alias_leaf[k] = leaf;
+  }
   auto t2 = std::chrono::steady_clock::now();
   c.compiles.fetch_add(1, std::memory_order_relaxed);
   finish_entry(c, e, std::move(traced), cr, why, loc, t0, t1, t2);
@@ -260,7 +294,7 @@ std::shared_ptr<JitEntry> lookup_or_compile(JitCache& c, const Options& opts, co
     return e;
   }
   try {
-    compile_entry(c, *e, why, loc, trace, closure);
+    compile_entry(c, *e, why, loc, trace, closure, opts, a);
   } catch (...) {
     {
       std::lock_guard<std::mutex> lock(c.mu);
@@ -392,6 +426,45 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
   if (const std::int32_t code = e.fn(args, results); code != kKernelOk) throw_kernel_error(code, &loc);
 }
 
+// dyn::donate_argnums, before the kernel runs: each donated leaf's buffer
+// becomes the kernel's (a copy of it if anything else may see it: another
+// array or a constant holding the buffer, or another argument overlapping
+// it), and the outputs that are donated buffers get them.
+void hand_over_donated(const JitEntry& e, const CallArgs& a, CallScratch& sc, const void** args, void** results,
+                       std::size_t first_leaf_arg) {
+  sc.donated.clear();
+  auto bytes = [](const LeafRef& l) {
+    std::int64_t n = 1;
+    for (std::uint32_t d = 0; d < l.rank; ++d) n *= l.dims[d];
+    return static_cast<std::size_t>(n) * dtype_size(l.dtype);
+  };
+  for (const std::size_t i : e.donated_leaves) {
+    const LeafRef& l = a.leaves[i];
+    const Storage& st = *l.storage;
+    bool exclusive = !st.borrowed && st.owner && st.owner.use_count() == 1;
+    const auto* lo = static_cast<const char*>(l.data);
+    const char* hi = lo + bytes(l);
+    for (std::size_t q = 0; q < a.leaves.size() && exclusive; ++q) {
+      const LeafRef& o = a.leaves[q];
+      if (q == i || !o.data) continue;
+      const auto* olo = static_cast<const char*>(o.data);
+      if (olo < hi && lo < olo + std::max<std::size_t>(bytes(o), 1)) exclusive = false;
+    }
+    sc.donated.push_back(exclusive ? st : st.clone());
+    const Storage& own = sc.donated.back();
+    args[first_leaf_arg + i] = own.data;
+    for (std::size_t k = 0; k < e.alias_leaf.size(); ++k) {
+      if (e.alias_leaf[k] != static_cast<int>(i)) continue;
+      Storage& out = sc.outputs[k];
+      std::vector<std::int64_t> shape = out.shape;
+      out = own;
+      out.shape = std::move(shape);
+      out.dtype = e.outs[k].dtype;
+      results[k] = out.data;
+    }
+  }
+}
+
 [[gnu::noinline]] void run_entry(const JitEntry& e, const CallArgs& a, CallScratch& sc,
                                  const std::source_location& loc) {
   if (e.dynamic) solve_call_dims(e, a, sc);
@@ -404,9 +477,12 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
   const void** args = nargs > kStackArgs ? sc.args.data() : arg_stack;
   void** results = n > kStackArgs ? sc.results.data() : result_stack;
   gather_args(e, a, dims, args);
+  const std::size_t first_leaf_arg = e.const_ptrs.size() + dims.size();
   if (!e.dynamic) {
     allocate_static_outputs(e, sc, results);
+    if (!e.donated_leaves.empty()) hand_over_donated(e, a, sc, args, results, first_leaf_arg);
     call_kernel(e, args, results, loc);
+    sc.donated.clear();
     return;
   }
   if (sc.outputs.size() != n) sc.outputs.resize(n);
@@ -423,7 +499,9 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
     s = Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), count);
     results[i] = s.data;
   }
+  if (!e.donated_leaves.empty()) hand_over_donated(e, a, sc, args, results, first_leaf_arg);
   call_kernel(e, args, results, loc);
+  sc.donated.clear();
   if (e.cell_words) adopt_kernel_results(e, sc);
 }
 

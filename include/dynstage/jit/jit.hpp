@@ -105,6 +105,7 @@ struct LeafRef {
   std::uint32_t rank = 0;              // (0 for a C++ scalar)
   DType dtype = DType::f64;
   std::uint64_t bits = 0;              // a C++ scalar's value, converted to `dtype`
+  const Storage* storage = nullptr;    // an array's storage (donation: who else holds the buffer)
 };
 
 // What identifies a call besides its leaves: the argument types (pytree
@@ -191,6 +192,7 @@ struct CallScratch {
   std::vector<std::int64_t> leaf_ints;               // integer scalar leaves, as int64
   std::vector<std::vector<std::int64_t>> out_dims;   // output shapes of a dynamic entry
   std::vector<std::int64_t> cells;                   // results the kernel allocates
+  std::vector<Storage> donated;                      // the donated buffers of the current call
   std::array<MruSlot, 8> mru;
 };
 CallScratch& call_scratch();  // this thread's
@@ -473,6 +475,7 @@ private:
       r.dims = x.shape().data();
       r.rank = static_cast<std::uint32_t>(x.shape().size());
       r.dtype = dtype_v<typename L::value_type>;
+      r.storage = &x.storage();
     } else {
       using E = detail::scalar_element_t<L>;
       const E v = static_cast<E>(x);

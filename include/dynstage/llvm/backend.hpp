@@ -49,6 +49,7 @@
 // path; it is reentrant (one kernel may run on several threads at once).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <source_location>
@@ -67,7 +68,33 @@ struct CompileResult {
   double seconds = 0;              // lowering + optimisation + code generation
   double lower_seconds = 0;        // of which: jaxpr -> LLVM IR (fusion plan and lowering)
   double llvm_seconds = 0;         // of which: LLVM (verification, optimisation, code generation)
+  // Per outvar: the invar position (a donated argument) whose buffer the
+  // caller must pass as that result's buffer, or -1 (buffers.hpp, pairs).
+  std::vector<int> result_aliases;
 };
+
+// Test hook: while count_copies() is true, kernels compiled from then on
+// add to copied_bytes() the bytes of every whole-array copy they make (an
+// operand copied into a dynamic_update_slice's or scatter's result, a loop's
+// initial state, a result copied into its slot) and of every update window
+// they write, at run time. Tests assert that a loop's updates move O(row)
+// bytes per iteration, not O(array). Off: kernels contain no such code.
+inline std::atomic<bool>& count_copies() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+inline std::atomic<std::int64_t>& copied_bytes() {
+  static std::atomic<std::int64_t> n{0};
+  return n;
+}
+// Benchmarks only: false compiles as before buffer assignment existed
+// (every update copies its operand, loops double buffer: llvm/buffers.hpp),
+// so that one run can time both. Read when a kernel is compiled.
+inline std::atomic<bool>& buffer_reuse() {
+  static std::atomic<bool> on{true};
+  return on;
+}
+inline constexpr const char* kCountBytesRoutine = "dynstage_count_bytes";  // the kernels' call
 
 // Kernel return codes: 0, or a bit set of faults (the first in this order
 // is reported, with the eager kernels' message).
@@ -86,7 +113,11 @@ using KernelFn = std::int32_t (*)(const void* const*, void* const*);
 // run concurrently. Throws dyn::Error (TypeError for what the backend cannot
 // lower, InternalError for LLVM failures). `kernel_sized[k]`: outvar k is
 // allocated by the kernel and returned through a cell (above); empty: none.
-CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized = {});
+// `donated[m]`: invar m is a donated argument (dyn::donate_argnums): the
+// kernel may overwrite it, and may ask for it as a result's buffer
+// (CompileResult::result_aliases).
+CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized = {},
+                             const std::vector<bool>& donated = {});
 
 // Run a kernel; throws dyn::ArithmeticError / dyn::Error on its error codes.
 void run_kernel(const Kernel& k, const void* const* args, void* const* results);

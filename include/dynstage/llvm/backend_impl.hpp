@@ -147,12 +147,21 @@ inline void keep_outer_loops_rolled(llvm::Module& m) {
 
 }  // namespace llvmjit
 
-CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized) {
+CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized,
+                             const std::vector<bool>& donated) {
   using namespace llvmjit;
   const Clock t0 = Clock::now();
   check_supported(jaxpr);
   const Jaxpr j = canonicalize_dots(jaxpr);
-  const FusionPlan plan = plan_fusion(j);
+  // Donated arguments are the kernel's to overwrite; each may also become
+  // the buffer of a result computed from it by in-place updates (buffers.hpp).
+  BufferOwnership own;
+  if (std::find(donated.begin(), donated.end(), true) != donated.end()) {
+    own.owned_invars = donated;
+    own.owned_invars.resize(j.invars.size(), false);
+    own.pair = donation_pairs(j, own.owned_invars, kernel_sized);
+  }
+  const FusionPlan plan = plan_fusion(j, own);
 
   Session& session = Session::get();
   const Host& h = host();
@@ -163,7 +172,7 @@ CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector
   const std::string name = session.fresh_name();
   {
     Emitter E(*mod);
-    Lowering lowering(j, plan, E, kernel_sized);
+    Lowering lowering(j, plan, E, kernel_sized, {}, own.owned_invars);
     llvm::Function* body = lowering.emit_body(name + ".body");
     emit_entry(E, body, name, j.constvars.size() + j.invars.size(), j.outvars.size());
   }
@@ -179,6 +188,7 @@ CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector
   const Clock t2 = Clock::now();
 
   CompileResult result;
+  result.result_aliases = plan.paired;
   if (want_ir) {
     // The fusion plan first, as IR comments (the text stays valid .ll).
     result.llvm_ir = "; fusion plan (fusion.hpp):\n";

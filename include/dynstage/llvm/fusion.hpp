@@ -70,6 +70,7 @@
 
 #include "../ir/jaxpr.hpp"
 #include "canonicalize.hpp"
+#include "buffers.hpp"
 #include "fusion_plan.hpp"
 #include "fusion_rows.hpp"
 
@@ -266,7 +267,7 @@ inline void mark(FusionPlan& plan, int v, std::string why) {
 //    two row-group members either); the others (sizes computed from array
 //    data) are emitted in equation order, which the jaxpr's scoping puts
 //    before their users.
-inline FusionPlan plan_fusion(const Jaxpr& j) {
+inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
   using namespace fusion_detail;
   const std::size_t nv = j.types.size(), ne = j.eqns.size();
   FusionPlan plan;
@@ -350,7 +351,9 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     }
   }
 
-  // Rule 3, to a fixed point.
+  // Rule 3, to a fixed point, then buffer assignment (buffers.hpp), which
+  // may materialise an update that reads its operand: then again.
+  for (;;) {
   for (;;) {
     plan.last_read.assign(nv, -1);
     Walk w(j, plan);
@@ -378,6 +381,16 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
     }
     if (pick < 0) break;
     mark(plan, pick, why);
+  }
+  if (assign_buffers(j, plan, own)) break;
+  }
+  if (own.pair.size() && plan.paired != own.pair) {
+    // A candidate pair whose chain does not reach its invar: plan again
+    // without it (its invar is then not owned).
+    BufferOwnership confirmed = own;
+    for (std::size_t k = 0; k < confirmed.pair.size(); ++k)
+      if (plan.paired[k] < 0) confirmed.pair[k] = -1;
+    return plan_fusion(j, confirmed);
   }
 
   // The prologue: the materialised scalars computable at entry (dimensions
@@ -419,6 +432,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j) {
       if (plan.in_prologue[i]) plan.prologue.push_back(static_cast<int>(i));
   }
   plan_row_groups(j, plan);
+  extend_reused_lifetimes(j, plan);
   return plan;
 }
 

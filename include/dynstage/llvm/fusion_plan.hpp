@@ -92,6 +92,9 @@ struct FusionPlan {
   std::vector<bool> dim_var;        // var -> its value is a dimension (of a live type or a shape parameter)
   std::vector<int> prologue;        // eqns emitted at kernel entry: the scalars the dimensions are computed from
   std::vector<bool> in_prologue;    // eqn -> in `prologue`
+  // Buffer assignment (buffers.hpp):
+  std::vector<int> reuse;           // var -> the var whose buffer it updates in place, or -1
+  std::vector<int> paired;          // outvar -> the invar position whose buffer it is (in-place loop state, donation), or -1
 };
 
 // One line per live equation: its output variable (#index), primitive, and
@@ -105,6 +108,7 @@ inline std::string plan_str(const Jaxpr& j, const FusionPlan& plan) {
     r += "#" + std::to_string(v) + " = " + std::string(prim_name(j.eqns[i].prim)) + ": " +
          (plan.materialised[vs] ? "buffer (" + plan.why[vs] + ")" : std::string("fused"));
     if (!plan.in_prologue.empty() && plan.in_prologue[i]) r += ", at entry";
+    if (!plan.reuse.empty() && plan.reuse[vs] >= 0) r += ", in place of #" + std::to_string(plan.reuse[vs]);
     if (!plan.group_of.empty() && plan.group_of[i] >= 0)
       r += ", row group " + std::to_string(plan.group_of[i]) + (plan.row_local[vs] ? ", one row" : "");
     r += "\n";

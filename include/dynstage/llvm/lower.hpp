@@ -64,9 +64,12 @@ public:
   // buffer a previous iteration's result was written to); empty for the
   // kernel, a while condition or a branch. A loop body's carried inputs and
   // its caller-sized results get no `noalias` (emit_body, "Buffers").
+  // `owned`: per invar, whether the function may overwrite it (a donated
+  // argument of the kernel; buffers.hpp). A loop state run in place is
+  // given through the plan's pairs instead.
   Lowering(const Jaxpr& j, const FusionPlan& plan, Emitter& e, std::vector<bool> cells = {},
-           std::vector<bool> carried = {})
-        : Nests(e), j_(j), plan_(plan), cells_(std::move(cells)), carried_(std::move(carried)) {
+           std::vector<bool> carried = {}, std::vector<bool> owned = {})
+        : Nests(e), j_(j), plan_(plan), cells_(std::move(cells)), carried_(std::move(carried)), owned_(std::move(owned)) {
     cells_.resize(j.outvars.size(), false);
     loop_body_ = std::find(carried_.begin(), carried_.end(), true) != carried_.end();
     carried_.resize(j.invars.size(), false);
@@ -80,6 +83,8 @@ private:
   const FusionPlan& plan_;
   std::vector<bool> cells_;             // outvar -> allocated here, returned through a cell
   std::vector<bool> carried_;           // invar -> loop state (loop bodies only)
+  std::vector<bool> owned_;             // invar -> may be overwritten (donated)
+  bool count_copies_ = count_copies().load(std::memory_order_relaxed);  // the test hook (backend.hpp)
   bool loop_body_ = false;              // some invar is carried: every caller-sized result is loop state
   std::vector<llvm::Value*> cell_buf_;  // outvar -> its heap buffer (cells only), once allocated
   std::string name_;                    // of the function being emitted (nested bodies derive theirs)
@@ -257,6 +262,12 @@ private:
   void emit_dot(const Eqn& e, llvm::Value* out);
   llvm::Value* buffer_through_reshapes(const Atom& a);
   void copy(llvm::Value* dst, llvm::Value* src, const Type& t);
+  // The test hook (backend.hpp, count_copies): add `bytes` to the counter.
+  void count_copy(llvm::Value* bytes) {
+    if (!count_copies_) return;
+    auto* fty = llvm::FunctionType::get(b.getVoidTy(), {E.i64}, false);
+    b.CreateCall(E.mod.getOrInsertFunction(kCountBytesRoutine, fty), {bytes});
+  }
   void emit_prologue_and_dims(llvm::Function* f, std::size_t nin);
 
   // Control flow (lower_control.hpp). Each emits the equation, sets the
@@ -269,7 +280,11 @@ private:
                       const std::function<void(const std::vector<llvm::Value*>&, const std::vector<llvm::Value*>&)>&
                           iteration);
   bool is_carried(std::size_t k, std::size_t nin) const;
-  llvm::Function* emit_nested(const Jaxpr& body, const std::vector<bool>& cells, const std::vector<bool>& carried = {});
+  bool writable(std::size_t k, std::size_t nin) const;
+  // `pairs`: per outvar of the body, the invar it is a candidate to be run
+  // in place with (buffers.hpp); on return, the confirmed ones.
+  llvm::Function* emit_nested(const Jaxpr& body, const std::vector<bool>& cells, const std::vector<bool>& carried = {},
+                              std::vector<int>* pairs = nullptr);
   llvm::Value* operand_ptr(const Atom& a);
   llvm::Value* scalar_i64(const Atom& a);
   llvm::Value* call_nested(llvm::Function* f, const std::vector<llvm::Value*>& args);

@@ -34,6 +34,19 @@ inline bool Lowering::is_carried(std::size_t k, std::size_t nin) const {
   return k >= nconst && carried_[k - nconst];
 }
 
+// Parameter k of the function (inputs first, then results) may be written
+// by in-place updates, or is a result that shares an input's buffer: an
+// owned input (a donated argument, a loop state run in place) or a paired
+// result (buffers.hpp). Neither is noalias, an owned input is not readonly.
+inline bool Lowering::writable(std::size_t k, std::size_t nin) const {
+  if (k >= nin) return plan_.paired[k - nin] >= 0;
+  const std::size_t nconst = j_.constvars.size();
+  if (k < nconst) return false;
+  const auto m = static_cast<int>(k - nconst);
+  if (static_cast<std::size_t>(m) < owned_.size() && owned_[static_cast<std::size_t>(m)]) return true;
+  return std::find(plan_.paired.begin(), plan_.paired.end(), m) != plan_.paired.end();
+}
+
 inline llvm::Function* Lowering::emit_body(const std::string& name) {
   name_ = name;
   const std::size_t nv = j_.types.size();
@@ -54,7 +67,7 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   // loop body's carried inputs and caller-sized results (lower_control.hpp,
   // "Aliasing"), whose every pair aliases across iterations.
   for (std::size_t k = 0; k < nin + nout; ++k) {
-    if (!is_carried(k, nin)) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoAlias);
+    if (!is_carried(k, nin) && !writable(k, nin)) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoAlias);
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoCapture);
     f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::NoUndef);
     const Type& t = k < nin ? type(ins[k]) : j_.type_of(j_.outvars[k - nin]);
@@ -66,7 +79,7 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
     }
     if (n.is_static() && bytes > 0)
       f->addDereferenceableParamAttr(static_cast<unsigned>(k), static_cast<std::uint64_t>(bytes));
-    if (k < nin) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::ReadOnly);
+    if (k < nin && !writable(k, nin)) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::ReadOnly);
   }
   E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
   llvm::BasicBlock* start = llvm::BasicBlock::Create(E.ctx, "start", f);
@@ -84,7 +97,7 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   // copy into loads at the body's start that GVN forwards from the previous
   // iteration's stores (the state stays in registers).
   for (std::size_t k = 0; k < nin; ++k) {
-    if (!is_carried(k, nin)) continue;
+    if (!is_carried(k, nin) || writable(k, nin)) continue;
     const Type& t = type(ins[k]);
     const SymNumel n = sym_numel(t);
     if (!n.is_static() || n.k <= 0 || n.k > kSnapshotMaxElems) continue;
@@ -106,6 +119,10 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   auto allocate = [&](std::size_t i, int until, std::size_t row_axes) {
     for (const int v : j_.eqns[i].outputs) {
       const auto vs = static_cast<std::size_t>(v);
+      if (const int x = plan_.reuse[vs]; x >= 0) {  // updated in place (buffers.hpp); x's buffer lives long enough
+        buf_[vs] = buf_[static_cast<std::size_t>(x)];
+        continue;
+      }
       if (const int slot = plan_.out_slot[vs]; slot >= 0) {
         const auto ks = static_cast<std::size_t>(slot);
         if (cells_[ks])  // allocated here; handed to the caller at the end
@@ -169,6 +186,11 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
       continue;
     }
     if (plan_.out_slot[static_cast<std::size_t>(a.var)] == static_cast<int>(k)) continue;
+    if (buf_[static_cast<std::size_t>(a.var)] == dst) continue;  // a loop ran in place in this result
+    // A result paired with an input (in-place loop state, a donated
+    // argument) whose value was updated in that very buffer: nothing to copy.
+    if (const int m = plan_.paired[k]; m >= 0 && buf_[static_cast<std::size_t>(a.var)] == f->getArg(static_cast<unsigned>(j_.constvars.size() + static_cast<std::size_t>(m))))
+      continue;
     copy(dst, buf_[static_cast<std::size_t>(a.var)], type(a.var));
   }
   for (llvm::Value* p : free_after[j_.eqns.size()]) E.release(p);

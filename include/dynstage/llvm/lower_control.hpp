@@ -82,9 +82,12 @@ namespace dyn::detail::llvmjit {
 // A body as an internal function of the module (alwaysinline). `carried`:
 // for a loop body, which invars are loop state ("Aliasing" above).
 inline llvm::Function* Lowering::emit_nested(const Jaxpr& body, const std::vector<bool>& cells,
-                                             const std::vector<bool>& carried) {
+                                             const std::vector<bool>& carried, std::vector<int>* pairs) {
   const Jaxpr j = canonicalize_dots(body);
-  const FusionPlan plan = plan_fusion(j);
+  BufferOwnership own;
+  if (pairs) own.pair = *pairs;
+  const FusionPlan plan = plan_fusion(j, own);
+  if (pairs) *pairs = plan.paired;
   Emitter sub(E.mod);
   Lowering low(j, plan, sub, cells, carried);
   llvm::Function* f = low.emit_body(name_ + ".cf" + std::to_string(nested_++));
@@ -220,7 +223,20 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
   for (std::size_t q = 0; q < nc; ++q) carried[q] = false;
   if (is_for) carried[nc + ni] = false;
   for (std::size_t q = nc + nstate; q < nc + nstate + nxs; ++q) carried[q] = false;  // scan's rows of xs
-  llvm::Function* fbody = emit_nested(*body, cell, carried);
+  // The states the body may update in place (buffers.hpp, pairs): arrays
+  // of a fixed size, beyond the small ones a body copies into its own frame
+  // anyway (kSnapshotMaxElems: those stay in registers). Confirmed by the
+  // body's plan: its result s is its input s updated in place.
+  std::vector<int> pairs(body->outvars.size(), -1);
+  for (std::size_t s = ni; s < nstate; ++s) {
+    const std::size_t q = is_for ? nc + s + 1 : nc + s;  // body invar of state s
+    const Type& t = body->type_of(Atom::of_var(body->invars[q]));
+    const SymNumel n = sym_numel(t);
+    if (cell[s] || t.rank() == 0 || (n.is_static() && n.k <= kSnapshotMaxElems)) continue;
+    pairs[s] = static_cast<int>(q);
+  }
+  llvm::Function* fbody = emit_nested(*body, cell, carried, &pairs);
+  auto in_place = [&](std::size_t s) { return pairs[s] >= 0; };
   llvm::Function* fcond = cond_j ? emit_nested(*cond_j, {}) : nullptr;
 
   // The state.
@@ -233,7 +249,32 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     init[s] = operand_ptr(e.inputs[state_operand(s)]);
     cur[s] = E.entry_alloca(E.ptr);
     b.CreateStore(init[s], cur[s]);
-    if (cell[s]) {
+    if (in_place(s)) {
+      // One buffer for the whole loop, read and written by every iteration:
+      // the operand's own when this loop is its last reader and it is the
+      // function's to overwrite (plan reuse), else a copy made once here.
+      const Atom& x = e.inputs[state_operand(s)];
+      // A copy goes straight into the function's result when the state is
+      // one (and that result is no other input's buffer: not paired), so
+      // that it is not copied again at the end.
+      if (x.is_var() && plan_.reuse[static_cast<std::size_t>(e.outputs[s])] == x.var) {
+        bufA[s] = init[s];
+      } else {
+        const std::size_t nin = j_.constvars.size() + j_.invars.size();
+        int slot = -1;
+        for (std::size_t k = 0; k < j_.outvars.size() && slot < 0; ++k)
+          if (j_.outvars[k].is_var() && j_.outvars[k].var == e.outputs[s] && !cells_[k] && plan_.paired[k] < 0)
+            slot = static_cast<int>(k);
+        if (slot >= 0) {
+          bufA[s] = E.fn->getArg(static_cast<unsigned>(nin + static_cast<std::size_t>(slot)));
+        } else {
+          bufA[s] = E.temp(bytes_of(fixed_dims[s], ot.dtype));
+          free_after[static_cast<std::size_t>(last)].push_back(bufA[s]);
+        }
+        copy(bufA[s], init[s], Type{ot.dtype, j_.type_of(x).shape, false});
+      }
+      b.CreateStore(bufA[s], cur[s]);
+    } else if (cell[s]) {
       own[s] = E.entry_alloca(E.ptr);
       b.CreateStore(llvm::ConstantPointerNull::get(llvm::PointerType::get(E.ctx, 0)), own[s]);
       E.live_slots.push_back(own[s]);
@@ -269,12 +310,13 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     if (is_for && nstate == ni) args.push_back(index_slot);
     args.insert(args.end(), rows_in.begin(), rows_in.end());
     for (std::size_t s = 0; s < nstate; ++s) {
-      next[s] = cell[s] ? cellp[s] : b.CreateLoad(E.ptr, spare[s]);
+      next[s] = in_place(s) ? cur_v[s] : cell[s] ? cellp[s] : b.CreateLoad(E.ptr, spare[s]);
       args.push_back(next[s]);
     }
     args.insert(args.end(), rows_out.begin(), rows_out.end());
     call_nested(fbody, args);
     for (std::size_t s = 0; s < nstate; ++s) {
+      if (in_place(s)) continue;
       if (cell[s]) {
         llvm::Value* p = b.CreateLoad(E.ptr, cellp[s]);
         E.free_ptr(b.CreateLoad(E.ptr, own[s]));
@@ -339,6 +381,11 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
     const int v = e.outputs[s];
     const Type& ot = type(v);
     if (cell[s]) continue;
+    if (in_place(s)) {
+      buf_[static_cast<std::size_t>(v)] = bufA[s];
+      read_dim(v);
+      continue;
+    }
     llvm::Value* fin = b.CreateLoad(E.ptr, cur[s]);
     llvm::Value* none = b.CreateICmpEQ(fin, init[s]);  // no iteration ran
     E.when(none, [&] { copy(bufA[s], init[s], Type{ot.dtype, j_.type_of(e.inputs[state_operand(s)]).shape, false}); });

@@ -345,7 +345,11 @@ inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out) {
   }
   const Atom& x = e.inputs[0];
   const DType d = type(e.outputs[0]).dtype;
-  nest(dims_of(e.outputs[0]), !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
+  if (plan_.reuse[static_cast<std::size_t>(e.outputs[0])] < 0) {  // else out is x's buffer (buffers.hpp)
+    count_copy(bytes_of(dims_of(e.outputs[0]), d));
+    nest(dims_of(e.outputs[0]), !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
+  }
+  if (e.inputs[1].is_var()) count_copy(bytes_of(dims_of(e.inputs[1].var), d));
   emit_window(e, 1, out);
 }
 
@@ -371,6 +375,7 @@ inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
 
 inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
   llvm::Value* bytes = bytes_of(dims_of(t), t.dtype);
+  count_copy(bytes);
   const auto k = Emitter::konst(bytes);
   if (!k || *k > 0) b.CreateMemCpy(dst, llvm::MaybeAlign(), src, llvm::MaybeAlign(), bytes);
 }

@@ -29,7 +29,10 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
   const bool fl = is_float(d);
   const Dims od = dims_of(v);
   const Atom &x = e.inputs[0], &u = e.inputs[2];
-  nest(od, !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
+  if (plan_.reuse[static_cast<std::size_t>(v)] < 0) {  // else out is x's buffer (buffers.hpp)
+    count_copy(bytes_of(od, d));
+    nest(od, !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
+  }
 
   const Prim p = e.prim;
   auto combine = [&](llvm::Value* old, llvm::Value* upd) -> llvm::Value* {
@@ -50,6 +53,7 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
     internal_error("emit_scatter: " + std::string(prim_name(p)) + " is not a scatter primitive");
   };
   const Dims ud = u.is_var() ? dims_of(u.var) : Dims{};
+  count_copy(bytes_of(ud, d));
   const Dims st = strides_of(od);
   const IndexMap m = scatter_map(std::get<ScatterParams>(e.params), od.size());
   nest(ud, false, [&](Ix& ix) {

@@ -249,6 +249,9 @@ inline void optimise(llvm::Module& m) {
 inline std::string sort_routine(DType d) { return "dynstage_sort_" + std::string(dtype_name(d)); }
 inline std::string top_k_routine(DType d) { return "dynstage_top_k_" + std::string(dtype_name(d)); }
 inline constexpr const char* kSortMultiRoutine = "dynstage_sort_multi";
+// The copy counter (backend.hpp, count_copies): called only by kernels
+// compiled while it is on.
+inline void count_bytes_entry(std::int64_t n) { copied_bytes().fetch_add(n, std::memory_order_relaxed); }
 
 inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   llvm::orc::SymbolMap syms;
@@ -261,6 +264,7 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
       syms[jit.mangleAndIntern(top_k_routine(d))] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::top_k_entry<T>), flags};
     });
   }
+  syms[jit.mangleAndIntern(kCountBytesRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&count_bytes_entry), flags};
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
   check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))), "defining the runtime routines");
 }

@@ -34,6 +34,16 @@ namespace dyn {
 template <std::size_t... I>
 struct static_argnums {};
 
+// jit only: the buffers of arguments I... are handed over to the compiled
+// function (JAX's donate_argnums), which may overwrite them, update them in
+// place and return a result in one of them instead of copying it. After the
+// call a donated array must not be used again: its contents are unspecified
+// (the result's, or whatever the function left there). If its buffer is
+// shared (another dyn::Array or a traced constant holds it, or it is also
+// passed as another argument) jit copies it first, so nothing else changes.
+template <std::size_t... I>
+struct donate_argnums {};
+
 // One shape specification per argument, in JAX's grammar (API.md §5):
 // "(b, 4)", "(batch, ...)", "(_, n)", "2*d", "b + 15", "..."; missing ones
 // are "...". A spec applies to every leaf of a pytree argument. Dimension
@@ -66,6 +76,12 @@ template <std::size_t... I> struct is_static_argnums<static_argnums<I...>> : std
   static constexpr std::size_t end = std::max({std::size_t{0}, (I + 1)...});
 };
 
+template <class X> struct is_donate_argnums : std::false_type {};
+template <std::size_t... I> struct is_donate_argnums<donate_argnums<I...>> : std::true_type {
+  static constexpr bool contains(std::size_t k) { return ((k == I) || ...); }
+  static constexpr std::size_t end = std::max({std::size_t{0}, (I + 1)...});
+};
+
 // Whether argument k is static under options Opts.
 template <class... Opts>
 constexpr bool is_static_arg([[maybe_unused]] std::size_t k) {
@@ -88,11 +104,24 @@ constexpr std::size_t static_argnums_end() {
   return r;
 }
 
+// Whether argument k is donated under options Opts.
+template <class... Opts>
+constexpr bool is_donated_arg([[maybe_unused]] std::size_t k) {
+  bool r = false;
+  ((r = r || [&] {
+      if constexpr (is_donate_argnums<Opts>::value) return is_donate_argnums<Opts>::contains(k);
+      else return false;
+    }()),
+   ...);
+  return r;
+}
+
 // The options' values, whatever their order.
 struct Options {
   std::vector<std::string> specs;        // polymorphic_shapes
   std::vector<std::string> constraints;  // constraints
   std::size_t capacity = cache_capacity{}.n;
+  std::vector<std::size_t> donated;      // donate_argnums, as positions among the non-static arguments
   bool polymorphic() const { return !specs.empty(); }
 };
 
@@ -103,23 +132,37 @@ inline constexpr int option_kind =
     : std::is_same_v<O, polymorphic_shapes> ? 1
     : std::is_same_v<O, constraints> ? 2
     : std::is_same_v<O, cache_capacity> ? 3
+    : is_donate_argnums<O>::value ? 4
     : -1;
 
 // Whether no kind of option is given twice.
 template <class... O>
 constexpr bool options_distinct() {
-  int count[4] = {};
+  int count[5] = {};
   ((option_kind<O> >= 0 ? ++count[option_kind<O>] : 0), ...);
-  return count[0] <= 1 && count[1] <= 1 && count[2] <= 1 && count[3] <= 1;
+  return count[0] <= 1 && count[1] <= 1 && count[2] <= 1 && count[3] <= 1 && count[4] <= 1;
 }
 
 template <class... O>
 Options options_of(const O&... opts) {
   static_assert(((option_kind<O> >= 0) && ...),
                 "dynstage: unknown option type; the options of dyn::jit and dyn::make_jaxpr are "
-                "dyn::static_argnums<I...>, dyn::polymorphic_shapes, dyn::constraints and dyn::cache_capacity");
+                "dyn::static_argnums<I...>, dyn::donate_argnums<I...> (jit only), dyn::polymorphic_shapes, "
+                "dyn::constraints and dyn::cache_capacity");
   static_assert(options_distinct<O...>(), "dynstage: an option kind is given twice; give each at most once");
   Options r;
+  // Donated arguments, numbered among the non-static ones (the call path's
+  // leaves); an argument cannot be both.
+  for (std::size_t k = 0, ordinal = 0; k < 64; ++k) {
+    if (is_static_arg<O...>(k)) {
+      if (is_donated_arg<O...>(k))
+        fail<TypeError>("dyn::donate_argnums: argument " + std::to_string(k) +
+                        " is also in dyn::static_argnums; a static argument is not a buffer and cannot be donated");
+      continue;
+    }
+    if (is_donated_arg<O...>(k)) r.donated.push_back(ordinal);
+    ++ordinal;
+  }
   (
       [&] {
         if constexpr (std::is_same_v<O, polymorphic_shapes>) r.specs = opts.specs;
