@@ -22,9 +22,10 @@ for arg in "$@"; do
   esac
 done
 
+# libsleef-dev: SLEEF, the vector math of what libmvec lacks (lgamma; llvm/session.hpp).
 # python3-numpy: the NumPy baselines of scripts/bench.sh (benchmarks/numpy_baselines.py).
 packages=(meson ninja-build pkg-config cmake g++ llvm-19-dev libzstd-dev
-          libboost-dev doctest-dev libbenchmark-dev libeigen3-dev python3-numpy)
+          libboost-dev doctest-dev libbenchmark-dev libeigen3-dev python3-numpy libsleef-dev)
 
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

@@ -65,10 +65,14 @@ enum class Op {
 };
 
 enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos,
-             u_tan, u_tanh, u_logistic, u_not, u_popcount, u_clz, kUnaryCount };
+             u_tan, u_tanh, u_logistic, u_not, u_popcount, u_clz,
+             // the math of API.md section 13: float functions (computed as inexact), then
+             // square and integer_pow (any numeric dtype), then the bool-valued tests
+             u_expm1, u_exp2, u_cbrt, u_sinh, u_cosh, u_asin, u_acos, u_atan, u_asinh, u_acosh, u_atanh, u_erf,
+             u_erfc, u_lgamma, u_erf_inv, u_log2, u_log10, u_square, u_ipow, u_isfinite, u_isnan, u_isinf, kUnaryCount };
 // b_shr is `>>`: shift_right_arithmetic on signed, shift_right_logical on unsigned dtypes.
 enum Binary { b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_and, b_or, b_xor, b_shl, b_shr,
-              kBinaryCount };
+              b_hypot, b_nextafter, b_logical_and, kBinaryCount };
 enum Cmp { c_eq, c_ne, c_lt, c_le, c_gt, c_ge, kCmpCount };
 enum Red { r_sum, r_prod, r_max, r_min, r_mean, r_any, r_all, kRedCount };
 enum Cum { cu_sum, cu_prod, cu_max, cu_min, kCumCount };

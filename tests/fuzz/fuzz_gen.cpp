@@ -208,7 +208,7 @@ struct Gen {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
         if (tx.dt == DType::bool_) ks = {u_not};
-        else if (isi(tx.dt)) ks = {u_neg, u_abs, u_sign, u_not, u_popcount, u_clz};
+        else if (isi(tx.dt)) ks = {u_neg, u_abs, u_sign, u_not, u_popcount, u_clz, u_square, u_ipow};
         else if (tx.inexact) {
           // Only well-conditioned functions of an inexact value: sin(prod(x))
           // of a product near 1e6 turns a few ulp of reassociation (allowed,
@@ -216,11 +216,14 @@ struct Gen {
           ks = {u_neg, u_abs, u_sqrt, u_tanh, u_logistic};
         } else {
           ks = {u_neg, u_abs, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos, u_tan, u_tanh, u_logistic,
-                u_sign, u_floor, u_ceil, u_round};
+                u_sign, u_floor, u_ceil, u_round, u_expm1, u_exp2, u_cbrt, u_sinh, u_cosh, u_asin, u_acos,
+                u_atan, u_asinh, u_acosh, u_atanh, u_erf, u_erfc, u_lgamma, u_erf_inv, u_log2, u_log10, u_square, u_ipow,
+                u_isfinite, u_isnan, u_isinf};
         }
         n.op = Op::unary, n.k = r.pick(ks);
         Ty t = tx;
-        t.inexact = tx.inexact || (n.k >= u_exp && n.k <= u_logistic);
+        t.inexact = tx.inexact || (n.k >= u_exp && n.k <= u_logistic) || (n.k >= u_expm1 && n.k <= u_log10);
+        if (n.k >= u_isfinite) t = Ty{DType::bool_, tx.shape, false};
         n.out = {t};
         break;
       }
@@ -232,9 +235,10 @@ struct Gen {
         else if (isi(tx.dt))
           ks = {b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_and, b_or, b_xor, b_shl, b_shr};
         else if (tx.inexact || ty.inexact) ks = {b_add, b_sub, b_mul, b_div, b_max, b_min};  // (as for unary)
-        else ks = {b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2};
+        else ks = {b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_hypot, b_nextafter, b_logical_and};
         n.op = Op::binary, n.k = r.pick(ks), n.in = {x, y};
-        Ty t{tx.dt, {}, tx.inexact || ty.inexact || n.k == b_pow || n.k == b_atan2};
+        Ty t{tx.dt, {}, tx.inexact || ty.inexact || n.k == b_pow || n.k == b_atan2 || n.k == b_hypot};
+        if (n.k == b_logical_and) t = Ty{DType::bool_, {}, false};
         broadcast(tx.shape, ty.shape, t.shape);
         n.out = {t};
         break;
@@ -890,7 +894,10 @@ struct Emitter {
     static const char* n[] = {"-", "dyn::abs", "dyn::sign", "dyn::floor", "dyn::ceil", "dyn::round", "dyn::exp",
                               "dyn::log", "dyn::log1p", "dyn::sqrt", "dyn::rsqrt", "dyn::sin", "dyn::cos",
                               "dyn::tan", "dyn::tanh", "dyn::logistic", "!", "dyn::population_count",
-                              "dyn::clz"};
+                              "dyn::clz", "dyn::expm1", "dyn::exp2", "dyn::cbrt", "dyn::sinh", "dyn::cosh",
+                              "dyn::asin", "dyn::acos", "dyn::atan", "dyn::asinh", "dyn::acosh", "dyn::atanh",
+                              "dyn::erf", "dyn::erfc", "dyn::lgamma", "dyn::erf_inv", "dyn::log2", "dyn::log10", "dyn::square",
+                              "dyn::integer_pow", "dyn::is_finite", "dyn::isnan", "dyn::isinf"};
     return n[k];
   }
   static std::string binary(int k, const std::string& a, const std::string& b) {
@@ -906,6 +913,9 @@ struct Emitter {
       case b_xor: return "(" + a + " ^ " + b + ")";
       case b_shl: return "(" + a + " << " + b + ")";
       case b_shr: return "(" + a + " >> " + b + ")";
+      case b_hypot: return "dyn::hypot(" + a + ", " + b + ")";
+      case b_nextafter: return "dyn::nextafter(" + a + ", " + b + ")";
+      case b_logical_and: return "dyn::logical_and(" + a + ", " + b + ")";
     }
     return "?";
   }
@@ -929,7 +939,9 @@ struct Emitter {
         case Op::full: e = "L(x0, dyn::full<" + T + ">(std::vector<std::int64_t>" + list(n.p) + ", " + T + "(" + num(n.lit, DType::f64) + ")))"; break;
         case Op::iota: e = "L(x0, dyn::arange<" + T + ">(" + std::to_string(n.p[0]) + "))"; break;
         case Op::iota_dyn: e = "dyn::arange<" + T + ">(" + in(0) + ")"; break;
-        case Op::unary: e = std::string(unary_name(n.k)) + "(" + in(0) + ")"; break;
+        case Op::unary:
+          e = n.k == u_ipow ? "dyn::integer_pow(" + in(0) + ", 3)" : std::string(unary_name(n.k)) + "(" + in(0) + ")";
+          break;
         case Op::binary: e = binary(n.k, in(0), in(1)); break;
         case Op::add_mixed: e = "(" + in(0) + " + " + in(1) + ")"; break;
         case Op::scalar: {

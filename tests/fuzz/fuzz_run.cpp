@@ -118,6 +118,28 @@ struct Interp {
         case u_tan: return as_v<K>(dyn::tan(x));
         case u_tanh: return as_v<K>(dyn::tanh(x));
         case u_logistic: return as_v<K>(dyn::logistic(x));
+        case u_expm1: return as_v<K>(dyn::expm1(x));
+        case u_exp2: return as_v<K>(dyn::exp2(x));
+        case u_cbrt: return as_v<K>(dyn::cbrt(x));
+        case u_sinh: return as_v<K>(dyn::sinh(x));
+        case u_cosh: return as_v<K>(dyn::cosh(x));
+        case u_asin: return as_v<K>(dyn::asin(x));
+        case u_acos: return as_v<K>(dyn::acos(x));
+        case u_atan: return as_v<K>(dyn::atan(x));
+        case u_asinh: return as_v<K>(dyn::asinh(x));
+        case u_acosh: return as_v<K>(dyn::acosh(x));
+        case u_atanh: return as_v<K>(dyn::atanh(x));
+        case u_erf: return as_v<K>(dyn::erf(x));
+        case u_erfc: return as_v<K>(dyn::erfc(x));
+        case u_lgamma: return as_v<K>(dyn::lgamma(x));
+        case u_erf_inv: return as_v<K>(dyn::erf_inv(x));
+        case u_log2: return as_v<K>(dyn::log2(x));
+        case u_log10: return as_v<K>(dyn::log10(x));
+        case u_square: return as_v<K>(dyn::square(x));
+        case u_ipow: return as_v<K>(dyn::integer_pow(x, 3));
+        case u_isfinite: return as_v<K>(dyn::is_finite(x));
+        case u_isnan: return as_v<K>(dyn::isnan(x));
+        case u_isinf: return as_v<K>(dyn::isinf(x));
         case u_not:
           if constexpr (std::is_same_v<elem<decltype(x)>, bool>) return as_v<K>(!x);
           else if constexpr (requires { ~x; }) return as_v<K>(~x);
@@ -146,6 +168,9 @@ struct Interp {
       case b_max: return as_v<K>(dyn::maximum(x, y));
       case b_min: return as_v<K>(dyn::minimum(x, y));
       case b_atan2: return as_v<K>(dyn::atan2(x, y));
+      case b_hypot: return as_v<K>(dyn::hypot(x, y));
+      case b_nextafter: return as_v<K>(dyn::nextafter(x, y));
+      case b_logical_and: return as_v<K>(dyn::logical_and(x, y));
       // (bit operations of floats do not compile: never generated)
       case b_and:
         if constexpr (requires { x & y; }) return as_v<K>(x & y);

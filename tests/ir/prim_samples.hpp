@@ -113,7 +113,16 @@ inline Sample sample_of(Prim p) {
     DYN_COMPARE_PRIMITIVES(DYN_CASE_LABEL) {
       std::vector<Atom> ins;
       for (int k = 0; k < info.arity; ++k) ins.push_back(b.in(sample_dtype(info.dtypes), {2, 3}));
-      return b.eqn(p, ins, default_params(p));
+      Sample s = b.eqn(p, ins, default_params(p));
+      // Functions defined on part of the line get operands inside it: (-1, 1)
+      // for asin, acos, atanh, erf_inv (the samples / 4), [1, inf) for acosh (+ 1).
+      if (p == Prim::asin || p == Prim::acos || p == Prim::atanh || p == Prim::erf_inv || p == Prim::acosh) {
+        Array<double> a = s.args[0].get<double>();
+        double* v = a.mutable_data();
+        for (std::int64_t i = 0; i < a.size(); ++i) v[i] = p == Prim::acosh ? v[i] + 1 : v[i] / 4;
+        s.args[0] = AnyArray(a);
+      }
+      return s;
     }
     case Prim::select_n: {
       const Atom pred = b.in(DType::bool_, {2, 3});

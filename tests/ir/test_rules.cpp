@@ -115,7 +115,10 @@ std::vector<Aval> ae(Prim p, const std::vector<Aval>& in, const Params& params =
 }
 
 const Prim kFloatUnary[] = {Prim::floor, Prim::ceil, Prim::exp,  Prim::log, Prim::log1p, Prim::sqrt,
-                            Prim::rsqrt, Prim::sin,  Prim::cos,  Prim::tan, Prim::tanh,  Prim::logistic};
+                            Prim::rsqrt, Prim::sin,  Prim::cos,  Prim::tan, Prim::tanh,  Prim::logistic,
+                            Prim::expm1, Prim::exp2, Prim::cbrt, Prim::sinh, Prim::cosh, Prim::asin,
+                            Prim::acos,  Prim::atan, Prim::asinh, Prim::acosh, Prim::atanh, Prim::erf,
+                            Prim::erfc,  Prim::lgamma, Prim::erf_inv};
 
 }  // namespace
 
@@ -130,7 +133,7 @@ TEST_CASE("elementwise primitives accept exactly their dtypes, and impl agrees w
   std::vector<Row> unary = {{Prim::neg, DTypeSet::numeric}, {Prim::abs, DTypeSet::numeric},
                             {Prim::sign, DTypeSet::numeric}, {Prim::round, DTypeSet::floating},
                             {Prim::not_, DTypeSet::integer_or_bool}, {Prim::population_count, DTypeSet::integer},
-                            {Prim::clz, DTypeSet::integer}};
+                            {Prim::clz, DTypeSet::integer}, {Prim::square, DTypeSet::numeric}};
   for (Prim p : kFloatUnary) unary.push_back({p, DTypeSet::floating});
   const Row binary[] = {{Prim::add, DTypeSet::numeric},   {Prim::sub, DTypeSet::numeric},
                         {Prim::mul, DTypeSet::numeric},   {Prim::div, DTypeSet::numeric},

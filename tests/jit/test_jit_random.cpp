@@ -2,7 +2,7 @@
 // eager, for every function, since dyn::random is a composition of integer
 // primitives (add, xor, shifts, or, iota, slice, concatenate, sort) and exact
 // float operations (a u32 -> float conversion, a multiplication by a power of
-// two). Only normal (Box-Muller) goes through log1p and cos, whose compiled
+// two). Only normal (sqrt(2) * erf_inv(u)) goes through log1p, whose compiled
 // forms are within a few ulps of eager ones (docs/backend.md): compared with
 // a tolerance. The values themselves: tests/ops/test_random.cpp.
 #include <doctest/doctest.h>

@@ -272,6 +272,25 @@ TEST_CASE("random statistics: normal moments (1e5 samples, float and double)") {
   CHECK((beyond3 > 200 && beyond3 < 340));  // 0.27% of 1e5 = 270, sd 16
 }
 
+TEST_CASE("random: normal is jax.random.normal: sqrt(2) * erf_inv(uniform(key, lo = nextafter(-1, 0), hi = 1))") {
+  // JAX's documentation (the jax.jit docstring, jax/_src/api.py) prints
+  // selu(jax.random.normal(jax.random.key(0), (10,))) to 5 digits, selu(x) =
+  // 1.05 x for x > 0, 1.05 * 1.67 (exp(x) - 1) otherwise; inverting selu
+  // gives these values of normal(key(0), (10,)) (to about 1e-5).
+  const std::vector<double> jax = {-0.37211, 0.264229, -0.182527, -0.736813, -0.440299,
+                                   -0.152143, -0.671351, -0.590857, 0.731686, 0.567295};
+  const auto z = dyn::random::normal<float>(dyn::random::key(0), {10});
+  for (i64 i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(z(i) - jax[static_cast<std::size_t>(i)]) < 2e-5);
+  }
+  // The composition, exactly.
+  const auto k = dyn::random::key(5);
+  const auto u = dyn::random::uniform<double>(k, {64}, std::nextafter(-1.0, 0.0), 1.0);
+  const auto want = dyn::erf_inv(u) * std::sqrt(2.0);
+  CHECK(dyn::array_equal(dyn::random::normal<double>(k, {64}), want));
+}
+
 TEST_CASE("random statistics: randint range and uniformity, bernoulli frequency, permutations") {
   const auto r = dyn::random::randint<i32>(dyn::random::key(5), {kN}, -3, 7);
   std::vector<i64> counts(10);

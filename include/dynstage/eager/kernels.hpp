@@ -22,6 +22,7 @@
 #include "kernels_cumulative.hpp"
 #include "kernels_index.hpp"
 #include "kernels_layout.hpp"
+#include "kernels_math.hpp"
 #include "kernels_sort.hpp"
 
 // The eager kernels are compiled once per program, in the one translation

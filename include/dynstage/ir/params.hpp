@@ -35,6 +35,12 @@ struct RoundParams {
   int rounding_method = 1;  // 0: away from zero, 1: to nearest even (numpy's round)
   friend bool operator==(const RoundParams&, const RoundParams&) = default;
 };
+// integer_pow[y=n]: x ** n for a C++ int n (lax.integer_pow), computed by
+// repeated squaring (JAX's lowering, so eager and jit multiply alike).
+struct IntegerPowParams {
+  int y = 2;
+  friend bool operator==(const IntegerPowParams&, const IntegerPowParams&) = default;
+};
 struct BroadcastInDimParams {
   std::vector<std::int64_t> shape;                 // kDynamicDim entries come from operands 1..
   std::vector<std::int64_t> broadcast_dimensions;  // operand axis i -> output axis
@@ -260,7 +266,7 @@ struct ScanParams {
   friend bool operator==(const ScanParams&, const ScanParams&) = default;
 };
 
-using Params = std::variant<NoParams, ConvertParams, RoundParams, BroadcastInDimParams, ReshapeParams,
+using Params = std::variant<NoParams, ConvertParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
                             RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
                             DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams>;

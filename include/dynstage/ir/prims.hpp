@@ -162,6 +162,24 @@ inline constexpr int kVariadic = -1;
   X(tan,                  "tan",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("tan"))       \
   X(tanh,                 "tanh",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("tanh"))      \
   X(logistic,             "logistic",             unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
+  X(square,               "square",               unary,       NoParams,                1, numeric,         true,  simple,         none,  none)              \
+  X(expm1,                "expm1",                unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("expm1"))     \
+  X(exp2,                 "exp2",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("exp2"))      \
+  X(cbrt,                 "cbrt",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("cbrt"))      \
+  X(sinh,                 "sinh",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("sinh"))      \
+  X(cosh,                 "cosh",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("cosh"))      \
+  X(asin,                 "asin",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("asin"))      \
+  X(acos,                 "acos",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("acos"))      \
+  X(atan,                 "atan",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("atan"))      \
+  X(asinh,                "asinh",                unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("asinh"))     \
+  X(acosh,                "acosh",                unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("acosh"))     \
+  X(atanh,                "atanh",                unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("atanh"))     \
+  X(erf,                  "erf",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("erf"))       \
+  X(erfc,                 "erfc",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("erfc"))      \
+  X(lgamma,               "lgamma",               unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("lgamma"))    \
+  X(erf_inv,              "erf_inv",              unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
+  X(is_finite,            "is_finite",            unary,       NoParams,                1, floating,        true,  simple,         none,  none)              \
+  X(integer_pow,          "integer_pow",          unary,       IntegerPowParams,        1, numeric,         true,  costly,         none,  none)              \
   X(not_,                 "not",                  unary,       NoParams,                1, integer_or_bool, true,  simple,         none,  none)              \
   X(population_count,     "population_count",     unary,       NoParams,                1, integer,         true,  simple,         none,  none)              \
   X(clz,                  "clz",                  unary,       NoParams,                1, integer,         true,  simple,         none,  none)
@@ -175,6 +193,7 @@ inline constexpr int kVariadic = -1;
   X(max,                  "max",                  binary,      NoParams,                2, numeric,         true,  simple,         max,   none)              \
   X(min,                  "min",                  binary,      NoParams,                2, numeric,         true,  simple,         min,   none)              \
   X(atan2,                "atan2",                binary,      NoParams,                2, floating,        true,  transcendental, none,  libm("atan2"))     \
+  X(nextafter,            "nextafter",            binary,      NoParams,                2, floating,        true,  simple,         none,  none)              \
   X(and_,                 "and",                  binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)              \
   X(or_,                  "or",                   binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)              \
   X(xor_,                 "xor",                  binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)              \

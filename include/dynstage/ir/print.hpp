@@ -308,6 +308,9 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
           [](const RoundParams& p) {
             return std::vector<pp::KeyValue>{{"rounding_method", text(std::to_string(p.rounding_method))}};
           },
+          [](const IntegerPowParams& p) {
+            return std::vector<pp::KeyValue>{{"y", text(std::to_string(p.y))}};
+          },
           [](const BroadcastInDimParams& p) {
             return std::vector<pp::KeyValue>{{"broadcast_dimensions", text(py_tuple(p.broadcast_dimensions))},
                                              {"shape", text(py_tuple(p.shape))}};

@@ -596,6 +596,23 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::round>, const std::vector<Aval
                     std::to_string(rp.rounding_method));
   return unary_rule(Prim::round, in, prim_info(Prim::round).dtypes);
 }
+// is_finite: a float operand, a bool result (lax.is_finite).
+inline std::vector<Aval> shape_rule(PrimTag<Prim::is_finite>, const std::vector<Aval>& in, const NoParams&) {
+  check_arity(Prim::is_finite, in, 1);
+  check_dtype(Prim::is_finite, in[0].dtype, prim_info(Prim::is_finite).dtypes);
+  return {make_aval(DType::bool_, in[0].shape, false)};
+}
+// integer_pow[y]: any numeric dtype; a negative exponent of an integer is
+// refused, as JAX's dtype rule does.
+inline std::vector<Aval> shape_rule(PrimTag<Prim::integer_pow>, const std::vector<Aval>& in,
+                                    const IntegerPowParams& ip) {
+  std::vector<Aval> out = unary_rule(Prim::integer_pow, in, prim_info(Prim::integer_pow).dtypes);
+  if (ip.y < 0 && !is_float(in[0].dtype))
+    fail<TypeError>("integer_pow: integers cannot be raised to negative powers, got integer_pow(x, " +
+                    std::to_string(ip.y) + ") with x of dtype " + std::string(dtype_name(in[0].dtype)) +
+                    "; convert x to a float dtype first");
+  return out;
+}
 // gather and the scatters, sort and top_k: their own files, in this namespace.
 #include "shape_rules_index.hpp"
 #include "shape_rules_sort.hpp"

@@ -243,6 +243,9 @@ private:
   llvm::Value* vector_math(Prim p, DType d, std::vector<llvm::Value*> args);
   llvm::Value* int_divrem(bool rem, llvm::Value* x, llvm::Value* y, DType d);
   llvm::Value* int_pow(llvm::Value* x, llvm::Value* y, DType d);
+  llvm::Value* integer_pow(llvm::Value* x, int y, DType d);
+  llvm::Value* nextafter(llvm::Value* x, llvm::Value* y, DType d);
+  llvm::Value* erf_inv(llvm::Value* x, DType d);
   llvm::Value* max_min(bool is_max, DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* convert(DType from, DType to, llvm::Value* x);
 

@@ -121,6 +121,82 @@ inline llvm::Value* Lowering::int_pow(llvm::Value* x, llvm::Value* y, DType d) {
   return b.CreateSelect(neg, neg_result, result);
 }
 
+// x ** y for a constant y (integer_pow): JAX's square-and-multiply, the
+// multiplications of eager's integer_pow_value in the same order, so the
+// two agree bit for bit; a negative y is 1 / x ** -y (floats only).
+inline llvm::Value* Lowering::integer_pow(llvm::Value* x, int y, DType d) {
+  const bool fl = is_float(d);
+  auto mul = [&](llvm::Value* a, llvm::Value* c) { return fl ? b.CreateFMul(a, c) : b.CreateMul(a, c); };
+  if (y == 0) return E.number(d, 1);
+  const bool reciprocal = y < 0;
+  unsigned n = reciprocal ? 0u - static_cast<unsigned>(y) : static_cast<unsigned>(y);
+  llvm::Value* acc = nullptr;
+  while (n > 0) {
+    if (n & 1u) acc = acc ? mul(acc, x) : x;
+    n >>= 1;
+    if (n > 0) x = mul(x, x);
+  }
+  return reciprocal && fl ? b.CreateFDiv(E.number(d, 1), acc) : acc;
+}
+
+// erf_inv: Giles' approximation (eager/kernels_math.hpp has the formula
+// and coefficients), each branch a select so that the loop vectorises; the
+// log is llvm.log (libmvec's vector variant).
+inline llvm::Value* Lowering::erf_inv(llvm::Value* x, DType d) {
+  llvm::Type* t = E.reg_type(d);
+  auto C = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  auto horner = [&](llvm::Value* p, llvm::Value* c, llvm::Value* w) { return b.CreateFAdd(c, b.CreateFMul(p, w)); };
+  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value* w = b.CreateFNeg(b.CreateUnaryIntrinsic(
+      llvm::Intrinsic::log, b.CreateFMul(b.CreateFSub(C(1.0), a), b.CreateFAdd(C(1.0), a))));
+  llvm::Value* sqrt_w = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, w);
+  llvm::Value* p = nullptr;
+  if (d == DType::f32) {
+    llvm::Value* lt = b.CreateFCmpOLT(w, C(5.0));
+    w = b.CreateSelect(lt, b.CreateFSub(w, C(2.5)), b.CreateFSub(sqrt_w, C(3.0)));
+    auto coef = [&](int i) { return b.CreateSelect(lt, C(kErfInv32Small[i]), C(kErfInv32Large[i])); };
+    p = coef(0);
+    for (int i = 1; i < 9; ++i) p = horner(p, coef(i), w);
+  } else {
+    llvm::Value* lt625 = b.CreateFCmpOLT(w, C(6.25));
+    llvm::Value* lt16 = b.CreateFCmpOLT(w, C(16.0));
+    w = b.CreateSelect(lt625, b.CreateFSub(w, C(3.125)),
+                       b.CreateFSub(sqrt_w, b.CreateSelect(lt16, C(3.25), C(5.0))));
+    auto coef = [&](int i) {
+      llvm::Value* c = C(kErfInv64Small[i]);
+      if (i < 19) c = b.CreateSelect(lt625, c, C(kErfInv64Mid[i]));
+      if (i < 17) c = b.CreateSelect(lt16, c, C(kErfInv64Large[i]));
+      return c;
+    };
+    p = coef(0);
+    for (int i = 1; i < 17; ++i) p = horner(p, coef(i), w);
+    for (int i = 17; i < 19; ++i) p = b.CreateSelect(lt16, horner(p, coef(i), w), p);
+    for (int i = 19; i < 23; ++i) p = b.CreateSelect(lt625, horner(p, coef(i), w), p);
+  }
+  llvm::Value* one = b.CreateFCmpOEQ(a, C(1.0));
+  return b.CreateSelect(one, b.CreateFMul(x, llvm::ConstantFP::getInfinity(t)), b.CreateFMul(p, x));
+}
+
+// nextafter(x, y) as C's: NaN if either is; y if x == y; the smallest
+// subnormal with y's sign if x is zero; else x's bits stepped by one toward
+// y. Integer arithmetic on the bits: no call, so it vectorises.
+inline llvm::Value* Lowering::nextafter(llvm::Value* x, llvm::Value* y, DType d) {
+  llvm::Type* ft = E.reg_type(d);
+  llvm::Type* it = b.getIntNTy(ft->getPrimitiveSizeInBits());
+  llvm::Value* xi = b.CreateBitCast(x, it);
+  llvm::Value* zero = llvm::ConstantFP::get(ft, 0.0);
+  // toward y in magnitude when x and y - x have the same sign: bits + 1
+  llvm::Value* up = b.CreateICmpEQ(b.CreateFCmpOLT(x, y), b.CreateFCmpOGT(x, zero));
+  llvm::Value* stepped = b.CreateSelect(up, b.CreateAdd(xi, llvm::ConstantInt::get(it, 1)),
+                                        b.CreateSub(xi, llvm::ConstantInt::get(it, 1)));
+  llvm::Value* sign_y = b.CreateAnd(b.CreateBitCast(y, it), llvm::ConstantInt::get(it, llvm::APInt::getSignMask(it->getIntegerBitWidth())));
+  llvm::Value* tiny = b.CreateOr(sign_y, llvm::ConstantInt::get(it, 1));
+  llvm::Value* r = b.CreateSelect(b.CreateFCmpOEQ(x, zero), tiny, stepped);
+  r = b.CreateBitCast(r, ft);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, y), y, r);
+  return b.CreateSelect(b.CreateFCmpUNO(x, y), b.CreateFAdd(x, y), r);
+}
+
 // convert_element_type as eager's convert_value: to bool is `!= 0` (NaN is
 // true); float -> int truncates, NaN -> 0, saturates (llvm.fptosi.sat is
 // exactly that); int -> narrower int wraps.
@@ -324,6 +400,26 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::tanh: return vector_math(e.prim, d0, {in(0)});
     case Prim::logistic:
       return b.CreateFDiv(one(), b.CreateFAdd(one(), b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(in(0)))));
+    case Prim::square: return fl ? b.CreateFMul(in(0), in(0)) : b.CreateMul(in(0), in(0));
+    case Prim::expm1:
+    case Prim::exp2:
+    case Prim::cbrt:
+    case Prim::sinh:
+    case Prim::cosh:
+    case Prim::asin:
+    case Prim::acos:
+    case Prim::atan:
+    case Prim::asinh:
+    case Prim::acosh:
+    case Prim::atanh:
+    case Prim::erf:
+    case Prim::erfc:
+    case Prim::lgamma: return vector_math(e.prim, d0, {in(0)});
+    case Prim::erf_inv: return erf_inv(in(0), d0);
+    // |x| != inf, ordered: false for NaN (lax.is_finite)
+    case Prim::is_finite:
+      return b.CreateFCmpONE(un(llvm::Intrinsic::fabs), llvm::ConstantFP::getInfinity(E.reg_type(d0)));
+    case Prim::integer_pow: return integer_pow(in(0), std::get<IntegerPowParams>(e.params).y, d0);
     case Prim::not_: return b.CreateNot(in(0));
     case Prim::population_count: return un(llvm::Intrinsic::ctpop);
     case Prim::clz: return b.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, in(0), b.getFalse());  // 0 -> width
@@ -338,6 +434,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::max:
     case Prim::min: return max_min(e.prim == Prim::max, d0, in(0), in(1));
     case Prim::atan2: return vector_math(e.prim, d0, {in(0), in(1)});
+    case Prim::nextafter: return nextafter(in(0), in(1), d0);
     case Prim::and_: return b.CreateAnd(in(0), in(1));
     case Prim::or_: return b.CreateOr(in(0), in(1));
     case Prim::xor_: return b.CreateXor(in(0), in(1));

@@ -68,6 +68,7 @@ struct Host {
   std::string triple, cpu, features;  // features: "+avx2,+avx512f,..."
   bool avx2 = false, avx512 = false;
   bool libmvec = false;               // glibc's libmvec loaded into the process
+  bool sleef = false;                 // SLEEF's libsleef loaded into the process
   std::string id;                     // cpu + features: a cache key component
 };
 
@@ -93,7 +94,8 @@ inline const Host& host() {
     }
     std::string err;
     r.libmvec = !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1", &err);
-    r.id = r.cpu + " " + r.features + (r.libmvec ? " libmvec" : "");
+    r.sleef = !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libsleef.so.3", &err);
+    r.id = r.cpu + " " + r.features + (r.libmvec ? " libmvec" : "") + (r.sleef ? " sleef" : "");
     return r;
   }();
   return h;
@@ -145,18 +147,44 @@ public:
 };
 
 // ---------------------------------------------------------------------------
-// Vector math: glibc libmvec's variants, gated by the host's ISA, of the
-// primitives whose row has a vector math function (ir/prims.hpp, vmath). LLVM
-// 19's LIBMVEC-X86 table has only sin/cos/tan/exp/log/pow at 2 and 4 lanes
-// (f64); we map every such function, scalar libm call and intrinsic alike,
-// and the AVX-512 8-lane (f64) / 16-lane (f32) `_ZGVe` variants too. VecDesc
-// holds StringRefs: the names live in a static vector.
+// Vector math: for each primitive whose row has a vector math function
+// (ir/prims.hpp, vmath), its variants at the host's vector widths from one
+// of two providers, whichever exports the symbol first:
+//   1. glibc's libmvec, `_ZGV<isa>N<lanes>v_<name>[f]` (documented <= 4 ulp;
+//      glibc 2.36 has every function of the table but lgamma);
+//   2. SLEEF, `Sleef_<name><d|f><lanes>_u10<isa>` (the 1.0-ulp variants).
+// docs/backend.md gives the choice and the measured bound per function. A
+// function neither provides stays a scalar call in a vectorised loop. LLVM
+// 19's own LIBMVEC-X86 table has only sin/cos/tan/exp/log/pow at 2 and 4
+// lanes (f64); we map every function, scalar libm call and intrinsic alike,
+// and the AVX-512 8-lane (f64) / 16-lane (f32) variants too. VecDesc holds
+// StringRefs: the names live in a static vector.
+
+// The vector variant of libm function `name` (f32 when `f32`) at `lanes`
+// lanes of ISA `isa`, or "" if no loaded library exports one.
+// `v` is "v" (one operand) or "vv" (two).
+inline std::string vector_variant(const std::string& name, const std::string& v, bool f32, int lanes, char isa) {
+  const Host& h = host();
+  const std::string suffix = f32 ? "f" : "";
+  auto exported = [](const std::string& sym) {
+    return llvm::sys::DynamicLibrary::SearchForAddressOfSymbol(sym) != nullptr;
+  };
+  if (h.libmvec) {
+    std::string m = std::string("_ZGV") + isa + "N" + std::to_string(lanes) + v + "_" + name + suffix;
+    if (exported(m)) return m;
+  }
+  if (h.sleef) {
+    const char* sleef_isa = isa == 'b' ? "sse2" : isa == 'd' ? "avx2" : "avx512f";
+    std::string m = "Sleef_" + name + (f32 ? "f" : "d") + std::to_string(lanes) + "_u10" + sleef_isa;
+    if (exported(m)) return m;
+  }
+  return "";
+}
 
 inline const std::vector<llvm::VecDesc>& vector_functions() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     const Host& h = host();
-    if (!h.libmvec) return n;
     struct Isa {
       char letter;
       int bits;
@@ -172,7 +200,8 @@ inline const std::vector<llvm::VecDesc>& vector_functions() {
           const int lanes = isa.bits / (f32 ? 32 : 64);
           const std::string v = p.arity == 1 ? "v" : "vv";
           const std::string sname = std::string(vm.name) + (f32 ? "f" : "");
-          const std::string vname = std::string("_ZGV") + isa.letter + "N" + std::to_string(lanes) + v + "_" + sname;
+          const std::string vname = vector_variant(vm.name, v, f32 != 0, lanes, isa.letter);
+          if (vname.empty()) continue;
           const std::string prefix = "_ZGV_LLVM_N" + std::to_string(lanes) + v;
           // Triples: scalar name, vector name, VABI prefix, lanes.
           n.push_back(sname), n.push_back(vname), n.push_back(prefix), n.push_back(std::to_string(lanes));

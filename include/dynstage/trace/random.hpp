@@ -223,21 +223,18 @@ auto uniform(const K& key, const std::vector<std::int64_t>& shape, T lo = T(0), 
   return dyn::maximum(lo, dyn::reshape(unit * span + lo, ConcreteSizes(shape)));
 }
 
-// normal<T>(key, shape): standard normal numbers by the Box-Muller transform
-// of two uniforms (from the two keys of split(key)). NOT jax.random.normal's
-// bits: JAX uses sqrt(2) * erf_inv(uniform(-1, 1)), and dynstage has no
-// erf_inv yet (docs/random.md).
+// normal<T>(key, shape): jax.random.normal's algorithm and bits: uniform
+// numbers in (-1, 1) (lo = nextafter(-1, 0), so erf_inv never sees -1), then
+// sqrt(2) * erf_inv(u), erf_inv being Giles' approximation as XLA computes
+// it (eager/kernels_math.hpp).
 template <class T, ArrayLike K>
 auto normal(const K& key, const std::vector<std::int64_t>& shape, detail::Loc loc = detail::Loc::current()) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "dyn::random::normal<T>: T must be float or double");
   dyn::detail::OpSite site(loc);
   const auto k = detail::checked_key(key, "normal");
-  const auto [k1, k2] = split(k, loc);
-  const auto u1 = uniform<T>(k1, shape, T(0), T(1), loc);
-  const auto u2 = uniform<T>(k2, shape, T(0), T(1), loc);
-  const auto r = dyn::sqrt(dyn::log1p(-u1) * T(-2));  // 1 - u1 is in (0, 1]
-  return r * dyn::cos(u2 * T(2 * std::numbers::pi));
+  const auto u = uniform<T>(k, shape, std::nextafter(T(-1), T(0)), T(1), loc);
+  return T(std::numbers::sqrt2) * dyn::erf_inv(u, loc);
 }
 
 // randint<T>(key, shape, lo, hi): jax.random.randint for 32- and 64-bit
