@@ -225,3 +225,21 @@ TEST_CASE("jit diff dtypes: MurmurHash3 fmix32 of u32, jit and eager, against in
 }
 
 }  // namespace
+
+TEST_CASE("jit diff dtypes: unsigned to float after bit operations (an LLVM 19 SLP narrowing miscompile)") {
+  // LLVM 19's SLP vectoriser narrowed uitofp(~zext(u16 x) as u64) to 32-bit
+  // lanes: 2^32 - x - 1 instead of 2^64 - x - 1 (found by the fuzzer, seed
+  // 1640). The lowering converts unsigned integers without uitofp.
+  for (const std::int64_t n : {std::int64_t{16}, std::int64_t{1000}}) {
+    std::vector<u16> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<u16>(i * 977u);
+    const dyn::Array<u16> x({n}, v);
+    const auto f64 = [](auto a) { return dyn::astype<double>(~dyn::astype<u64>(a)); };
+    const auto f32 = [](auto a) { return dyn::astype<float>(~dyn::astype<u32>(dyn::astype<u8>(a))); };
+    const auto top = [](auto a) { return dyn::astype<double>(dyn::astype<u64>(a) << 48) + dyn::astype<double>(a); };
+    CHECK(dyn::array_equal(dyn::jit(f64)(x), f64(x)));
+    CHECK(dyn::array_equal(dyn::jit(f32)(x), f32(x)));
+    CHECK(dyn::array_equal(dyn::jit(top)(x), top(x)));
+    CHECK(dyn::jit(f64)(x).data()[1] == 18446744073709551616.0 - 977.0 - 1.0);  // by hand: 2^64 - x - 1, rounded
+  }
+}

@@ -248,6 +248,7 @@ private:
   llvm::Value* erf_inv(llvm::Value* x, DType d);
   llvm::Value* max_min(bool is_max, DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* convert(DType from, DType to, llvm::Value* x);
+  llvm::Value* unsigned_to_float(llvm::Value* x, llvm::Type* t);
 
   // --- materialisation points --------------------------------------------
   void emit_root(std::size_t ei);

@@ -200,6 +200,20 @@ inline llvm::Value* Lowering::nextafter(llvm::Value* x, llvm::Value* y, DType d)
 // convert_element_type as eager's convert_value: to bool is `!= 0` (NaN is
 // true); float -> int truncates, NaN -> 0, saturates (llvm.fptosi.sat is
 // exactly that); int -> narrower int wraps.
+// Unsigned integer -> float without `uitofp`: LLVM 19's SLP vectoriser
+// narrows a vector uitofp's operand to the bits a *signed* value would need,
+// so uitofp(~zext(u16 x) as u64) became a uitofp of 32-bit lanes (2^32 - x
+// instead of 2^64 - x; found by the fuzzer). Narrower sources widen to i64,
+// where they are non-negative, and use sitofp (the same correctly rounded
+// result). u64 with the top bit set is halved, keeping the low bit for
+// rounding (round to odd), converted and doubled, as compilers lower it.
+inline llvm::Value* Lowering::unsigned_to_float(llvm::Value* x, llvm::Type* t) {
+  if (x->getType()->getIntegerBitWidth() < 64) return b.CreateSIToFP(b.CreateZExt(x, E.i64), t);
+  llvm::Value* halved = b.CreateOr(b.CreateLShr(x, 1), b.CreateAnd(x, E.c64(1)));
+  llvm::Value* h = b.CreateSIToFP(halved, t);
+  return b.CreateSelect(b.CreateICmpSLT(x, E.c64(0)), b.CreateFAdd(h, h), b.CreateSIToFP(x, t));
+}
+
 inline llvm::Value* Lowering::convert(DType from, DType to, llvm::Value* x) {
   if (from == to) return x;
   llvm::Type* t = E.reg_type(to);
@@ -211,7 +225,7 @@ inline llvm::Value* Lowering::convert(DType from, DType to, llvm::Value* x) {
   // widening extends by the source's signedness; narrowing truncates (wraps)
   if (is_integer(from) && is_integer(to))
     return is_unsigned_integer(from) ? b.CreateZExtOrTrunc(x, t) : b.CreateSExtOrTrunc(x, t);
-  if (is_integer(from)) return is_unsigned_integer(from) ? b.CreateUIToFP(x, t) : b.CreateSIToFP(x, t);
+  if (is_integer(from)) return is_unsigned_integer(from) ? unsigned_to_float(x, t) : b.CreateSIToFP(x, t);
   if (is_integer(to))
     return b.CreateIntrinsic(is_unsigned_integer(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
                              {t, x->getType()}, {x});
