@@ -4,16 +4,12 @@
 // max/min, conversions to and from every dtype, reductions, cumulative
 // sums, sort and argmax, compiled vs interpreted vs eager (jit_diff.hpp).
 #include "jit_diff.hpp"
+#include "../test_util.hpp"
 
 namespace {
 
 using namespace jit_diff;
-using i8 = std::int8_t;
-using i16 = std::int16_t;
-using u8 = std::uint8_t;
-using u16 = std::uint16_t;
-using u32 = std::uint32_t;
-using u64 = std::uint64_t;
+using namespace test_util::element_types;
 
 using NewSingles = std::tuple<Arrs<i8>, Arrs<i16>, Arrs<u8>, Arrs<u16>, Arrs<u32>, Arrs<u64>>;
 using NewPairs = std::tuple<Pairs<i8>, Pairs<i16>, Pairs<u8>, Pairs<u16>, Pairs<u32>, Pairs<u64>>;
