@@ -23,9 +23,12 @@ for arg in "$@"; do
 done
 
 # libsleef-dev: SLEEF, the vector math of what libmvec lacks (lgamma; llvm/session.hpp).
+# libtbb-dev: oneTBB, the thread pool kernels run on (runtime/threads.hpp).
 # python3-numpy: the NumPy baselines of scripts/bench.sh (benchmarks/numpy_baselines.py).
+# python3-matplotlib: the plots of the benchmark scripts (docs/benchmarks.md).
 packages=(meson ninja-build pkg-config cmake g++ llvm-19-dev libzstd-dev
-          libboost-dev doctest-dev libbenchmark-dev libeigen3-dev python3-numpy libsleef-dev)
+          libboost-dev doctest-dev libbenchmark-dev libeigen3-dev python3-numpy libsleef-dev
+          libtbb-dev python3-matplotlib)
 
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

@@ -32,8 +32,9 @@ import tempfile
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
-# Headers core.hpp does not reach, by design: the jit backend (LLVM).
-CORE_EXCLUDED_PREFIXES = ("dynstage/jit/", "dynstage/llvm/")
+# Headers core.hpp does not reach, by design: the jit backend (LLVM) and
+# the thread pool its kernels run on.
+CORE_EXCLUDED_PREFIXES = ("dynstage/jit/", "dynstage/llvm/", "dynstage/runtime/")
 CORE_EXCLUDED = {"dynstage/dynstage.hpp"}
 
 MAX_LINES = 650

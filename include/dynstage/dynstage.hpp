@@ -9,6 +9,7 @@
 
 #include "core.hpp"
 #include "jit/jit.hpp"
+#include "runtime/threads.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include "jit/cache.hpp"
