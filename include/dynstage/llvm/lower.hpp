@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -254,6 +255,7 @@ private:
   void emit_root(std::size_t ei);
   bool flat_root(const Eqn& e);
   void emit_group(const RowGroup& g);
+  void emit_group_row(const RowGroup& g, const Row& row);
   void emit_row_elementwise(const Eqn& e, llvm::Value* out, const Row& row);
   void emit_reduction(const Eqn& e, llvm::Value* out, const Row* row = nullptr);
   llvm::Value* accumulate_sum(llvm::Value* acc, llvm::Value* v);
@@ -272,6 +274,13 @@ private:
     auto* fty = llvm::FunctionType::get(b.getVoidTy(), {E.i64}, false);
     b.CreateCall(E.mod.getOrInsertFunction(kCountBytesRoutine, fty), {bytes});
   }
+  // Parallel regions (lower_parallel.hpp).
+  using TaskBody = std::function<void(llvm::Value* task, llvm::Value* begin, llvm::Value* end)>;
+  bool worth_parallel(llvm::Value* work) const;
+  void parallel_tasks(llvm::Value* n, llvm::Value* per, const TaskBody& body);
+  llvm::Value* rows_per_task(llvm::Value* row);
+  bool emit_parallel_elementwise(const Eqn& e, llvm::Value* out);
+  bool emit_parallel_group(const RowGroup& g);
   void emit_prologue_and_dims(llvm::Function* f, std::size_t nin);
 
   // Control flow (lower_control.hpp). Each emits the equation, sets the

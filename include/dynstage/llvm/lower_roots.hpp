@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lower.hpp"
+#include "lower_parallel.hpp"
 
 namespace dyn::detail::llvmjit {
 
@@ -42,6 +43,7 @@ inline void Lowering::emit_root(std::size_t ei) {
     case Kind::compare:
     case Kind::select:
     case Kind::convert: {
+      if (emit_parallel_elementwise(e, out)) return;
       const DType od = type(v).dtype;
       nest(dims, flat_root(e), [&](Ix& ix) { E.store(out, od, lin(ix), fused(e, ix)); });
       return;
@@ -63,24 +65,28 @@ inline bool Lowering::flat_root(const Eqn& e) {
 // each member's nest over that row, in order. One-row buffers start at
 // row * (their row length) in the linear index space (rowoff_).
 inline void Lowering::emit_group(const RowGroup& g) {
+  if (emit_parallel_group(g)) return;
   const std::size_t t = g.row_dims.size();
   const Dims rows = dims_of(Type{DType::i64, g.row_dims, false});
   std::vector<llvm::Value*> multi(t);
-  loops(rows, 0, t, multi, E.c64(0), [&](llvm::Value* l) {
-    const Row row{multi, l};
-    for (int ei : g.members) {
-      const int v = j_.eqns[static_cast<std::size_t>(ei)].outputs[0];
-      if (plan_.row_local[static_cast<std::size_t>(v)])
-        rowoff_[static_cast<std::size_t>(v)] = b.CreateMul(l, numel(dims_of(v), t), "", true, true);
-    }
-    for (int ei : g.members) {
-      const Eqn& e = j_.eqns[static_cast<std::size_t>(ei)];
-      llvm::Value* out = buf_[static_cast<std::size_t>(e.outputs[0])];
-      if (prim_kind(e.prim) == Kind::reduction) emit_reduction(e, out, &row);
-      else emit_row_elementwise(e, out, row);
-    }
-  });
+  loops(rows, 0, t, multi, E.c64(0), [&](llvm::Value* l) { emit_group_row(g, Row{multi, l}); });
   for (int ei : g.members) rowoff_[static_cast<std::size_t>(j_.eqns[static_cast<std::size_t>(ei)].outputs[0])] = nullptr;
+}
+
+// One row of a row group: each member's nest over that row, in order.
+inline void Lowering::emit_group_row(const RowGroup& g, const Row& row) {
+  const std::size_t t = g.row_dims.size();
+  for (int ei : g.members) {
+    const int v = j_.eqns[static_cast<std::size_t>(ei)].outputs[0];
+    if (plan_.row_local[static_cast<std::size_t>(v)])
+      rowoff_[static_cast<std::size_t>(v)] = b.CreateMul(row.lin, numel(dims_of(v), t), "", true, true);
+  }
+  for (int ei : g.members) {
+    const Eqn& e = j_.eqns[static_cast<std::size_t>(ei)];
+    llvm::Value* out = buf_[static_cast<std::size_t>(e.outputs[0])];
+    if (prim_kind(e.prim) == Kind::reduction) emit_reduction(e, out, &row);
+    else emit_row_elementwise(e, out, row);
+  }
 }
 
 // A fusible member's nest over one row: flat over the row's linear index
@@ -257,7 +263,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
                               : run_k ? (*run_k < kLongReduction ? LoopHint::reduction : LoopHint::long_reduction)
                               : row   ? LoopHint::reduction
                                       : LoopHint::long_reduction;
-  llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
+  llvm::AllocaInst* acc = nullptr;  // the accumulator: an alloca of the function the loop is in (below)
 
   std::vector<llvm::Value*> multi(r, nullptr);
   auto body = [&](llvm::Value* outer_lin, llvm::Value* olin) {
@@ -299,6 +305,45 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
     E.store(out, d, E.c64(0), combine(identity(), E.constant(x.lit.dtype, x.lit.f, x.lit.i), false));
     return;
   }
+  // On every core (lower_parallel.hpp) when the work is large: float
+  // products keep their loop order (never reassociated, above), so they stay
+  // sequential. A run of one value: per-task partials combined in task
+  // order; whole output rows a task when one outer axis is kept.
+  const bool order_free = !(fl && p == Prim::reduce_prod);
+  if (!row && order_free && !unit(inner_n) && worth_parallel(xn)) {
+    if (t == 0 && flat_inner) {
+      llvm::Value* ntasks = task_count(E, inner_n, kTaskElems);
+      llvm::Value* partial = E.temp(bytes_of(Dims{ntasks}, d));
+      parallel_tasks(inner_n, E.c64(kTaskElems), [&](llvm::Value* task, llvm::Value* begin, llvm::Value* end) {
+        acc = E.entry_alloca(E.reg_type(d));
+        b.CreateStore(identity(), acc);
+        E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
+          Ix& ix = body_ix(xd, {}, b.CreateAdd(begin, i, "", true, true));
+          b.CreateStore(combine(b.CreateLoad(E.reg_type(d), acc), operand(x, ix), true), acc);
+        }, inner_hint);
+        E.store(partial, d, task, b.CreateLoad(E.reg_type(d), acc));
+      });
+      acc = E.entry_alloca(E.reg_type(d));
+      b.CreateStore(identity(), acc);
+      E.loop(ntasks, [&](llvm::Value* k) {
+        b.CreateStore(combine(b.CreateLoad(E.reg_type(d), acc), E.load(partial, d, k), false), acc);
+      }, LoopHint::plain);
+      E.store(out, d, E.c64(0), b.CreateLoad(E.reg_type(d), acc));
+      E.release(partial);
+      return;
+    }
+    if (t == 1 && !outer_reduced) {
+      parallel_tasks(xd[0], rows_per_task(inner_n), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) {
+        acc = E.entry_alloca(E.reg_type(d));
+        E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
+          multi[0] = b.CreateAdd(begin, i, "", true, true);
+          body(multi[0], multi[0]);
+        });
+      });
+      return;
+    }
+  }
+  acc = E.entry_alloca(E.reg_type(d));
   if (row) {
     // One row of a row group: the reduced axes are exactly the trailing ones
     // after the row axes (axes in [t, row axes) have size 1), so the

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -282,6 +283,20 @@ inline constexpr const char* kSortMultiRoutine = "dynstage_sort_multi";
 // compiled while it is on.
 inline void count_bytes_entry(std::int64_t n) { copied_bytes().fetch_add(n, std::memory_order_relaxed); }
 
+// lgamma and lgammaf for the kernels' scalar calls (a loop's remainder, an
+// unvectorised loop): glibc's write the global signgam, a data race once
+// tasks of one kernel call them on several threads. These are the
+// reentrant lgamma_r, as the eager kernels use (eager/kernels_math.hpp); the
+// JIT's own definitions win over the process's libm.
+inline double lgamma_entry(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+inline float lgammaf_entry(float x) {
+  int sign = 0;
+  return ::lgammaf_r(x, &sign);
+}
+
 inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   llvm::orc::SymbolMap syms;
   const auto flags = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
@@ -293,6 +308,9 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
       syms[jit.mangleAndIntern(top_k_routine(d))] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::top_k_entry<T>), flags};
     });
   }
+  syms[jit.mangleAndIntern("lgamma")] = {llvm::orc::ExecutorAddr::fromPtr(&lgamma_entry), flags};
+  syms[jit.mangleAndIntern("lgammaf")] = {llvm::orc::ExecutorAddr::fromPtr(&lgammaf_entry), flags};
+  syms[jit.mangleAndIntern(kParallelForRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&parallel_for_entry), flags};
   syms[jit.mangleAndIntern(kCountBytesRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&count_bytes_entry), flags};
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
   check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))), "defining the runtime routines");
