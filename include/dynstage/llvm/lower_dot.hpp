@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "emit.hpp"
+#include "parallel.hpp"
 #include "session.hpp"
 
 namespace dyn::detail::llvmjit {
@@ -205,10 +206,10 @@ inline llvm::Function* micro_kernel(Emitter& E, DType d, const Blocking& k) {
   return f;
 }
 
-// The blocked loops over buffers Ap (MC x KC) and Bp (KC x NC), packing space
-// of at least gemm_packing_bytes().
+// The blocked loops over a packing buffer Bp (KC x NC) of at least
+// gemm_packing_bytes(); each task packs A into an MC x KC block of its stack.
 inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C,
-                               llvm::Value* Ap, llvm::Value* Bp) {
+                               llvm::Value* Bp) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
@@ -254,49 +255,58 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
             b.SetInsertPoint(join);
           }, LoopHint::plain);
         }, LoopHint::plain);
-        E.loop_step(0, s.M, k.MC, [&](llvm::Value* ic) {
-          llvm::Value* mc = smin(b.CreateSub(s.M, ic), k.MC);
-          llvm::Value* ntiles = b.CreateUDiv(add(mc, E.c64(k.MR - 1)), E.c64(k.MR));
-          // Pack A: Ap[(tile * kc + p) * MR + r] = A[ic + tile*MR + r, pc + p], zero
-          // past row M (rows clamped to a valid one, then zeroed).
-          E.loop_dyn(ntiles, [&](llvm::Value* tl) {
-            std::vector<llvm::Value*> ok, src;
-            for (std::int64_t r = 0; r < k.MR; ++r) {
-              llvm::Value* i = add(add(ic, mul(tl, k.MR)), E.c64(r));
-              ok.push_back(b.CreateICmpSLT(i, s.M));
-              src.push_back(b.CreateInBoundsGEP(t, Ab, add(mulv(b.CreateSelect(ok.back(), i, E.c64(0)), s.K), pc)));
-            }
-            llvm::Value* dst0 = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
-            E.loop_dyn(kc, [&](llvm::Value* p) {
-              for (std::int64_t r = 0; r < k.MR; ++r) {
-                llvm::Value* v = b.CreateLoad(t, b.CreateInBoundsGEP(t, src[static_cast<std::size_t>(r)], p));
-                v = b.CreateSelect(ok[static_cast<std::size_t>(r)], v, llvm::ConstantFP::get(t, 0.0));
-                b.CreateStore(v, b.CreateInBoundsGEP(t, dst0, add(mul(p, k.MR), E.c64(r))));
-              }
-            }, LoopHint::plain);
-          }, LoopHint::plain);
-          llvm::Value* first = b.CreateICmpEQ(pc, E.c64(0));
-          E.loop_dyn(nstrips, [&](llvm::Value* st) {
-            llvm::Value* cols = smin(b.CreateSub(nc, mul(st, k.NR)), k.NR);
-            llvm::Value* bstrip = b.CreateInBoundsGEP(t, Bp, mul(b.CreateMul(st, kc), k.NR));
+        // The row blocks on every core (llvm/parallel.hpp): B's panel is
+        // packed once and shared, each task packs its own A block; every C
+        // element is still summed in k order by one task, so the result is
+        // the same for every thread count.
+        llvm::Value* nblocks = b.CreateUDiv(add(s.M, E.c64(k.MC - 1)), E.c64(k.MC));
+        parallel_region(E, nblocks, [&](llvm::Value* lo, llvm::Value* hi) {
+          llvm::Value* Ap = E.entry_alloca(E.i8, k.MC * k.KC * es, 64);
+          E.loop_dyn(b.CreateSub(hi, lo), [&](llvm::Value* blk) {
+            llvm::Value* ic = mul(add(lo, blk), k.MC);
+            llvm::Value* mc = smin(b.CreateSub(s.M, ic), k.MC);
+            llvm::Value* ntiles = b.CreateUDiv(add(mc, E.c64(k.MR - 1)), E.c64(k.MR));
+            // Pack A: Ap[(tile * kc + p) * MR + r] = A[ic + tile*MR + r, pc + p], zero
+            // past row M (rows clamped to a valid one, then zeroed).
             E.loop_dyn(ntiles, [&](llvm::Value* tl) {
-              llvm::Value* rows = smin(b.CreateSub(mc, mul(tl, k.MR)), k.MR);
-              llvm::Value* atile = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
-              llvm::Value* row0 = add(ic, mul(tl, k.MR));
-              llvm::Value* col0 = add(jc, mul(st, k.NR));
-              llvm::Value* ctile = b.CreateInBoundsGEP(t, Cb, add(mulv(row0, s.N), col0));
-              b.CreateCall(micro, {atile, bstrip, ctile, s.N, kc, first, rows, cols});
+              std::vector<llvm::Value*> ok, src;
+              for (std::int64_t r = 0; r < k.MR; ++r) {
+                llvm::Value* i = add(add(ic, mul(tl, k.MR)), E.c64(r));
+                ok.push_back(b.CreateICmpSLT(i, s.M));
+                src.push_back(b.CreateInBoundsGEP(t, Ab, add(mulv(b.CreateSelect(ok.back(), i, E.c64(0)), s.K), pc)));
+              }
+              llvm::Value* dst0 = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
+              E.loop_dyn(kc, [&](llvm::Value* p) {
+                for (std::int64_t r = 0; r < k.MR; ++r) {
+                  llvm::Value* v = b.CreateLoad(t, b.CreateInBoundsGEP(t, src[static_cast<std::size_t>(r)], p));
+                  v = b.CreateSelect(ok[static_cast<std::size_t>(r)], v, llvm::ConstantFP::get(t, 0.0));
+                  b.CreateStore(v, b.CreateInBoundsGEP(t, dst0, add(mul(p, k.MR), E.c64(r))));
+                }
+              }, LoopHint::plain);
+            }, LoopHint::plain);
+            llvm::Value* first = b.CreateICmpEQ(pc, E.c64(0));
+            E.loop_dyn(nstrips, [&](llvm::Value* st) {
+              llvm::Value* cols = smin(b.CreateSub(nc, mul(st, k.NR)), k.NR);
+              llvm::Value* bstrip = b.CreateInBoundsGEP(t, Bp, mul(b.CreateMul(st, kc), k.NR));
+              E.loop_dyn(ntiles, [&](llvm::Value* tl) {
+                llvm::Value* rows = smin(b.CreateSub(mc, mul(tl, k.MR)), k.MR);
+                llvm::Value* atile = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
+                llvm::Value* row0 = add(ic, mul(tl, k.MR));
+                llvm::Value* col0 = add(jc, mul(st, k.NR));
+                llvm::Value* ctile = b.CreateInBoundsGEP(t, Cb, add(mulv(row0, s.N), col0));
+                b.CreateCall(micro, {atile, bstrip, ctile, s.N, kc, first, rows, cols});
+              }, LoopHint::plain);
             }, LoopHint::plain);
           }, LoopHint::plain);
-        }, LoopHint::plain);
+        }, /*check_faults=*/false);
       }, LoopHint::plain);
     }, LoopHint::plain);
   }, LoopHint::plain);
 }
 
-// The packing buffers' sizes in bytes for a product (K, M, N >= 1), as the
-// caller allocates them: {Ap, Bp}.
-inline std::pair<llvm::Value*, llvm::Value*> gemm_packing_bytes(Emitter& E, DType d, const DotShape& s) {
+// The packing buffer's size in bytes for a product (K, M, N >= 1), as the
+// caller allocates it (B's panel; A's blocks are on the tasks' stacks).
+inline llvm::Value* gemm_packing_bytes(Emitter& E, DType d, const DotShape& s) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
@@ -306,14 +316,13 @@ inline std::pair<llvm::Value*, llvm::Value*> gemm_packing_bytes(Emitter& E, DTyp
   };
   llvm::Value* kc_max = E.smin(s.K, E.c64(k.KC));
   llvm::Value* nc_max = E.smin(round_up(s.N, k.NR), E.c64(k.NC));
-  llvm::Value* mc_max = E.smin(round_up(s.M, k.MR), E.c64(k.MC));
-  return {mul(b.CreateMul(kc_max, mc_max, "", true, true), es), mul(b.CreateMul(kc_max, nc_max, "", true, true), es)};
+  return mul(b.CreateMul(kc_max, nc_max, "", true, true), es);
 }
 
 // The blocked kernel is a runtime routine, not code in every kernel: one
 // function per float dtype,
-//   void dynstage_gemm_f64(ptr A, ptr B, ptr C, i64 batch, i64 M, i64 K, i64 N, ptr Ap, ptr Bp)
-// (sizes >= 1, row-major contiguous, Ap/Bp the packing buffers), emitted and
+//   void dynstage_gemm_f64(ptr A, ptr B, ptr C, i64 batch, i64 M, i64 K, i64 N, ptr Bp)
+// (sizes >= 1, row-major contiguous, Bp the packing buffer of B's panels), emitted and
 // optimised once per process and compiled by ORC on the first lookup of a
 // kernel that calls it. Inlined, it cost every kernel with a large product
 // ~25 ms of code generation per dot_general (a 3x3 convolution written as
@@ -322,7 +331,7 @@ inline std::pair<llvm::Value*, llvm::Value*> gemm_packing_bytes(Emitter& E, DTyp
 inline std::string gemm_routine(DType d) { return "dynstage_gemm_" + std::string(dtype_name(d)); }
 
 inline llvm::FunctionType* gemm_type(Emitter& E) {
-  return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr, E.ptr}, false);
+  return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr}, false);
 }
 
 // Adds the routines' module to the process's JIT, once (thread-safe). A
@@ -339,7 +348,7 @@ inline void define_gemm_routines() {
       Emitter E(*mod);
       for (DType d : {DType::f32, DType::f64}) {
         llvm::Function* f = llvm::Function::Create(gemm_type(E), llvm::Function::ExternalLinkage, gemm_routine(d), *mod);
-        for (unsigned a : {0u, 1u, 2u, 7u, 8u}) {
+        for (unsigned a : {0u, 1u, 2u, 7u}) {
           f->addParamAttr(a, llvm::Attribute::NoAlias);
           f->addParamAttr(a, llvm::Attribute::NoCapture);
         }
@@ -347,7 +356,7 @@ inline void define_gemm_routines() {
         E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
         E.b.SetInsertPoint(E.entry);
         const DotShape s{f->getArg(3), f->getArg(4), f->getArg(5), f->getArg(6)};
-        emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8));
+        emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7));
         E.b.CreateRetVoid();
       }
     }
@@ -361,16 +370,13 @@ inline void define_gemm_routines() {
   });
 }
 
-// A call of the routine, with packing buffers from the kernel's temporaries
-// (so an allocation failure takes the kernel's out-of-memory exit).
+// A call of the routine, with the packing buffer from the kernel's
+// temporaries (so an allocation failure takes the kernel's out-of-memory exit).
 inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
   define_gemm_routines();
-  const auto [ap_bytes, bp_bytes] = gemm_packing_bytes(E, d, s);
-  llvm::Value* Bp = E.temp(bp_bytes);
-  llvm::Value* Ap = E.temp(ap_bytes);
+  llvm::Value* Bp = E.temp(gemm_packing_bytes(E, d, s));
   llvm::FunctionCallee gemm = E.mod.getOrInsertFunction(gemm_routine(d), gemm_type(E));
-  E.b.CreateCall(gemm, {A, Bm, C, s.B, s.M, s.K, s.N, Ap, Bp});
-  E.release(Ap);
+  E.b.CreateCall(gemm, {A, Bm, C, s.B, s.M, s.K, s.N, Bp});
   E.release(Bp);
 }
 
