@@ -276,9 +276,10 @@ private:
   }
   // Parallel regions (lower_parallel.hpp).
   using TaskBody = std::function<void(llvm::Value* task, llvm::Value* begin, llvm::Value* end)>;
-  bool worth_parallel(llvm::Value* work) const;
+  bool worth_parallel(llvm::Value* work, std::int64_t per) const;
+  std::int64_t task_elems(const std::vector<Atom>& computed);
   void parallel_tasks(llvm::Value* n, llvm::Value* per, const TaskBody& body);
-  llvm::Value* rows_per_task(llvm::Value* row);
+  llvm::Value* rows_per_task(llvm::Value* row, std::int64_t per);
   bool emit_parallel_elementwise(const Eqn& e, llvm::Value* out);
   bool emit_parallel_group(const RowGroup& g);
   void emit_prologue_and_dims(llvm::Function* f, std::size_t nin);

@@ -310,11 +310,12 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   // sequential. A run of one value: per-task partials combined in task
   // order; whole output rows a task when one outer axis is kept.
   const bool order_free = !(fl && p == Prim::reduce_prod);
-  if (!row && order_free && !unit(inner_n) && worth_parallel(xn)) {
+  const std::int64_t per = task_elems({x});
+  if (!row && order_free && !unit(inner_n) && worth_parallel(xn, per)) {
     if (t == 0 && flat_inner) {
-      llvm::Value* ntasks = task_count(E, inner_n, kTaskElems);
+      llvm::Value* ntasks = task_count(E, inner_n, per);
       llvm::Value* partial = E.temp(bytes_of(Dims{ntasks}, d));
-      parallel_tasks(inner_n, E.c64(kTaskElems), [&](llvm::Value* task, llvm::Value* begin, llvm::Value* end) {
+      parallel_tasks(inner_n, E.c64(per), [&](llvm::Value* task, llvm::Value* begin, llvm::Value* end) {
         acc = E.entry_alloca(E.reg_type(d));
         b.CreateStore(identity(), acc);
         E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
@@ -333,7 +334,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
       return;
     }
     if (t == 1 && !outer_reduced) {
-      parallel_tasks(xd[0], rows_per_task(inner_n), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) {
+      parallel_tasks(xd[0], rows_per_task(inner_n, per), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) {
         acc = E.entry_alloca(E.reg_type(d));
         E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
           multi[0] = b.CreateAdd(begin, i, "", true, true);

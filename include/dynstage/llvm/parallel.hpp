@@ -37,11 +37,14 @@
 
 namespace dyn::detail::llvmjit {
 
-// Elements per task of an elementwise loop or a reduction (~ Dr.Jit's
-// block size): big enough that scheduling (~1 us a task with oneTBB here) is
-// noise, small enough that 1e6 elements give every core work. A loop of
-// fewer than two tasks' worth of elements, static, is not outlined at all.
+// Elements per task of an elementwise loop or a reduction: kTaskElems
+// (Dr.Jit's block size) where an element calls a transcendental function
+// (~1-5 ns an element), kCheapTaskElems where it is a few arithmetic
+// operations (~0.2 ns): a task is then ~10-50 us of work against a few us of
+// waking a worker, and 1e6 elements still give every core work. A static
+// loop of fewer than two tasks' worth is not outlined at all.
 inline constexpr std::int64_t kTaskElems = 16384;
+inline constexpr std::int64_t kCheapTaskElems = 4 * kTaskElems;
 
 // Emit tasks(lo, hi), the code of tasks [lo, hi), as a task function and a
 // call that runs tasks [0, ntasks) on the thread pool, then continue after
