@@ -266,7 +266,8 @@ struct Gen {
         if (isf(tx.dt) && !tx.inexact) ks.push_back(b_pow);
         n.op = Op::scalar, n.k = r.pick(ks), n.p = {r.coin(0.3) ? 1 : 0};
         static const std::vector<double> fl = {0.5, -1.5, 2.0, 3.25, 0.0, -0.0, 1e10};
-        n.lit = isf(tx.dt) ? r.pick(fl) : static_cast<double>(r.range(-3, 5));
+        // (an unsigned array meets no negative literal: that is a TypeError, as JAX's OverflowError)
+        n.lit = isf(tx.dt) ? r.pick(fl) : static_cast<double>(r.range(dyn::is_unsigned_integer(tx.dt) ? 0 : -3, 5));
         Ty t = tx;
         t.inexact = tx.inexact || n.k == b_pow;
         n.out = {t};

@@ -156,7 +156,7 @@ using IntPairs = std::tuple<Pairs<i8>, Pairs<i16>, Pairs<i32>, Pairs<i64>, Pairs
                             Pairs<u64>>;
 enum : int { kAnd, kOr, kXor, kShl, kShr, kNot, kPopcount, kClz, kShlL, kRShrL, kSmallShr, kNumBits };
 const char* const kBitNames[] = {"a&b", "a|b", "a^b", "a<<b", "a>>b", "~a", "population_count(a)", "clz(a)",
-                                 "a<<3", "-100>>b", "a>>(b&7)"};
+                                 "a<<3", "-100>>b (200>>b: u8 u16 u32)", "a>>(b&7)"};
 
 template <class A>
 A apply_bits(int op, const A& a, const A& b) {
@@ -170,7 +170,13 @@ A apply_bits(int op, const A& a, const A& b) {
     case kPopcount: return dyn::population_count(a);
     case kClz: return dyn::clz(a);
     case kShlL: return a << 3;
-    case kRShrL: return -100 >> b;
+    case kRShrL: {
+      // A literal must fit the array's dtype (JAX's OverflowError, a TypeError here): an
+      // unsigned array narrower than 64 bits meets 200 (kept in u8) instead of -100.
+      using E = dyn::detail::elem_t<A>;
+      if constexpr (std::is_unsigned_v<E> && sizeof(E) < 8) return 200 >> b;
+      else return -100 >> b;
+    }
     case kSmallShr: return a >> (b & 7);  // amounts in range
   }
   throw std::logic_error("bad bit op");

@@ -102,6 +102,24 @@ TEST_CASE("jit diff: stack, tile, repeat, tril, triu, outer, dot_general against
   expect_ok(rd, "dot_general with batch axes");
 }
 
+TEST_CASE("jit diff: einsum diagonals, traces and '...' broadcast axes against eager") {
+  // Integers: exact in every summation order.
+  const auto m = gen<i32>({4, 4}, 21, Gen::general);
+  const auto c = gen<i32>({3, 3, 5}, 22, Gen::general);
+  const auto a = gen<i32>({2, 3, 4}, 23, Gen::general);
+  const auto b = gen<i32>({1, 4, 2}, 24, Gen::general);
+  const auto f = [](int, const auto& x, const auto& y, const auto& z, const auto& w) {
+    return std::make_tuple(dyn::einsum("ii->i", x), dyn::einsum("ii->", x), dyn::einsum("iij->j", y),
+                           dyn::einsum("...ij,...jk->...ik", z, w), dyn::einsum("...i->...", z),
+                           dyn::einsum("iji->j", dyn::transpose(y, {0, 2, 1})), dyn::einsum("ij,jj->ij", x, x) + 1);
+  };
+  const Three r = run3(f, 0, m, c, a, b);
+  agree(r, "einsum diagonals and ellipses");
+  expect_ok(r, "einsum diagonals and ellipses");
+  const auto d = leaves(dyn::jit([](const auto& x) { return dyn::einsum("ii->i", x); })(m));
+  for (i64 i = 0; i < 4; ++i) CHECK(d[0].get<i32>()(i) == m(i, i));
+}
+
 TEST_CASE("jit diff: eye and linspace staged with a symbolic size; one kernel for every size") {
   // (The Dim overloads stage, so the reference is the concrete overload at the same size.)
   const auto f = [](const auto& x) {
@@ -163,14 +181,30 @@ TEST_CASE("jit diff: pad and rev of traced-size arrays, empty ones included: one
     for (std::size_t k = 0; k < got.size(); ++k)
       CHECK_MESSAGE(mismatch(got[k], want[k], Tol{}).empty(), "n=", n, " output #", k, ": ", mismatch(got[k], want[k], Tol{}));
   }
-  // Interior padding of a traced size: the size lo + hi + n + interior * (n - 1) takes n >= 1, as
-  // dynstage's symbolic engine takes every size variable to be (docs/jaxpr.md, pad).
+  // Interior padding of a traced size: lo + hi + n + interior * max(n - 1, 0), which a run-time 0
+  // makes lo + hi (lax.pad; the max is kept for a dynamic size, which may be 0).
   const auto bodyi = [](auto n) { return dyn::pad(dyn::arange<i32>(n) - 4, {{1, 2, 2}}, 0); };
   const auto ji = dyn::jit([&](dyn::Tracer<i64> n) { return bodyi(n); });
-  for (i64 n : {1, 2, 7}) {
+  for (i64 n : {1, 0, 2, 7, 0}) {
     const auto got = leaves(ji(n));
     const auto want = leaves(bodyi(n));
+    CHECK(got[0].shape() == std::vector<i64>{n == 0 ? 3 : 3 * n + 1});
     CHECK_MESSAGE(mismatch(got[0], want[0], Tol{}).empty(), "n=", n, ": ", mismatch(got[0], want[0], Tol{}));
   }
   CHECK(ji.stats().compiles == 1);
+  CHECK(leaves(ji(i64{0}))[0].get<i32>().shape() == std::vector<i64>{3});
+  // Two axes, negative lo, the dynamic one 0 and the other not; and a static 0 under jit.
+  const auto body2 = [](auto n) { return dyn::pad(dyn::reshape(dyn::arange<double>(n * 3), {n, 3}), {{-1, 2, 3}, {0, 0, 1}}, 7.0); };
+  const auto j2 = dyn::jit([&](dyn::Tracer<i64> n) { return body2(n); });
+  for (i64 n : {0, 1, 4}) {
+    const auto got = leaves(j2(n));
+    const auto want = leaves(body2(n));
+    CHECK(got[0].shape() == std::vector<i64>{n == 0 ? 1 : 4 * n - 2, 5});
+    CHECK_MESSAGE(mismatch(got[0], want[0], Tol{}).empty(), "n=", n, ": ", mismatch(got[0], want[0], Tol{}));
+  }
+  const auto js = dyn::jit([](const auto& x) { return dyn::pad(x, {{1, 1, 3}}, 5.0f); });
+  const auto rs = js(dyn::Array<float>({0}, {}));
+  CHECK(rs.shape() == std::vector<i64>{2});
+  CHECK(rs(0) == 5.0f);
+  CHECK(rs(1) == 5.0f);
 }

@@ -323,4 +323,24 @@ TEST_CASE("math: lgamma (SLEEF) and erf (libmvec) over f64[1024] compile to vect
   CHECK(std::get<0>(r)(3) == doctest::Approx(std::lgamma(10.0)));
 }
 
+TEST_CASE("math: isinf/isfinite/isnan of integers and square of bools compile to jnp's answers") {
+  const auto f = [](const auto& i, const auto& u, const auto& b) {
+    return std::tuple{dyn::isinf(i), dyn::is_finite(i), dyn::isnan(i), dyn::isinf(u), dyn::is_finite(u),
+                      dyn::isnan(u), dyn::square(b)};
+  };
+  const Array<i32> i({3}, {0, -5, 2147483647});
+  const Array<std::uint8_t> u({2, 2}, {0, 1, 254, 255});
+  const Array<bool> b({3}, {true, false, true});
+  const auto r = dyn::jit(f)(i, u, b);
+  auto vals = [](const auto& a) { return std::vector(a.data(), a.data() + a.size()); };
+  CHECK(vals(std::get<0>(r)) == std::vector<bool>{false, false, false});
+  CHECK(vals(std::get<1>(r)) == std::vector<bool>{true, true, true});
+  CHECK(vals(std::get<2>(r)) == std::vector<bool>{false, false, false});
+  CHECK(vals(std::get<3>(r)) == std::vector<bool>(4, false));
+  CHECK(vals(std::get<4>(r)) == std::vector<bool>(4, true));
+  CHECK(vals(std::get<5>(r)) == std::vector<bool>(4, false));
+  CHECK(std::get<4>(r).shape() == std::vector<std::int64_t>{2, 2});
+  CHECK(vals(std::get<6>(r)) == std::vector<i32>{1, 0, 1});
+}
+
 }  // TEST_SUITE

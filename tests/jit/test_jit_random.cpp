@@ -14,12 +14,12 @@
 #include <tuple>
 #include <vector>
 
+#include "../test_util.hpp"
+
 namespace {
 
 using dyn::Array;
-using i32 = std::int32_t;
-using i64 = std::int64_t;
-using u32 = std::uint32_t;
+using namespace test_util::element_types;
 
 template <class T>
 std::vector<T> vals(const Array<T>& a) {
@@ -67,6 +67,41 @@ TEST_CASE("jit random: every dyn::random function gives eager's bits, for severa
     CHECK(vals(std::get<8>(got)) == vals(std::get<8>(want)));
     check_close(std::get<9>(got), std::get<9>(want), 1e-5);
     check_close(std::get<10>(got), std::get<10>(want), 1e-12);
+  }
+}
+
+// The narrow randints, array-valued bounds and fold_in (issue 17): bounds
+// passed as arguments, so they are tracers in the kernel.
+auto more_random(const auto& k, const auto& lo, const auto& hi, const auto& p, const auto& d) {
+  return std::tuple{dyn::random::randint<i8>(k, {37}, -100, 100),
+                    dyn::random::randint<u8>(k, {5, 3}, 0, 255),
+                    dyn::random::randint<i16>(k, {9}, -3000, 3000),
+                    dyn::random::randint<u16>(k, {1}, 7, 9),
+                    dyn::random::randint<i32>(k, {4, 3}, lo, hi),
+                    dyn::random::uniform<float>(k, {2, 3}, dyn::astype<float>(lo), 10.0f),
+                    dyn::random::bernoulli(k, p, {6, 4}),
+                    dyn::random::fold_in(k, d),
+                    dyn::random::fold_in(k, 12345)};
+}
+
+TEST_CASE("jit random: narrow randint, array-valued bounds and fold_in give eager's bits") {
+  const auto jf = dyn::jit([](dyn::Tracer<u32> k, dyn::Tracer<i32> lo, dyn::Tracer<i32> hi, dyn::Tracer<float> p,
+                              dyn::Tracer<u32> d) { return more_random(k, lo, hi, p, d); });
+  const Array<i32> lo({3}, {0, -5, 100}), hi({4, 1}, {10, 1, 1000, -7});
+  const Array<float> p({4}, {0.1f, 0.5f, 0.9f, 1.0f});
+  for (const Array<u32>& key : {dyn::random::key(0), dyn::random::key(42)}) {
+    const Array<u32> d({}, {77u});
+    const auto got = jf(key, lo, hi, p, d);
+    const auto want = more_random(key, lo, hi, p, d);
+    CHECK(vals(std::get<0>(got)) == vals(std::get<0>(want)));
+    CHECK(vals(std::get<1>(got)) == vals(std::get<1>(want)));
+    CHECK(vals(std::get<2>(got)) == vals(std::get<2>(want)));
+    CHECK(vals(std::get<3>(got)) == vals(std::get<3>(want)));
+    CHECK(vals(std::get<4>(got)) == vals(std::get<4>(want)));
+    CHECK(vals(std::get<5>(got)) == vals(std::get<5>(want)));
+    CHECK(vals(std::get<6>(got)) == vals(std::get<6>(want)));
+    CHECK(vals(std::get<7>(got)) == vals(std::get<7>(want)));
+    CHECK(vals(std::get<8>(got)) == vals(std::get<8>(want)));
   }
 }
 

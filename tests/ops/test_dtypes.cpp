@@ -167,6 +167,35 @@ TEST_CASE("dtypes: integer arithmetic wraps (two's complement) in every width") 
   CHECK(vals(dyn::pow(Array<u8>({3}, {3, 2, 255}), Array<u8>({3}, {5, 200, 255}))) == std::vector<u8>{243, 0, 255});
 }
 
+TEST_CASE("dtypes: an integer literal that does not fit the array's dtype is a TypeError (JAX's OverflowError)") {
+  using test_util::message_of;
+  const Array<u8> x({2}, {1, 2});
+  const Array<i8> y({2}, {1, 2});
+  const std::string u8_300 =
+      "add: the integer literal 300 does not fit in the array's dtype u8 (range 0 to 255; JAX: OverflowError, "
+      "Python int 300 too large to convert to uint8); convert the array to a wider dtype first, e.g. "
+      "dyn::astype<std::int32_t>(x)";
+  CHECK(message_of<dyn::TypeError>([&] { (void)(x + 300); }) == u8_300);
+  CHECK(message_of<dyn::TypeError>([&] { (void)(y * -129); }) ==
+        "mul: the integer literal -129 does not fit in the array's dtype i8 (range -128 to 127; JAX: OverflowError, "
+        "Python int -129 too large to convert to int8); convert the array to a wider dtype first, e.g. "
+        "dyn::astype<std::int32_t>(x)");
+  CHECK(message_of<dyn::TypeError>([&] { (void)(x < -1); }).rfind("lt: the integer literal -1 does not fit", 0) == 0);
+  CHECK(message_of<dyn::TypeError>([&] { (void)(Array<u16>({1}, {0}) - 65536); })
+            .rfind("sub: the integer literal 65536 does not fit in the array's dtype u16 (range 0 to 65535", 0) == 0);
+  CHECK(message_of<dyn::TypeError>([&] { (void)(Array<i32>({1}, {0}) + 3000000000LL); })
+            .rfind("add: the integer literal 3000000000 does not fit in the array's dtype i32", 0) == 0);
+  // Traced: the same error while tracing, naming the user's line.
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::make_jaxpr([](auto a) { return a + 300; })(x); }) == u8_300);
+  // In range: no error, and the edges are exact.
+  CHECK(vals(x + 255) == std::vector<u8>{0, 1});
+  CHECK(vals(y + -128) == std::vector<i8>{-127, -126});
+  CHECK(vals(x * 0) == std::vector<u8>{0, 0});
+  // Floats, weak-weak and 64-bit dtypes are unaffected.
+  CHECK(vals(Array<float>({1}, {1.0f}) + 1e10f) == std::vector<float>{1e10f + 1.0f});
+  CHECK(vals(Array<u64>({1}, {1}) + 5000000000LL) == std::vector<u64>{5000000001ull});
+}
+
 TEST_CASE("dtypes: unsigned compare, max, min, division and remainder are unsigned") {
   const Array<u32> a({3}, {4000000000u, 1, 7}), b({3}, {1, 4000000000u, 2});
   CHECK(vals(a > b) == std::vector<bool>{true, false, true});

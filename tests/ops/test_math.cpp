@@ -77,6 +77,16 @@ TEST_CASE("math: one primitive each, printed as JAX prints lax.square, lax.expm1
         "    e:f32[2] = erf d\n"
         "  in (b, c, e) }");
   CHECK_NOTHROW(dyn::check_jaxpr(jg));
+  // A bool: jnp.square's promote_dtypes_numeric makes it i32 first.
+  const auto jb = dyn::make_jaxpr([](auto x) { return dyn::square(x); })(Array<bool>({2}));
+  CHECK(str(jb) ==
+        "{ lambda ; a:bool[2]. let\n"
+        "    b:i32[2] = convert_element_type[new_dtype=int32 weak_type=False] a\n"
+        "    c:i32[2] = square b\n"
+        "  in (c,) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(jb));
+  static_assert(std::is_same_v<decltype(dyn::square(Array<bool>({1}))), Array<i32>>);
+  CHECK(vals(dyn::square(Array<bool>({3}, {true, false, true}))) == std::vector<i32>{1, 0, 1});
   // nextafter: a binary primitive computed in a float dtype (lax.nextafter).
   const auto jn = dyn::make_jaxpr([](auto a, auto b) { return dyn::nextafter(a, b); })(Array<double>({2}),
                                                                                       Array<double>({2}));
@@ -137,6 +147,23 @@ TEST_CASE("math: log2, log10, isnan, isinf as jnp composes them") {
   CHECK(str(jii) ==
         "{ lambda ; a:i32[3]. let\n"
         "    b:bool[3] = broadcast_in_dim[broadcast_dimensions=() shape=(3,)] False:bool[]\n"
+        "  in (b,) }");
+  // jnp.isfinite of an integer: lax.full_like(x, True); jnp.isnan: ne(x, x) on
+  // the integers themselves (no float operation staged).
+  const auto jfi = dyn::make_jaxpr([](auto x) { return dyn::is_finite(x); })(Array<u8>({2, 3}));
+  CHECK(str(jfi) ==
+        "{ lambda ; a:u8[2,3]. let\n"
+        "    b:bool[2,3] = broadcast_in_dim[broadcast_dimensions=() shape=(2, 3)] True:bool[]\n"
+        "  in (b,) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(jfi));
+  const auto jni = dyn::make_jaxpr([](auto x) { return dyn::isnan(x); })(Array<i16>({4}));
+  CHECK(str(jni) == "{ lambda ; a:i16[4]. let b:bool[4] = ne a a in (b,) }");
+  const auto jsi = dyn::make_jaxpr([](auto x) { return dyn::isinf(x); })(Array<i64>({}));
+  // (rank 0: JAX's output is the literal False; dynstage stages a constant output as its
+  // convert_element_type, docs/jaxpr.md)
+  CHECK(str(jsi) ==
+        "{ lambda ; a:i64[]. let\n"
+        "    b:bool[] = convert_element_type[new_dtype=bool weak_type=False] False:bool[]\n"
         "  in (b,) }");
   // Values.
   const auto x = dyn::array({0.25, 1.0, 8.0, 1000.0});

@@ -47,6 +47,27 @@ TEST_CASE_TEMPLATE("ops: pad with low, high and interior padding, negative low/h
   CHECK_ARR(T, check_all_ways([](auto v) { return dyn::pad(v, {{1, 1, 3}}, 5); }, mk<T>({0}, {})), {2}, {5, 5});
 }
 
+TEST_CASE("ops: pad with interior padding of a dynamic size keeps max(n - 1, 0): a run-time 0 adds no gaps") {
+  const auto f = [](auto n) { return dyn::pad(dyn::arange<i32>(n), {{1, 2, 2}}, 9); };
+  const auto cj = dyn::make_jaxpr(f)(dyn::Array<i64>::scalar(4));
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  const std::string text = str(cj);
+  CAPTURE(text);
+  CHECK(text.find("max") != std::string::npos);  // the size is computed with a max, not as 3n + 1
+  for (i64 n : {0, 1, 3}) {
+    const auto got = dyn::eval_jaxpr(cj, {dyn::AnyArray(dyn::Array<i64>::scalar(n))});
+    const auto& r = got.back().get<i32>();
+    CHECK(r.shape() == std::vector<i64>{n == 0 ? 3 : 3 * n + 1});
+    const auto e = f(dyn::Array<i64>::scalar(n));  // eager: a static size
+    CHECK(r.shape() == e.shape());
+    CHECK(std::vector<i32>(r.data(), r.data() + r.size()) == std::vector<i32>(e.data(), e.data() + e.size()));
+  }
+  // A polymorphic size is >= 1 (JAX's shape polymorphism): the size stays 3n + 1, no max.
+  const auto cp = dyn::make_jaxpr([](auto x) { return dyn::pad(x, {{1, 2, 2}}, 9); }, dyn::polymorphic_shapes{"(n,)"})(
+      dyn::Array<i32>({4}));
+  CHECK(str(cp).find("max") == std::string::npos);
+}
+
 TEST_CASE("ops: pad errors name lax.pad's conditions and the shapes") {
   const auto x = mk<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   CHECK_THROWS_CONTAINING(dyn::ShapeError,
@@ -282,6 +303,72 @@ TEST_CASE("ops: einsum contracts the cheapest pair first, with dot_general batch
   CHECK_ARR(float, m, {}, {1});
 }
 
+TEST_CASE_TEMPLATE("ops: einsum with a repeated subscript (diagonal, trace) and with '...' (broadcast axes)", T, i32,
+                   float, double) {
+  const auto m = mk<T>({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const auto c = mk<T>({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});  // c[i][i'][j]
+  const auto a = mk<T>({2, 2, 3}, {1, 0, 2, 0, 1, 1, 2, 1, 0, 1, 1, 1});       // two 2x3 matrices
+  const auto b = mk<T>({3, 2}, {1, 2, 3, 4, 5, 6});
+  const auto r = check_all_ways(
+      [](auto x, auto y, auto z, auto w) {
+        return std::make_tuple(dyn::einsum("ii->i", x), dyn::einsum("ii->", x), dyn::einsum("ii", x),
+                               dyn::einsum("iij->j", y), dyn::einsum("...ij,...jk->...ik", z, w),
+                               dyn::einsum("...i->...", z), dyn::einsum("...ij,jk", z, w), dyn::einsum("i...->...", z),
+                               dyn::einsum("ij,jj->ij", w, dyn::einsum("ij,jk->ik", dyn::einsum("ij->ji", w), w)),
+                               dyn::einsum("...,...", x, x), dyn::einsum("iji->j", dyn::einsum("ijk->ikj", y)));
+      },
+      m, c, a, b);
+  CHECK_ARR(T, std::get<0>(r), {3}, {1, 5, 9});
+  CHECK_ARR(T, std::get<1>(r), {}, {15});
+  CHECK_ARR(T, std::get<2>(r), {}, {15});  // implicit output: 'i' appears twice, so the trace
+  // c[0][0][j] + c[1][1][j] = (1, 2, 3) + (10, 11, 12)
+  CHECK_ARR(T, std::get<3>(r), {3}, {11, 13, 15});
+  // [[1,0,2],[0,1,1]] @ b = [[11,14],[8,10]]; [[2,1,0],[1,1,1]] @ b = [[5,8],[9,12]]
+  CHECK_ARR(T, std::get<4>(r), {2, 2, 2}, {11, 14, 8, 10, 5, 8, 9, 12});
+  CHECK_ARR(T, std::get<5>(r), {2, 2}, {3, 2, 3, 3});
+  CHECK_ARR(T, std::get<6>(r), {2, 2, 2}, {11, 14, 8, 10, 5, 8, 9, 12});  // implicit: '...' first, then i, k
+  CHECK_ARR(T, std::get<7>(r), {2, 3}, {3, 1, 2, 1, 2, 2});
+  // w^T w = [[35, 44], [44, 56]]: its diagonal (35, 56) scales w's columns.
+  CHECK_ARR(T, std::get<8>(r), {3, 2}, {35, 112, 105, 224, 175, 336});
+  CHECK_ARR(T, std::get<9>(r), {3, 3}, {1, 4, 9, 16, 25, 36, 49, 64, 81});  // only '...': elementwise
+  CHECK_ARR(T, std::get<10>(r), {3}, {11, 13, 15});  // "iji" of the transposed c: the same diagonal sum
+  // '...' broadcasting: a size-1 batch axis against 2.
+  const auto one = mk<T>({1, 3, 2}, {1, 2, 3, 4, 5, 6});
+  const auto rb = check_all_ways([](auto z, auto w) { return dyn::einsum("...ij,...jk->...ik", z, w); }, a, one);
+  CHECK_ARR(T, rb, {2, 2, 2}, {11, 14, 8, 10, 5, 8, 9, 12});
+}
+
+TEST_CASE("ops: einsum's diagonal is jnp's sum_repeats: an iota equality mask, select_n, reduce_sum") {
+  CHECK(str(dyn::make_jaxpr([](auto x) { return dyn::einsum("ii->i", x); })(dyn::Array<float>({3, 3}))) ==
+        "{ lambda ; a:f32[3,3]. let\n"
+        "    b:u32[3,3] = iota[dimension=0 dtype=uint32 shape=(3, 3)] \n"
+        "    c:u32[3,3] = iota[dimension=1 dtype=uint32 shape=(3, 3)] \n"
+        "    d:bool[3,3] = eq b c\n"
+        "    e:f32[3,3] = broadcast_in_dim[broadcast_dimensions=() shape=(3, 3)] 0.0:f32[]\n"
+        "    f:f32[3,3] = select_n d e a\n"
+        "    g:f32[3] = reduce_sum[axes=(0,)] f\n"
+        "  in (g,) }");
+  CHECK(str(dyn::make_jaxpr([](auto x) { return dyn::einsum("ii->", x); })(dyn::Array<float>({3, 3}))) ==
+        "{ lambda ; a:f32[3,3]. let\n"
+        "    b:u32[3,3] = iota[dimension=0 dtype=uint32 shape=(3, 3)] \n"
+        "    c:u32[3,3] = iota[dimension=1 dtype=uint32 shape=(3, 3)] \n"
+        "    d:bool[3,3] = eq b c\n"
+        "    e:f32[3,3] = broadcast_in_dim[broadcast_dimensions=() shape=(3, 3)] 0.0:f32[]\n"
+        "    f:f32[3,3] = select_n d e a\n"
+        "    g:f32[] = reduce_sum[axes=(0, 1)] f\n"
+        "  in (g,) }");
+  // '...': fresh letters, then the same dot_general as named batch axes.
+  CHECK(str(dyn::make_jaxpr([](auto x, auto y) { return dyn::einsum("...ij,...jk->...ik", x, y); })(
+            dyn::Array<float>({2, 3, 4}), dyn::Array<float>({2, 4, 5}))) ==
+        "{ lambda ; a:f32[2,3,4] b:f32[2,4,5]. let\n"
+        "    c:f32[2,3,5] = dot_general[dimension_numbers=(([2], [1]), ([0], [0]))] a b\n"
+        "  in (c,) }");
+  CHECK(str(dyn::make_jaxpr([](auto x) { return dyn::einsum("...i->...", x); })(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let b:f32[2] = reduce_sum[axes=(1,)] a in (b,) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(dyn::make_jaxpr([](auto x) { return dyn::einsum("iij->j", x); })(
+      dyn::Array<double>({4, 4, 2}))));
+}
+
 TEST_CASE("ops: einsum errors name einsum, the subscripts, the operand shapes and the user's line") {
   const auto a = mk<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   const auto b = mk<float>({3, 4}, Vals(12, 1));
@@ -297,9 +384,16 @@ TEST_CASE("ops: einsum errors name einsum, the subscripts, the operand shapes an
                           dyn::einsum("ij,ik->ik", a, b));
   CHECK_THROWS_CONTAINING(dyn::ShapeError, "invalid subscript '1': subscripts are letters a-z and A-Z",
                           dyn::einsum("ij,j1->ik", a, b));
-  CHECK_THROWS_CONTAINING(dyn::ShapeError, "subscript 'i' repeats in operand 0 ('ii'): diagonals are not supported",
+  // A repeated subscript needs equal sizes (a diagonal); '...' one per operand and enough axes.
+  CHECK_THROWS_CONTAINING(dyn::ShapeError, "einsum('ii,ik->ik') with operand shapes (2, 3), (3, 4): subscript 'i' has size 2 and 3",
                           dyn::einsum("ii,ik->ik", a, b));
-  CHECK_THROWS_CONTAINING(dyn::ShapeError, "'...' (broadcast axes) is not supported", dyn::einsum("...j,jk", a, b));
+  CHECK_THROWS_CONTAINING(dyn::ShapeError,
+                          "einsum('...ijk,jk') with operand shapes (2, 3), (3, 4): operand 0 has rank 2 but subscripts "
+                          "'...ijk' name 3 axes besides '...'",
+                          dyn::einsum("...ijk,jk", a, b));
+  CHECK_THROWS_CONTAINING(dyn::ShapeError, "'.' is allowed only as one '...' per operand or output",
+                          dyn::einsum("..j,jk", a, b));
+  CHECK_THROWS_CONTAINING(dyn::ShapeError, "subscript 'A' has size 2 and 3", dyn::einsum("...,...", a, b));
   CHECK_THROWS_CONTAINING(dyn::ShapeError, "2 operand subscripts for 1 operands", dyn::einsum("ij,jk", a));
   CHECK_THROWS_CONTAINING(dyn::ShapeError, "output subscript 'i' repeats", dyn::einsum("ij,jk->ii", a, b));
   CHECK_THROWS_CONTAINING(dyn::ShapeError, "test_ops_layout.cpp", dyn::einsum("ij,jk->iz", a, b));

@@ -119,6 +119,49 @@ std::vector<i32> ref_randint(std::pair<u32, u32> key, i64 n, i32 lo, i32 hi) {
     r.push_back(static_cast<i32>(static_cast<u32>(lo) + ((higher[i] % span) * mult + lower[i] % span) % span));
   return r;
 }
+// _threefry_random_bits_original for 8 and 16 bits ("essentially
+// bits.view(dtype)[:size]"): ceil(bw n / 32) words of 32 random bits, each
+// cut into 32 / bw pieces, the lowest bits first.
+template <class U>
+std::vector<U> ref_bits_narrow(std::pair<u32, u32> key, i64 n) {
+  constexpr int bw = 8 * sizeof(U);
+  constexpr i64 per = 32 / bw;
+  const auto w = ref_bits(key, (n * bw + 31) / 32);
+  std::vector<U> r;
+  for (i64 i = 0; i < n; ++i) r.push_back(static_cast<U>(w[static_cast<std::size_t>(i / per)] >> (bw * (i % per))));
+  return r;
+}
+// _randint for any width, lo < hi or not (a span of 1 where hi <= lo), every
+// step in the unsigned type of T's width (so the sum may wrap, as in XLA).
+template <class T>
+std::vector<T> ref_randint_any(std::pair<u32, u32> key, i64 n, const std::vector<T>& lo, const std::vector<T>& hi) {
+  using U = std::make_unsigned_t<T>;
+  constexpr int nbits = 8 * sizeof(T);
+  const auto ks = ref_split(key, 2);
+  std::vector<U> higher, lower;
+  if constexpr (nbits < 32) {
+    higher = ref_bits_narrow<U>(ks[0], n), lower = ref_bits_narrow<U>(ks[1], n);
+  } else if constexpr (nbits == 32) {
+    higher = ref_bits(ks[0], n), lower = ref_bits(ks[1], n);
+  } else {
+    higher = ref_bits64(ks[0], n), lower = ref_bits64(ks[1], n);
+  }
+  std::vector<T> r;
+  for (i64 i = 0; i < n; ++i) {
+    const T l = lo[static_cast<std::size_t>(i) % lo.size()], h = hi[static_cast<std::size_t>(i) % hi.size()];
+    U span = static_cast<U>(static_cast<U>(h) - static_cast<U>(l));
+    if (h <= l) span = 1;
+    U mult = static_cast<U>(static_cast<U>(U{1} << (nbits / 2)) % span);
+    mult = static_cast<U>(static_cast<U>(mult * mult) % span);
+    const U a = static_cast<U>(static_cast<U>(higher[i] % span) * mult);
+    const U off = static_cast<U>(static_cast<U>(a + static_cast<U>(lower[i] % span)) % span);
+    r.push_back(static_cast<T>(static_cast<U>(static_cast<U>(l) + off)));
+  }
+  return r;
+}
+// jax.random.fold_in (threefry_fold_in): threefry_2x32(key, threefry_seed(d))
+// = the two words of threefry2x32(key, (0, d)).
+std::pair<u32, u32> ref_fold_in(std::pair<u32, u32> key, u32 d) { return ref_threefry(key.first, key.second, 0, d); }
 // jax.random.permutation(key, n) for n < 1626 (one round): sort arange(n)
 // under the random bits of the second key of split(key).
 std::vector<i32> ref_permutation(std::pair<u32, u32> key, i64 n) {
@@ -209,6 +252,96 @@ TEST_CASE("random: randint<int> is jax.random.randint (two draws, combined modul
   CHECK(vals(dyn::random::randint<i32>(k, {3}, INT32_MIN, INT32_MAX)) == ref_randint({0, 9}, 3, INT32_MIN, INT32_MAX));
   const auto r64 = dyn::random::randint<i64>(k, {100}, -5, 5);
   for (i64 v : vals(r64)) CHECK((v >= -5 && v < 5));
+}
+
+TEST_CASE("random: randint for 8- and 16-bit types is jax.random.randint (bits cut from 32-bit words, low first)") {
+  const auto k = dyn::random::key(9);
+  CHECK(vals(dyn::random::randint<i8>(k, {11}, -5, 100)) == ref_randint_any<i8>({0, 9}, 11, {-5}, {100}));
+  CHECK(vals(dyn::random::randint<i8>(k, {3}, -128, 127)) == ref_randint_any<i8>({0, 9}, 3, {-128}, {127}));
+  CHECK(vals(dyn::random::randint<u8>(k, {9}, 3, 250)) == ref_randint_any<u8>({0, 9}, 9, {3}, {250}));
+  CHECK(vals(dyn::random::randint<i16>(k, {7}, -300, 3000)) == ref_randint_any<i16>({0, 9}, 7, {-300}, {3000}));
+  CHECK(vals(dyn::random::randint<u16>(dyn::random::key(4), {2, 3}, 0, 60000)) ==
+        ref_randint_any<u16>({0, 4}, 6, {0}, {60000}));
+  CHECK(dyn::random::randint<u16>(k, {2, 3}, 0, 10).shape() == std::vector<i64>{2, 3});
+  CHECK(dyn::random::randint<u8>(k, {0}, 0, 10).size() == 0);
+  // Golden values of the reference above (JAX's algorithm), written out: a
+  // change to either side shows here.
+  CHECK(ref_bits_narrow<u8>({0, 9}, 5) ==
+        std::vector<u8>{static_cast<u8>(ref_bits({0, 9}, 2)[0]), static_cast<u8>(ref_bits({0, 9}, 2)[0] >> 8),
+                        static_cast<u8>(ref_bits({0, 9}, 2)[0] >> 16), static_cast<u8>(ref_bits({0, 9}, 2)[0] >> 24),
+                        static_cast<u8>(ref_bits({0, 9}, 2)[1])});
+  // The 32-bit path is the existing one.
+  CHECK(ref_randint_any<i32>({0, 9}, 11, {0}, {10}) == ref_randint({0, 9}, 11, 0, 10));
+  // Statistics. A span of 128 (a power of two: the multiplier is 0, the low draw alone
+  // decides) is uniform; a span of 200 stays in range but is not uniform: the product
+  // (hi % 200) * 56 wraps in u8, as in JAX (its algorithm's bias for narrow types).
+  const auto r = dyn::random::randint<u8>(dyn::random::key(3), {100000}, 50, 178);
+  std::vector<i64> counts(256);
+  for (u8 x : vals(r)) counts[x]++;
+  for (int v = 0; v < 256; ++v) {
+    CAPTURE(v);
+    if (v < 50 || v >= 178) CHECK(counts[static_cast<std::size_t>(v)] == 0);
+    else CHECK((counts[static_cast<std::size_t>(v)] > 640 && counts[static_cast<std::size_t>(v)] < 920));  // 781, sd 28
+  }
+  for (u8 x : vals(dyn::random::randint<u8>(dyn::random::key(3), {10000}, 50, 250))) CHECK((x >= 50 && x < 250));
+}
+
+TEST_CASE("random: array-valued bounds broadcast against the shape, as jax.random (randint, uniform, bernoulli)") {
+  const auto k = dyn::random::key(21);
+  // randint: lo a row, hi a column, hi <= lo gives lo (a span of 1, JAX's rule).
+  const Array<i32> lo({3}, {0, -10, 5}), hi({2, 1}, {10, 1});
+  const auto r = dyn::random::randint<i32>(k, {2, 3}, lo, hi);
+  CHECK(r.shape() == std::vector<i64>{2, 3});
+  CHECK(vals(r) == ref_randint_any<i32>({0, 21}, 6, {0, -10, 5, 0, -10, 5}, {10, 10, 10, 1, 1, 1}));
+  CHECK(r(1, 2) == 5);  // hi 1 <= lo 5
+  // A scalar on one side, an array on the other; 8 bits.
+  const Array<i8> hi8({4}, {1, 2, 100, -128});
+  CHECK(vals(dyn::random::randint<i8>(k, {4}, i8{-3}, hi8)) == ref_randint_any<i8>({0, 21}, 4, {-3}, {1, 2, 100, -128}));
+  // uniform: per-element [lo, hi).
+  const Array<float> ulo({2}, {0.0f, -4.0f}), uhi({2}, {1.0f, 4.0f});
+  const auto u = dyn::random::uniform<float>(k, {3, 2}, ulo, uhi);
+  const auto base = ref_uniform({0, 21}, 6, 0.f, 1.f);
+  for (std::size_t i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    const float l = i % 2 ? -4.0f : 0.0f, h = i % 2 ? 4.0f : 1.0f;
+    CHECK(u.data()[i] == std::max(l, base[i] * (h - l) + l));
+  }
+  CHECK(vals(dyn::random::uniform<float>(k, {3}, 2.0f, Array<float>({1}, {3.0f}))) == ref_uniform({0, 21}, 3, 2.f, 3.f));
+  // bernoulli: p an array; the shape defaults to p's; the uniform has p's dtype.
+  const Array<float> p({4}, {0.0f, 1.0f, 0.5f, 0.25f});
+  const auto b = dyn::random::bernoulli(k, p);
+  CHECK(b.shape() == std::vector<i64>{4});
+  const auto bu = ref_uniform({0, 21}, 4, 0.f, 1.f);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(b.data()[i] == (bu[i] < p.data()[i]));
+  CHECK(vals(b)[0] == false);
+  CHECK(vals(b)[1] == true);
+  const auto b2 = dyn::random::bernoulli(k, p, {3, 4});
+  CHECK(b2.shape() == std::vector<i64>{3, 4});
+  const auto bu2 = ref_uniform({0, 21}, 12, 0.f, 1.f);
+  for (std::size_t i = 0; i < 12; ++i) CHECK(b2.data()[i] == (bu2[i] < p.data()[i % 4]));
+  const Array<double> pd({}, {0.5});
+  CHECK(dyn::random::bernoulli(k, pd, {5}).shape() == std::vector<i64>{5});
+  const auto ud = dyn::random::uniform<double>(k, {5});
+  for (i64 i = 0; i < 5; ++i) CHECK(dyn::random::bernoulli(k, pd, {5}).data()[i] == (ud.data()[i] < 0.5));
+}
+
+TEST_CASE("random: fold_in is jax.random.fold_in (threefry of the key over the counter pair (0, data))") {
+  const auto k = dyn::random::key(0);
+  const auto f = dyn::random::fold_in(k, 1);
+  CHECK(f.shape() == std::vector<i64>{2});
+  const auto want = ref_fold_in({0, 0}, 1);
+  CHECK(vals(f) == std::vector<u32>{want.first, want.second});
+  const auto k7 = dyn::random::key(7);
+  for (u32 d : {0u, 5u, 0xFFFFFFFFu}) {
+    const auto w = ref_fold_in({0, 7}, d);
+    CHECK(vals(dyn::random::fold_in(k7, d)) == std::vector<u32>{w.first, w.second});
+  }
+  // A traced key and a traced datum give the same bits.
+  const auto jf = dyn::make_jaxpr([](dyn::Tracer<u32> key, dyn::Tracer<u32> d) { return dyn::random::fold_in(key, d); });
+  const auto cj = jf(k7, Array<u32>({}, {5u}));
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  const auto got = dyn::eval_jaxpr(cj, {dyn::AnyArray(k7), dyn::AnyArray(Array<u32>({}, {5u}))});
+  CHECK(vals(got.at(0).get<u32>()) == vals(dyn::random::fold_in(k7, 5u)));
 }
 
 TEST_CASE("random: bernoulli is uniform<float> < p; permutation is jax.random.permutation") {
@@ -358,6 +491,15 @@ TEST_CASE("random errors: a key of the wrong dtype or shape, randint's lo >= hi,
         "dyn::random::randint: lo (5) must be less than hi (5)");
   CHECK(message_of<dyn::ShapeError>([] { dyn::random::permutation(dyn::random::key(0), -1); }) ==
         "dyn::random::permutation: negative length -1");
+  CHECK(message_of<dyn::ShapeError>([] {
+          dyn::random::randint<i32>(dyn::random::key(0), {3}, Array<i32>({2}, {0, 1}), 5);
+        }) == "dyn::random::randint: lo and hi (shapes (2,) and ()) must broadcast to the shape argument (3,)");
+  CHECK(message_of<dyn::ShapeError>([] {
+          dyn::random::uniform<float>(dyn::random::key(0), {3}, 0.0f, Array<float>({2, 3}, std::vector<float>(6)));
+        }) == "dyn::random::uniform: lo and hi (shapes () and (2,3)) must broadcast to the shape argument (3,)");
+  CHECK(message_of<dyn::ShapeError>([] {
+          dyn::random::bernoulli(dyn::random::key(0), Array<float>({2}, {0.5f, 0.5f}), {3});
+        }) == "dyn::random::bernoulli: p (shape (2,)) must broadcast to the shape argument (3,)");
   // The user's line.
   const int line = __LINE__ + 2;
   try {

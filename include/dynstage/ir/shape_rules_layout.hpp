@@ -20,6 +20,18 @@ inline std::string padding_config_str(const std::vector<PadParams::Axis>& cfg) {
   return r + (cfg.size() == 1 ? ",)" : ")");
 }
 
+// max(n - 1, 0), the number of gaps between n elements. A symbolic size of
+// a polymorphic shape is >= 1, so this is n - 1 (JAX's core.dilate_dim); but
+// a Catalyst dynamic size (a trace's variable "_dK", docs/shapes.md) may be
+// 0 at run time: then the max stays a max term, evaluated with the size
+// (a `max` equation in the jaxpr), so that a run-time 0 gives no gaps.
+inline Dim pad_gaps(const Dim& n) {
+  if (n.is_static()) return Dim(std::max<std::int64_t>(n.value() - 1, 0));
+  for (const auto& v : dim_vars(n))
+    if (v.rfind("_d", 0) == 0) return from_operation(DimOp::max, n - Dim(1), Dim(0), scope_of(n));
+  return max_dim(n - Dim(1), Dim(0));
+}
+
 // Output size lo + hi + n + max(n - 1, 0) * interior along each axis.
 inline std::vector<Aval> shape_rule(PrimTag<Prim::pad>, const std::vector<Aval>& in, const PadParams& pp) {
   const Prim p = Prim::pad;
@@ -40,7 +52,7 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::pad>, const std::vector<Aval>&
                        padding_config_str(cfg));
     const Dim& n = x.shape[i];
     Dim d = Dim(cfg[i].lo + cfg[i].hi) + n;
-    if (cfg[i].interior > 0) d = d + Dim(cfg[i].interior) * max_dim(n - Dim(1), Dim(0));
+    if (cfg[i].interior > 0) d = d + Dim(cfg[i].interior) * pad_gaps(n);
     out.push_back(d);
   }
   for (const Dim& d : out)

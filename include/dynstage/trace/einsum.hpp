@@ -4,9 +4,16 @@
 // The subscripts: one letter per axis for each operand, separated by
 // commas, then optionally "->" and the output's letters; without "->" the
 // output is the letters that appear exactly once, in alphabetical (ASCII)
-// order, as numpy.einsum. A letter names one size everywhere. Not
-// supported, and refused with a ShapeError that says so: a letter repeated
-// within one operand (a diagonal), and "..." (broadcast axes).
+// order, as numpy.einsum. A letter names one size everywhere.
+//
+// A letter repeated within one operand takes the diagonal, as jnp.einsum's
+// sum_repeats: the elements off the diagonal are zeroed (select_n with an
+// equality mask of iotas) and the repeated axes summed, all of them when
+// the letter is needed nowhere else ("ii->": the trace), all but the last
+// otherwise ("ii->i": the diagonal). "..." stands for an operand's axes not
+// named by letters (numpy's broadcast axes): they get fresh letters,
+// aligned on the right against the operand with the most, broadcast where
+// one has size 1 (a broadcast_in_dim), and come first in an implicit output.
 //
 // The contraction order is opt_einsum's greedy strategy in its simplest
 // form: first sum every axis whose letter appears in one operand only and
@@ -20,6 +27,7 @@
 // last operand is summed and transposed into the output's order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <source_location>
 #include <string>
@@ -84,6 +92,36 @@ inline Term sum_unneeded(Term t, const std::string& keep) {
   return Term{reduce(Prim::reduce_sum, t.v, axes, false), rest};
 }
 
+// jnp.einsum's sum_repeats: while a letter repeats in t, keep the diagonal
+// (zero the rest) and sum the repeated axes, all of them unless `keep` (the
+// output's and the other operands' letters) has the letter, then all but
+// the last.
+inline Term sum_repeats(Term t, const std::string& keep) {
+  for (std::size_t i = 0; i < t.idx.size(); ++i) {
+    const char c = t.idx[i];
+    std::vector<std::int64_t> axes;
+    for (std::size_t j = i; j < t.idx.size(); ++j)
+      if (t.idx[j] == c) axes.push_back(static_cast<std::int64_t>(j));
+    if (axes.size() < 2) continue;
+    const Shape s = t.v.shape();
+    const bool staged = t.v.is_tracer();
+    Value mask;
+    for (std::size_t k = 0; k + 1 < axes.size(); ++k) {
+      const Value e = compare(Prim::eq, iota(DType::u32, s, axes[k], staged), iota(DType::u32, s, axes[k + 1], staged));
+      mask = k == 0 ? e : binary(Prim::and_, mask, e);
+    }
+    t.v = where(mask, t.v, convert(scalar_value(Scalar::of<std::int32_t>(0), false), t.v.dtype()));
+    if (keep.find(c) != std::string::npos) axes.pop_back();
+    t.v = reduce(Prim::reduce_sum, t.v, axes, false);
+    std::string rest;
+    for (std::size_t j = 0; j < t.idx.size(); ++j)
+      if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(j)) == axes.end()) rest += t.idx[j];
+    t.idx = rest;
+    i = static_cast<std::size_t>(-1);  // start over: the letters moved
+  }
+  return t;
+}
+
 }  // namespace einsum_detail
 
 Value einsum(std::string_view subscripts, std::vector<Value> ops) {
@@ -103,9 +141,36 @@ Value einsum(std::string_view subscripts, std::vector<Value> ops) {
     if (c == ',') ins.emplace_back();
     else ins.back() += c;
   }
-  if (spec.find('.') != std::string::npos) bad("'...' (broadcast axes) is not supported; name every axis");
   if (ins.size() != ops.size())
     bad(std::to_string(ins.size()) + " operand subscripts for " + std::to_string(ops.size()) + " operands");
+  // "...": fresh letters (unused ones, 'A' first), the longest operand's
+  // count; each operand's "..." is the last of them (right-aligned).
+  std::string ell;
+  std::string out_spec = arrow == std::string::npos ? "" : spec.substr(arrow + 2);
+  if (spec.find('.') != std::string::npos) {
+    auto has_ellipsis = [&](const std::string& t) {
+      const auto p = t.find("...");
+      const auto dots = static_cast<std::size_t>(std::count(t.begin(), t.end(), '.'));
+      if (dots != (p == std::string::npos ? 0 : 3)) bad("'.' is allowed only as one '...' per operand or output");
+      return p != std::string::npos;
+    };
+    std::vector<std::int64_t> n_ell(ins.size(), -1);
+    std::int64_t most = 0;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (!has_ellipsis(ins[k])) continue;
+      n_ell[k] = ops[k].rank() - static_cast<std::int64_t>(ins[k].size() - 3);
+      if (n_ell[k] < 0)
+        bad("operand " + std::to_string(k) + " has rank " + std::to_string(ops[k].rank()) + " but subscripts '" +
+            ins[k] + "' name " + std::to_string(ins[k].size() - 3) + " axes besides '...'");
+      most = std::max(most, n_ell[k]);
+    }
+    for (const char* c = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"; *c; ++c)
+      if (static_cast<std::int64_t>(ell.size()) < most && spec.find(*c) == std::string::npos) ell += *c;
+    if (static_cast<std::int64_t>(ell.size()) < most) bad("too many axes under '...' (no letters left)");
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (n_ell[k] >= 0) ins[k].replace(ins[k].find("..."), 3, ell.substr(ell.size() - static_cast<std::size_t>(n_ell[k])));
+    if (arrow != std::string::npos && has_ellipsis(out_spec)) out_spec.replace(out_spec.find("..."), 3, ell);
+  }
   auto check_letters = [&](const std::string& s) {
     for (char c : s)
       if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
@@ -121,9 +186,6 @@ Value einsum(std::string_view subscripts, std::vector<Value> ops) {
       bad("operand " + std::to_string(k) + " has rank " + std::to_string(ops[k].rank()) + " but subscripts '" + s +
           "' name " + std::to_string(s.size()) + " axes");
     for (std::size_t i = 0; i < s.size(); ++i) {
-      if (s.find(s[i]) != i)
-        bad(std::string("subscript '") + s[i] + "' repeats in operand " + std::to_string(k) +
-            " ('" + s + "'): diagonals are not supported");
       const Dim d = ops[k].shape()[i];
       const auto at = all.find(s[i]);
       if (at == std::string::npos) {
@@ -131,19 +193,28 @@ Value einsum(std::string_view subscripts, std::vector<Value> ops) {
         size.push_back(d);
         once += s[i];
       } else {
-        if (!(size[at] == d))
+        const bool broadcast = ell.find(s[i]) != std::string::npos && (d == Dim(1) || size[at] == Dim(1));
+        if (broadcast && size[at] == Dim(1)) size[at] = d;
+        if (!(size[at] == d) && !broadcast)
           bad(std::string("subscript '") + s[i] + "' has size " + size[at].to_string() + " and " + d.to_string());
         if (twice.find(s[i]) == std::string::npos) twice += s[i];
       }
     }
   }
+  // Broadcast axes of size 1 under "..." to the other operands' size.
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    Shape want = ops[k].shape();
+    for (std::size_t i = 0; i < ins[k].size(); ++i) want[i] = size[all.find(ins[k][i])];
+    if (!(want == ops[k].shape())) ops[k] = broadcast_to_shape(ops[k], want, "einsum", ops[k].is_tracer());
+  }
   std::string out;
   if (arrow == std::string::npos) {
     for (char c : all)
-      if (twice.find(c) == std::string::npos) out += c;
+      if (twice.find(c) == std::string::npos && ell.find(c) == std::string::npos) out += c;
     std::sort(out.begin(), out.end());
+    out = ell + out;
   } else {
-    out = spec.substr(arrow + 2);
+    out = out_spec;
     check_letters(out);
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (all.find(out[i]) == std::string::npos)
@@ -162,6 +233,7 @@ Value einsum(std::string_view subscripts, std::vector<Value> ops) {
     return n;
   };
   if (terms.empty()) bad("needs at least one operand");
+  for (std::size_t k = 0; k < terms.size(); ++k) terms[k] = einsum_detail::sum_repeats(terms[k], needed(k, k));
   while (terms.size() > 1) {
     std::size_t bi = 0, bj = 1;
     std::int64_t best = -1;

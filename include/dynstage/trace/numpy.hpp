@@ -171,9 +171,37 @@ Value broadcast_to_shape(const Value& v, const Shape& shape, std::string_view op
 
 // Promote and broadcast operands of an elementwise primitive. Rank-0
 // operands are left for the primitive's scalar broadcasting (`add a 1.0`).
+// A weak integer literal (a C++ integer) that meets an integer array of a
+// narrower dtype takes that dtype; a value it cannot hold would wrap
+// silently, so it is a dyn::TypeError, as JAX raises OverflowError ("Python
+// int 300 too large to convert to uint8") for `x + 300` with x uint8.
+// 64-bit dtypes are not checked: every C++ integer is held in 64 bits, and
+// a u64 literal above INT64_MAX is not told apart from a negative one.
+void check_literals_fit(std::string_view op, const std::vector<Value>& vs, TypeInfo t);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void check_literals_fit(std::string_view op, const std::vector<Value>& vs, TypeInfo t) {
+  if (t.weak || !is_integer(t.dtype) || dtype_bits(t.dtype) >= 64) return;
+  const int bits = dtype_bits(t.dtype);
+  const std::int64_t lo = is_unsigned_integer(t.dtype) ? 0 : -(std::int64_t{1} << (bits - 1));
+  const std::int64_t hi = is_unsigned_integer(t.dtype) ? (std::int64_t{1} << bits) - 1 : (std::int64_t{1} << (bits - 1)) - 1;
+  for (const auto& v : vs) {
+    if (!v.weak || v.is_tracer() || v.array.rank() != 0 || !is_integer(v.dtype())) continue;
+    const Scalar s = scalar_of(v.array);
+    if (s.i >= lo && s.i <= hi) continue;
+    const std::string val = std::to_string(s.i);
+    fail<TypeError>(std::string(op) + ": the integer literal " + val + " does not fit in the array's dtype " +
+                    std::string(dtype_name(t.dtype)) + " (range " + std::to_string(lo) + " to " + std::to_string(hi) +
+                    "; JAX: OverflowError, Python int " + val + " too large to convert to " +
+                    std::string(dtype_numpy_name(t.dtype)) + "); convert the array to a wider dtype first, e.g. "
+                    "dyn::astype<std::int32_t>(x)");
+  }
+}
+#endif
+
 void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t);
 #ifdef DYNSTAGE_IMPLEMENTATION
 void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo t) {
+  check_literals_fit(op, vs, t);
   lift_all(vs);
   Shape out = broadcast_shapes(op, vs);
   promote_to(vs, t);
@@ -199,6 +227,8 @@ Value unary(Prim p, const Value& x) {
   if (is_float_only(p)) return bind1(p, {convert(x, inexact(x.type_info()).dtype, x.weak)});
   if (prim_info(p).dtypes == DTypeSet::rounding && !is_float(x.dtype())) return x;  // jnp.floor(int32)
   if (p == Prim::round) return bind1(p, {x}, RoundParams{1});
+  // jnp.square's promote_dtypes_numeric: a bool becomes i32 (to_numeric_dtype).
+  if (p == Prim::square && is_bool(x.dtype())) return bind1(p, {convert(x, DType::i32, x.weak)});
   return bind1(p, {x});
 }
 #endif

@@ -166,7 +166,6 @@ DYN_UNARY(cos)
 DYN_UNARY(tan)
 DYN_UNARY(tanh)
 DYN_UNARY(logistic)
-DYN_UNARY(square)
 DYN_UNARY(expm1)
 DYN_UNARY(exp2)
 DYN_UNARY(cbrt)
@@ -183,6 +182,15 @@ DYN_UNARY(erfc)
 DYN_UNARY(lgamma)
 DYN_UNARY(erf_inv)
 #undef DYN_UNARY
+
+// square (jnp.square): promote_dtypes_numeric first, so a bool operand is
+// squared as i32 (convert_element_type, then square) and the result is i32.
+template <ArrayLike X>
+auto square(const X& x, detail::Loc loc = detail::Loc::current()) {
+  using E = detail::elem_t<X>;
+  using R = std::conditional_t<std::is_same_v<E, bool>, std::int32_t, E>;
+  return detail::un<detail::Prim::square, R>(x, loc);
+}
 
 template <class A, class B> requires detail::BinaryOperands<A, B>
 auto pow(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {

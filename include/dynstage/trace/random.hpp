@@ -160,6 +160,86 @@ like_t<u64, K> bits64(const K& key, std::int64_t n) {
   const auto lo = dyn::astype<u64>(dyn::slice(bits, {n}, {2 * n}));
   return (hi << u64{32}) | lo;
 }
+// prng.py's _threefry_random_bits_original for 8 and 16 bits ("essentially
+// bits.view(dtype)[:size]"): ceil(bw n / 32) words of 32 random bits, each
+// cut into 32 / bw pieces, the lowest bits first, the first n kept. JAX
+// masks each piece before converting; the conversion to U truncates anyway.
+template <class U, class K>
+like_t<U, K> bits_narrow(const K& key, std::int64_t n) {
+  constexpr u32 bw = 8 * sizeof(U);
+  constexpr std::int64_t per = 32 / bw;
+  const std::int64_t words = (n * bw + 31) / 32;
+  const auto w = dyn::reshape(bits32(key, words), {words, 1});
+  const auto shifts = dyn::reshape(arange_like<u32, K>(per) * bw, {1, per});
+  const auto pieces = dyn::reshape(w >> shifts, {words * per});
+  return dyn::slice(dyn::astype<U>(pieces), {0}, {n});
+}
+
+// n random bits of U's width (8, 16, 32 or 64), flat.
+template <class U, class K>
+like_t<U, K> bits_of(const K& key, std::int64_t n) {
+  if constexpr (sizeof(U) == 4)
+    return bits32(key, n);
+  else if constexpr (sizeof(U) == 8)
+    return bits64(key, n);
+  else
+    return bits_narrow<U>(key, n);
+}
+
+// A bound of element type T: a C++ scalar (converted to T) or an array or
+// tracer of T.
+template <class X, class T>
+concept Bound = (ArrayLike<X> && std::is_same_v<dyn::detail::elem_t<X>, T>) ||
+                (std::is_arithmetic_v<std::remove_cvref_t<X>> && !std::is_same_v<std::remove_cvref_t<X>, bool>);
+
+template <class T, class X>
+auto as_bound(const X& x) {
+  if constexpr (ArrayLike<X>)
+    return x;
+  else
+    return static_cast<T>(x);
+}
+
+// A bound's shape as numbers (a scalar's is ()); a dynamic dimension is
+// reported as -1, which broadcasts against nothing.
+template <class X>
+std::vector<std::int64_t> bound_shape(const X& x) {
+  std::vector<std::int64_t> r;
+  if constexpr (ArrayLike<X>) {
+    for (const auto& d : x.shape()) {
+      if constexpr (is_tracer_v<X>)
+        r.push_back(d.is_static() ? d.value() : -1);
+      else
+        r.push_back(d);
+    }
+  }
+  return r;
+}
+
+inline std::string tuple_str(const std::vector<std::int64_t>& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+// jax.random's _check_shape: each parameter's shape broadcasts to `shape`
+// and the broadcast is `shape` itself (numpy rules, aligned on the right).
+inline bool broadcasts_to(const std::vector<std::int64_t>& p, const std::vector<std::int64_t>& shape) {
+  if (p.size() > shape.size()) return false;
+  const std::size_t off = shape.size() - p.size();
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != 1 && p[i] != shape[off + i]) return false;
+  return true;
+}
+
+template <class Lo, class Hi>
+void check_bounds(const char* fn, const Lo& lo, const Hi& hi, const std::vector<std::int64_t>& shape) {
+  const auto sl = bound_shape(lo), sh = bound_shape(hi);
+  if (!broadcasts_to(sl, shape) || !broadcasts_to(sh, shape))
+    dyn::detail::fail<ShapeError>(std::string("dyn::random::") + fn + ": lo and hi (shapes " + tuple_str(sl) +
+                                  " and " + tuple_str(sh) + ") must broadcast to the shape argument " +
+                                  tuple_str(shape));
+}
 }  // namespace detail
 
 // key(seed): jax.random.PRNGKey(seed) (threefry_seed): [0, seed] for a seed
@@ -223,6 +303,23 @@ auto uniform(const K& key, const std::vector<std::int64_t>& shape, T lo = T(0), 
   return dyn::maximum(lo, dyn::reshape(unit * span + lo, ConcreteSizes(shape)));
 }
 
+// uniform<T>(key, shape, lo, hi) with array-valued lo and/or hi (arrays or
+// tracers of T, or a scalar on one side): jax.random.uniform's broadcasting;
+// lo and hi must broadcast to `shape` (a dyn::ShapeError otherwise, JAX's
+// ValueError). The same bits and arithmetic as the scalar form.
+template <class T, ArrayLike K, class Lo, class Hi>
+  requires detail::Bound<Lo, T> && detail::Bound<Hi, T> && (ArrayLike<Lo> || ArrayLike<Hi>)
+auto uniform(const K& key, const std::vector<std::int64_t>& shape, const Lo& lo_, const Hi& hi_,
+             detail::Loc loc = detail::Loc::current()) {
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "uniform");
+  detail::check_bounds("uniform", lo_, hi_, shape);
+  const auto lo = detail::as_bound<T>(lo_);
+  const auto hi = detail::as_bound<T>(hi_);
+  const auto unit = dyn::reshape(uniform<T>(k, shape, T(0), T(1), loc), ConcreteSizes(shape));
+  return dyn::maximum(lo, unit * (hi - lo) + lo);
+}
+
 // normal<T>(key, shape): jax.random.normal's algorithm and bits: uniform
 // numbers in (-1, 1) (lo = nextafter(-1, 0), so erf_inv never sees -1), then
 // sqrt(2) * erf_inv(u), erf_inv being Giles' approximation as XLA computes
@@ -237,15 +334,16 @@ auto normal(const K& key, const std::vector<std::int64_t>& shape, detail::Loc lo
   return T(std::numbers::sqrt2) * dyn::erf_inv(u, loc);
 }
 
-// randint<T>(key, shape, lo, hi): jax.random.randint for 32- and 64-bit
-// integer T: integers in [lo, hi), from two draws of random bits (the two
-// keys of split(key)) combined modulo the span to reduce the bias, exactly as
-// JAX does. lo >= hi is a dyn::TypeError (JAX returns lo).
+// randint<T>(key, shape, lo, hi): jax.random.randint for integer T of 8,
+// 16, 32 or 64 bits: integers in [lo, hi), from two draws of random bits of
+// T's width (the two keys of split(key)) combined modulo the span to reduce
+// the bias, every step in the unsigned type of T's width, exactly as JAX
+// does. lo >= hi is a dyn::TypeError (JAX returns lo).
 template <class T, ArrayLike K>
 auto randint(const K& key, const std::vector<std::int64_t>& shape, T lo, T hi,
              detail::Loc loc = detail::Loc::current()) {
-  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool> && (sizeof(T) == 4 || sizeof(T) == 8),
-                "dyn::random::randint<T>: T must be a 32- or 64-bit integer type");
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                "dyn::random::randint<T>: T must be an integer type");
   using U = std::make_unsigned_t<T>;
   dyn::detail::OpSite site(loc);
   const auto k = detail::checked_key(key, "randint");
@@ -254,19 +352,42 @@ auto randint(const K& key, const std::vector<std::int64_t>& shape, T lo, T hi,
                                  std::to_string(hi) + ")");
   const std::int64_t n = detail::shape_size(shape, "randint");
   const auto [k1, k2] = split(k, loc);
-  auto bits = [&](const auto& kk) {
-    if constexpr (sizeof(T) == 4)
-      return detail::bits32(kk, n);
-    else
-      return detail::bits64(kk, n);
-  };
-  const auto higher = bits(k1), lower = bits(k2);
+  const auto higher = detail::bits_of<U>(k1, n), lower = detail::bits_of<U>(k2, n);
   constexpr int nbits = 8 * sizeof(T);
   const U span = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
   U multiplier = static_cast<U>(static_cast<U>(U{1} << (nbits / 2)) % span);
   multiplier = static_cast<U>(static_cast<U>(multiplier * multiplier) % span);
   const auto offset = ((higher % span) * multiplier + (lower % span)) % span;
   return dyn::reshape(lo + dyn::astype<T>(offset), ConcreteSizes(shape));
+}
+
+// randint<T>(key, shape, lo, hi) with array-valued lo and/or hi (arrays or
+// tracers of T, or a scalar on one side): jax.random.randint's broadcasting
+// (lo and hi must broadcast to `shape`, a dyn::ShapeError otherwise). Where
+// hi <= lo the span is 1 and the result lo, as JAX (no error: the bounds may
+// be known only at run time).
+template <class T, ArrayLike K, class Lo, class Hi>
+  requires detail::Bound<Lo, T> && detail::Bound<Hi, T> && (ArrayLike<Lo> || ArrayLike<Hi>)
+auto randint(const K& key, const std::vector<std::int64_t>& shape, const Lo& lo_, const Hi& hi_,
+             detail::Loc loc = detail::Loc::current()) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                "dyn::random::randint<T>: T must be an integer type");
+  using U = std::make_unsigned_t<T>;
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "randint");
+  detail::check_bounds("randint", lo_, hi_, shape);
+  const std::int64_t n = detail::shape_size(shape, "randint");
+  const auto lo = detail::as_bound<T>(lo_);
+  const auto hi = detail::as_bound<T>(hi_);
+  const auto [k1, k2] = split(k, loc);
+  const auto higher = dyn::reshape(detail::bits_of<U>(k1, n), ConcreteSizes(shape));
+  const auto lower = dyn::reshape(detail::bits_of<U>(k2, n), ConcreteSizes(shape));
+  constexpr int nbits = 8 * sizeof(T);
+  const auto span = dyn::where(hi <= lo, U{1}, dyn::astype<U>(hi - lo));
+  auto multiplier = U(U{1} << (nbits / 2)) % span;
+  multiplier = (multiplier * multiplier) % span;
+  const auto offset = ((higher % span) * multiplier + (lower % span)) % span;
+  return lo + dyn::astype<T>(offset);
 }
 
 // bernoulli(key, p, shape): jax.random.bernoulli with a float32 p:
@@ -277,6 +398,53 @@ auto bernoulli(const K& key, float p, const std::vector<std::int64_t>& shape = {
   dyn::detail::OpSite site(loc);
   const auto k = detail::checked_key(key, "bernoulli");
   return uniform<float>(k, shape, 0.0f, 1.0f, loc) < p;
+}
+
+// bernoulli(key, p[, shape]) with an array or tracer p of float or double:
+// jax.random.bernoulli: uniform<P>(key, shape) < p, P being p's element type
+// (JAX draws the uniform numbers in p's dtype); the shape defaults to p's,
+// and p must broadcast to it (a dyn::ShapeError otherwise).
+template <ArrayLike K, ArrayLike P>
+auto bernoulli(const K& key, const P& p, const std::vector<std::int64_t>& shape,
+               detail::Loc loc = detail::Loc::current()) {
+  using T = dyn::detail::elem_t<P>;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "dyn::random::bernoulli: p must be an array of float or double");
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "bernoulli");
+  const auto sp = detail::bound_shape(p);
+  if (!detail::broadcasts_to(sp, shape))
+    dyn::detail::fail<ShapeError>("dyn::random::bernoulli: p (shape " + detail::tuple_str(sp) +
+                                  ") must broadcast to the shape argument " + detail::tuple_str(shape));
+  return dyn::reshape(uniform<T>(k, shape, T(0), T(1), loc), ConcreteSizes(shape)) < p;
+}
+template <ArrayLike K, ArrayLike P>
+auto bernoulli(const K& key, const P& p, detail::Loc loc = detail::Loc::current()) {
+  const auto sp = detail::bound_shape(p);
+  for (auto d : sp)
+    if (d < 0)
+      dyn::detail::fail<ShapeError>("dyn::random::bernoulli: p has a dynamic shape; pass the shape argument");
+  return bernoulli(key, p, sp, loc);
+}
+
+// fold_in(key, data): jax.random.fold_in (threefry_fold_in): a new key, the
+// threefry of the key over the counter pair (0, data) (threefry_seed(data)
+// is [0, data] for 32-bit data). data: a C++ integer or an integer scalar
+// array or tracer, taken modulo 2^32 as jnp.uint32(data).
+template <ArrayLike K, class D>
+  requires(std::is_integral_v<D> || (ArrayLike<D> && std::is_integral_v<dyn::detail::elem_t<D>>))
+auto fold_in(const K& key, const D& data, detail::Loc loc = detail::Loc::current()) {
+  dyn::detail::OpSite site(loc);
+  const auto k = detail::checked_key(key, "fold_in");
+  if constexpr (ArrayLike<D>) {
+    if (data.shape().size() != 0)
+      dyn::detail::fail<ShapeError>("dyn::random::fold_in: data must be a scalar, got " +
+                                    detail::type_str(data));
+    const auto d = dyn::reshape(dyn::astype<detail::u32>(data), {1});
+    return detail::threefry_2x32(k, dyn::concatenate({dyn::zeros_like(d), d}), 2);
+  } else {
+    return detail::threefry_2x32(k, detail::arange_like<detail::u32, K>(2) * static_cast<detail::u32>(data), 2);
+  }
 }
 
 // permutation(key, n): jax.random.permutation(key, n): arange<i32>(n)
