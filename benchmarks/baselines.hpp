@@ -56,6 +56,8 @@ double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
 void matmul(const double* a, const double* b, double* c, std::int64_t n);
 void batched_matmul_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t n);  // GEMM per batch
+// Issue 19: the same GEMM on `threads` OpenMP threads (baseline_eigen_threads.cpp).
+void matmul_threads(const double* a, const double* b, double* c, std::int64_t n, int threads);
 }  // namespace eigen
 
 }  // namespace bench

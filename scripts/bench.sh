@@ -87,13 +87,16 @@ else
   compile src/dynstage.cpp "$obj/dynstage.o" -O2 -Iinclude -isystem "$llvm_inc" $llvm_cpp
   exe=$obj/bench_main
   "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/bench_issue17.o "$obj"/bench_einsum.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
-    -lbenchmark -lpthread -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
+    -lbenchmark -lpthread -ltbb -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
   compile_exe=$obj/bench_compile
-  "$cxx" "$obj"/bench_compile.o "$obj"/dynstage.o -o "$compile_exe" -lpthread -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
+  "$cxx" "$obj"/bench_compile.o "$obj"/dynstage.o -o "$compile_exe" -lpthread -ltbb -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
 fi
 
 # ---------------------------------------------------------------------------
 # 2. Run. Console output shows progress; the JSON file is what the report reads.
+# One thread: the baselines here (hand loops, Eigen, NumPy) run on one, so
+# dyn::jit does too; scripts/bench_threads.sh measures every core.
+export DYNSTAGE_NUM_THREADS=${DYNSTAGE_NUM_THREADS:-1}
 json=$build/bench.json
 # Repetitions of all benchmarks are randomly interleaved: a baseline and
 # dyn::jit then share the machine's changing state (other jobs on the shared
