@@ -169,6 +169,36 @@ TEST_CASE("jit: nonzero and compress allocate their dynamic-length results in th
   }
 }
 
+TEST_CASE("jit: nonzero of an n-D mask: one index array per axis, their one length computed by the kernel") {
+  const auto f = [](const auto& x) {
+    const auto [i, j, k] = dyn::nonzero<3>(x > 0.5);
+    // The indices pick the elements back out, fused into the product.
+    return std::make_tuple(i, j, k, x.at(i, j, k).get() * 2.0);
+  };
+  const auto g = dyn::jit(f, dyn::polymorphic_shapes{"(a, b, c)"});
+  for (i64 n : {1, 2, 4, 9}) {  // (polymorphic dimensions are >= 1)
+    const auto x = gen<double>({n, 3, n + 1}, 1150 + static_cast<std::uint64_t>(n));
+    const auto got = g(x);
+    const auto want = dyn::eager(f)(x);
+    REQUIRE(std::get<0>(got).shape() == std::get<0>(want).shape());
+    CHECK(dyn::array_equal(std::get<0>(got), std::get<0>(want)));
+    CHECK(dyn::array_equal(std::get<1>(got), std::get<1>(want)));
+    CHECK(dyn::array_equal(std::get<2>(got), std::get<2>(want)));
+    CHECK(dyn::array_equal(std::get<3>(got), std::get<3>(want)));
+    for (i64 e = 0; e < std::get<0>(got).size(); ++e)
+      CHECK(x(std::get<0>(got)(e), std::get<1>(got)(e), std::get<2>(got)(e)) > 0.5);
+  }
+  CHECK(g.stats().compiles == 1);
+  // Static shapes: the same numbers.
+  const auto x = gen<double>({5, 2, 4}, 1160);
+  const auto [i, j, k, v] = dyn::jit(f)(x);
+  const auto [ie, je, ke, ve] = dyn::eager(f)(x);
+  CHECK(dyn::array_equal(i, ie));
+  CHECK(dyn::array_equal(j, je));
+  CHECK(dyn::array_equal(k, ke));
+  CHECK(dyn::array_equal(v, ve));
+}
+
 TEST_CASE("jit: a while loop whose carried array shrinks by compress each iteration") {
   // Keep the values above the mean until fewer than 4 remain: the carried
   // length changes every iteration (a dynamic dimension of the loop state).
