@@ -117,6 +117,39 @@ TEST_CASE("jit: a gather feeding elementwise work is fused: no temporary for the
   for (i64 k = 0; k < want.size(); ++k) CHECK(test_util::ulp_distance(got.data()[k], want.data()[k]) <= 4);
 }
 
+TEST_CASE("jit: take_along_axis and multi-array indexing read their index pieces in place: no index temporary") {
+  // The indices of both are one [B..., 1] array per indexed axis,
+  // concatenated into [B..., K] (as jnp builds them): the concatenate stays
+  // fused into the gather (the plan at the head of llvm_ir says so), and the
+  // kernel allocates nothing but its result.
+  const auto along = [](const auto& x, const auto& i) { return dyn::take_along_axis(x, i, 1) * 2.0f; };
+  const auto x = gen<float>({300, 40}, 995);
+  const auto i = indices({300, 20}, 996, 40, 40);
+  const std::string ir = dyn::jit(along).llvm_ir(x, i);
+  INFO(ir.substr(0, 2000));
+  CHECK(ir.find("concatenate: fused") != std::string::npos);
+  CHECK(ir.find("concatenate: buffer") == std::string::npos);
+  CHECK(ir.find("malloc") == std::string::npos);
+  // Exactly (x holds NaNs: ulp_distance counts NaN == NaN).
+  const auto same = [](const auto& p, const auto& q) {
+    REQUIRE(p.shape() == q.shape());
+    for (i64 k = 0; k < p.size(); ++k) CHECK(test_util::ulp_distance(p.data()[k], q.data()[k]) == 0);
+  };
+  same(dyn::jit(along)(x, i), dyn::eager(along)(x, i));
+  // x[i, j] with two index arrays, and a scatter-add through the same pieces.
+  const auto pair = [](const auto& v, const auto& r, const auto& c) {
+    return std::make_tuple(v.at(r, c).get() + 1.0f, v.at(r, c).add(2.0f));
+  };
+  const auto r = indices({5000}, 997, 300, 300);
+  const auto c = indices({5000}, 998, 40, 40);
+  const std::string pir = dyn::jit(pair).llvm_ir(x, r, c);
+  CHECK(pir.find("concatenate: buffer") == std::string::npos);
+  const auto [g, a] = dyn::jit(pair)(x, r, c);
+  const auto [ge, ae] = dyn::eager(pair)(x, r, c);
+  same(g, ge);
+  same(a, ae);
+}
+
 TEST_CASE("jit: one kernel serves every length of a polymorphic gather and scatter") {
   const auto f = dyn::jit([](const auto& x, const auto& i) { return x.at(i).add(x.at(i).get() * 2.0); },
                           dyn::polymorphic_shapes{"(n, m)", "(k,)"});
