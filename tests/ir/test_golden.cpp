@@ -229,7 +229,7 @@ TEST_CASE("golden: any and all are reduce_or and reduce_and of bools (jnp casts 
         "  in (c, e, g) }");
 }
 
-TEST_CASE("golden: var is jnp.var's composition: mean with kept axes, sub, square (mul), sum, div") {
+TEST_CASE("golden: var is jnp.var's composition: mean with kept axes, sub, square, sum, div") {
   auto f = [](auto x) { return dyn::var(x, {1}); };
   CHECK(str(dyn::make_jaxpr(f)(dyn::Array<float>({2, 3}))) ==
         "{ lambda ; a:f32[2,3]. let\n"
@@ -238,10 +238,44 @@ TEST_CASE("golden: var is jnp.var's composition: mean with kept axes, sub, squar
         "    d:f32[2,1] = div c 3.0:f32[]\n"
         "    e:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(2, 3)] d\n"
         "    f:f32[2,3] = sub a e\n"
-        "    g:f32[2,3] = mul f f\n"
+        "    g:f32[2,3] = square f\n"
         "    h:f32[2] = reduce_sum[axes=(1,)] g\n"
         "    i:f32[2] = div h 3.0:f32[]\n"
         "  in (i,) }");
+  // ddof=1 (jnp.var(x, axis=1, ddof=1)): JAX folds its Python constants,
+  // count - ddof, into the divisor; with a symbolic count it stages the
+  // subtraction and jnp.var's where(normalizer > 0, r, nan).
+  auto g = [](auto x) { return dyn::var(x, {1}, dyn::ddof(1)); };
+  CHECK(str(dyn::make_jaxpr(g)(dyn::Array<float>({2, 3}))) ==
+        "{ lambda ; a:f32[2,3]. let\n"
+        "    b:f32[2] = reduce_sum[axes=(1,)] a\n"
+        "    c:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 1)] b\n"
+        "    d:f32[2,1] = div c 3.0:f32[]\n"
+        "    e:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(2, 3)] d\n"
+        "    f:f32[2,3] = sub a e\n"
+        "    g:f32[2,3] = square f\n"
+        "    h:f32[2] = reduce_sum[axes=(1,)] g\n"
+        "    i:f32[2] = div h 2.0:f32[]\n"
+        "  in (i,) }");
+  const std::string sym = str(dyn::make_jaxpr(g, dyn::polymorphic_shapes{"(2, w)"})(dyn::Array<float>({2, 3})));
+  CHECK(sym ==
+        "{ lambda ; a:i64[] b:f32[2,a]. let\n"
+        "    c:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a\n"
+        "    d:f32[] = sub c 1.0:f32[]\n"
+        "    e:bool[] = gt d 0.0:f32[]\n"
+        "    f:f32[2] = broadcast_in_dim[broadcast_dimensions=() shape=(2,)] nan:f32[]\n"
+        "    g:f32[2] = reduce_sum[axes=(1,)] b\n"
+        "    h:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(2, 1)] g\n"
+        "    i:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a\n"
+        "    j:f32[2,1] = div h i\n"
+        "    k:f32[2,a] = broadcast_in_dim[broadcast_dimensions=(0, 1) shape=(2, None)] j\n"
+        "      a\n"
+        "    l:f32[2,a] = sub b k\n"
+        "    m:f32[2,a] = square l\n"
+        "    n:f32[2] = reduce_sum[axes=(1,)] m\n"
+        "    o:f32[2] = div n d\n"
+        "    p:f32[2] = select_n e f o\n"
+        "  in (p,) }");
 }
 
 TEST_CASE("golden: sort prints lax.sort's dimension, is_stable and num_keys") {

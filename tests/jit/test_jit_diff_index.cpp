@@ -117,6 +117,39 @@ TEST_CASE("jit: a gather feeding elementwise work is fused: no temporary for the
   for (i64 k = 0; k < want.size(); ++k) CHECK(test_util::ulp_distance(got.data()[k], want.data()[k]) <= 4);
 }
 
+TEST_CASE("jit: take_along_axis and multi-array indexing read their index pieces in place: no index temporary") {
+  // The indices of both are one [B..., 1] array per indexed axis,
+  // concatenated into [B..., K] (as jnp builds them): the concatenate stays
+  // fused into the gather (the plan at the head of llvm_ir says so), and the
+  // kernel allocates nothing but its result.
+  const auto along = [](const auto& x, const auto& i) { return dyn::take_along_axis(x, i, 1) * 2.0f; };
+  const auto x = gen<float>({300, 40}, 995);
+  const auto i = indices({300, 20}, 996, 40, 40);
+  const std::string ir = dyn::jit(along).llvm_ir(x, i);
+  INFO(ir.substr(0, 2000));
+  CHECK(ir.find("concatenate: fused") != std::string::npos);
+  CHECK(ir.find("concatenate: buffer") == std::string::npos);
+  CHECK(ir.find("malloc") == std::string::npos);
+  // Exactly (x holds NaNs: ulp_distance counts NaN == NaN).
+  const auto same = [](const auto& p, const auto& q) {
+    REQUIRE(p.shape() == q.shape());
+    for (i64 k = 0; k < p.size(); ++k) CHECK(test_util::ulp_distance(p.data()[k], q.data()[k]) == 0);
+  };
+  same(dyn::jit(along)(x, i), dyn::eager(along)(x, i));
+  // x[i, j] with two index arrays, and a scatter-add through the same pieces.
+  const auto pair = [](const auto& v, const auto& r, const auto& c) {
+    return std::make_tuple(v.at(r, c).get() + 1.0f, v.at(r, c).add(2.0f));
+  };
+  const auto r = indices({5000}, 997, 300, 300);
+  const auto c = indices({5000}, 998, 40, 40);
+  const std::string pir = dyn::jit(pair).llvm_ir(x, r, c);
+  CHECK(pir.find("concatenate: buffer") == std::string::npos);
+  const auto [g, a] = dyn::jit(pair)(x, r, c);
+  const auto [ge, ae] = dyn::eager(pair)(x, r, c);
+  same(g, ge);
+  same(a, ae);
+}
+
 TEST_CASE("jit: one kernel serves every length of a polymorphic gather and scatter") {
   const auto f = dyn::jit([](const auto& x, const auto& i) { return x.at(i).add(x.at(i).get() * 2.0); },
                           dyn::polymorphic_shapes{"(n, m)", "(k,)"});
@@ -167,6 +200,36 @@ TEST_CASE("jit: nonzero and compress allocate their dynamic-length results in th
     CHECK(dyn::array_equal(k, ke));
     CHECK(test_util::ulp_distance(s(), se()) <= 64);
   }
+}
+
+TEST_CASE("jit: nonzero of an n-D mask: one index array per axis, their one length computed by the kernel") {
+  const auto f = [](const auto& x) {
+    const auto [i, j, k] = dyn::nonzero<3>(x > 0.5);
+    // The indices pick the elements back out, fused into the product.
+    return std::make_tuple(i, j, k, x.at(i, j, k).get() * 2.0);
+  };
+  const auto g = dyn::jit(f, dyn::polymorphic_shapes{"(a, b, c)"});
+  for (i64 n : {1, 2, 4, 9}) {  // (polymorphic dimensions are >= 1)
+    const auto x = gen<double>({n, 3, n + 1}, 1150 + static_cast<std::uint64_t>(n));
+    const auto got = g(x);
+    const auto want = dyn::eager(f)(x);
+    REQUIRE(std::get<0>(got).shape() == std::get<0>(want).shape());
+    CHECK(dyn::array_equal(std::get<0>(got), std::get<0>(want)));
+    CHECK(dyn::array_equal(std::get<1>(got), std::get<1>(want)));
+    CHECK(dyn::array_equal(std::get<2>(got), std::get<2>(want)));
+    CHECK(dyn::array_equal(std::get<3>(got), std::get<3>(want)));
+    for (i64 e = 0; e < std::get<0>(got).size(); ++e)
+      CHECK(x(std::get<0>(got)(e), std::get<1>(got)(e), std::get<2>(got)(e)) > 0.5);
+  }
+  CHECK(g.stats().compiles == 1);
+  // Static shapes: the same numbers.
+  const auto x = gen<double>({5, 2, 4}, 1160);
+  const auto [i, j, k, v] = dyn::jit(f)(x);
+  const auto [ie, je, ke, ve] = dyn::eager(f)(x);
+  CHECK(dyn::array_equal(i, ie));
+  CHECK(dyn::array_equal(j, je));
+  CHECK(dyn::array_equal(k, ke));
+  CHECK(dyn::array_equal(v, ve));
 }
 
 TEST_CASE("jit: a while loop whose carried array shrinks by compress each iteration") {

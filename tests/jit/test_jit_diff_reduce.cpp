@@ -167,4 +167,33 @@ TEST_CASE("jit diff: dot and matmul for ranks 1 and 2, every dtype") {
   check_dot_pair<float, i64>();
 }
 
+TEST_CASE("jit: var with ddof, static and runtime counts, against eager and hand-computed values") {
+  const auto f = [](const auto& x) {
+    return std::make_tuple(dyn::var(x, {1}, dyn::ddof(1)), dyn::var(x, dyn::ddof(1)), dyn::var(x, {0}, dyn::ddof(2)));
+  };
+  // x = [[1, 2, 3], [4, 5, 6]]: rows 2 / 2, all 17.5 / 5, columns 4.5 / 0 (NaN).
+  const auto x = dyn::Array<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const auto [r, a, c] = dyn::jit(f)(x);
+  CHECK(r(0) == 1.0);
+  CHECK(r(1) == 1.0);
+  CHECK(a() == 3.5);
+  CHECK(std::isnan(c(0)));
+  // A runtime count (w) stages N - ddof and the NaN where it is not positive.
+  const auto g = dyn::jit(f, dyn::polymorphic_shapes{"(n, w)"});
+  for (i64 w : {1, 2, 7, 100}) {
+    const auto y = gen<double>({3, w}, 1300 + static_cast<std::uint64_t>(w), Gen::general);
+    const auto got = g(y);
+    const auto want = dyn::eager(f)(y);
+    const auto same = [](const auto& p, const auto& q) {
+      REQUIRE(p.shape() == q.shape());
+      for (i64 k = 0; k < p.size(); ++k) CHECK(ulp_distance(p.data()[k], q.data()[k]) <= 64);  // NaN == NaN
+    };
+    same(std::get<0>(got), std::get<0>(want));
+    same(std::get<1>(got), std::get<1>(want));
+    same(std::get<2>(got), std::get<2>(want));
+    if (w == 1) CHECK(std::isnan(std::get<0>(got)(0)));
+  }
+  CHECK(g.stats().compiles == 1);
+}
+
 }  // namespace

@@ -248,5 +248,88 @@ TEST_CASE("index: nonzero and compress return a dynamic length computed from the
         "compress: the mask must be 1-D with the length of the array's axis 0, got mask bool[6] for an array of shape "
         "(5, 2)");
   CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::nonzero(seq<float>({2, 2})); }) ==
-        "nonzero: the array must be 1-D, got f32[2,2]; flatten it first (dyn::reshape(x, {-1}))");
+        "nonzero: the array has rank 2, got f32[2,2], but dyn::nonzero<1> returns 1 index array(s); call "
+        "dyn::nonzero<2>(x) (one per axis)");
+}
+
+TEST_CASE("index: nonzero of an n-D array returns one index array per axis, of one dynamic length") {
+  // jnp.nonzero(m) of m = [[0, 1, 1], [1, 0, 0]] is ([0, 0, 1], [1, 2, 0]):
+  // row-major order.
+  const auto m = mk<bool>({2, 3}, {0, 1, 1, 1, 0, 0});
+  const auto nz2 = [](auto v) { return dyn::nonzero<2>(v); };
+  const auto [r, c] = dyn::eager(nz2)(m);
+  CHECK_ARR(i64, r, {3}, {0, 0, 1});
+  CHECK_ARR(i64, c, {3}, {1, 2, 0});
+  // Any dtype; three axes (x of shape (2, 2, 3), nonzero at flat 1, 6, 11).
+  std::vector<double> v3(12, 0.0);
+  v3[1] = -2.0;
+  v3[6] = 0.5;
+  v3[11] = 7.0;
+  const auto [a, b, d] = dyn::nonzero<3>(mk<float>({2, 2, 3}, v3));
+  CHECK_ARR(i64, a, {3}, {0, 1, 1});
+  CHECK_ARR(i64, b, {3}, {0, 0, 1});
+  CHECK_ARR(i64, d, {3}, {1, 0, 2});
+  const auto [e0, e1] = dyn::nonzero<2>(mk<i32>({2, 0}, {}));
+  CHECK(e0.shape() == std::vector<i64>{0});
+  CHECK(e1.shape() == std::vector<i64>{0});
+  // The tuple picks the elements back out: x[nonzero(x)] is x's nonzeros.
+  const auto x = mk<float>({2, 3}, {0, 4, 5, 6, 0, 0});
+  const auto picked = [](auto v) {
+    const auto [i, j] = dyn::nonzero<2>(v);
+    return v.at(i, j).get();
+  };
+  CHECK_ARR(float, dyn::eager(picked)(x), {3}, {4, 5, 6});
+  // The jaxpr: the positions in the flattened mask (the 1-D composition),
+  // then per axis (flat // stride) % size as jnp.nonzero unravels them;
+  // both results have the one dynamic length c.
+  const dyn::ClosedJaxpr cj = dyn::make_jaxpr(nz2)(m);
+  const std::string s = str(cj);
+  INFO(s);
+  CHECK(s ==
+        "{ lambda ; a:bool[2,3]. let\n"
+        "    b:bool[6] = reshape[dimensions=None new_sizes=(6,)] a\n"
+        "    c:i64[6] = convert_element_type[new_dtype=int64 weak_type=False] b\n"
+        "    d:i64[] = reduce_sum[axes=(0,)] c\n"
+        "    e:i64[d] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 0:i64[] d\n"
+        "    f:i64[6] = broadcast_in_dim[broadcast_dimensions=() shape=(6,)] d\n"
+        "    g:i64[6] = cumsum[axis=0 reverse=False] c\n"
+        "    h:i64[6] = sub g 1:i64[]\n"
+        "    i:i64[6] = select_n b f h\n"
+        "    j:i64[6,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(6, 1)] i\n"
+        "    k:i64[6] = iota[dimension=0 dtype=int64 shape=(6,)] \n"
+        "    l:i64[d] = scatter[\n"
+        "      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), "
+        "scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())\n"
+        "      indices_are_sorted=False\n"
+        "      mode=GatherScatterMode.FILL_OR_DROP\n"
+        "      unique_indices=False\n"
+        "      update_consts=()\n"
+        "      update_jaxpr=None\n"
+        "    ] e j k\n"
+        "    m:i64[d] = div l 3:i64[]\n"
+        "    n:i64[d] = rem l 3:i64[]\n"
+        "  in (d, m, n) }");
+  const auto got = dyn::eval_jaxpr(cj, {dyn::AnyArray(m)});
+  REQUIRE(got.size() == 3);
+  CHECK(got[0].get<i64>()() == 3);
+  CHECK_ARR(i64, got[1].get<i64>(), {3}, {0, 0, 1});
+  CHECK_ARR(i64, got[2].get<i64>(), {3}, {1, 2, 0});
+  // A symbolic shape: the strides and sizes are the dimension variables.
+  const auto sj = dyn::make_jaxpr(nz2, dyn::polymorphic_shapes{"(n, w)"})(m);
+  const auto sg = dyn::eval_jaxpr(sj, {dyn::AnyArray(mk<bool>({3, 2}, {0, 1, 0, 0, 1, 1}))});
+  REQUIRE(sg.size() == 3);
+  CHECK_ARR(i64, sg[1].get<i64>(), {3}, {0, 2, 2});
+  CHECK_ARR(i64, sg[2].get<i64>(), {3}, {1, 0, 1});
+  // Bad input: the rank the call expects, and a 0-d array (jnp rejects it too).
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::nonzero<3>(m); }) ==
+        "nonzero: the array has rank 2, got bool[2,3], but dyn::nonzero<3> returns 3 index array(s); call "
+        "dyn::nonzero<2>(x) (one per axis)");
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::nonzero(dyn::Array<float>({}, {1.0f})); }) ==
+        "nonzero: a 0-d array has no axis to index, got f32[]; reshape it to one axis first (dyn::reshape(x, {1}))");
+  try {
+    (void)dyn::nonzero<2>(dyn::Array<float>({4}));
+    FAIL("no error");
+  } catch (const dyn::ShapeError& err) {
+    CHECK(std::string(err.what()).find("test_index.cpp") != std::string::npos);
+  }
 }

@@ -130,6 +130,30 @@ TEST_CASE_TEMPLATE("ops: var over all axes and given axes, keepdims; ints comput
   CHECK_ARR(R, check_all_ways([](auto v) { return dyn::var(v); }, mk<T>({1}, {7})), {}, {0});
 }
 
+TEST_CASE_TEMPLATE("ops: var with ddof divides by N - ddof, as jnp.var; NaN where N - ddof <= 0", T, i32, float,
+                   double) {
+  using R = inexact<T>;
+  // x = [[1, 2, 3], [4, 5, 6]]: squared deviations sum to 17.5 over all six,
+  // 2 along each row, 4.5 down each column.
+  const auto x = mk<T>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const auto r = check_all_ways(
+      [](auto v) {
+        return std::make_tuple(dyn::var(v, dyn::ddof(1)), dyn::var(v, {1}, dyn::ddof(1)),
+                               dyn::var(v, {0}, dyn::ddof(1), dyn::keepdims), dyn::var(v, dyn::ddof(2), dyn::keepdims),
+                               dyn::var(v, dyn::ddof(-1)), dyn::var(v, {1}, dyn::ddof(0)));
+      },
+      x);
+  CHECK_ARR(R, std::get<0>(r), {}, {3.5});    // 17.5 / 5
+  CHECK_ARR(R, std::get<1>(r), {2}, {1, 1});  // 2 / 2
+  CHECK_ARR(R, std::get<2>(r), {1, 3}, {4.5, 4.5, 4.5});
+  CHECK_ARR(R, std::get<3>(r), {1, 1}, {4.375});  // 17.5 / 4
+  CHECK_ARR(R, std::get<4>(r), {}, {2.5});        // 17.5 / 7
+  CHECK_ARR(R, std::get<5>(r), {2}, {static_cast<double>(R(2) / R(3)), static_cast<double>(R(2) / R(3))});
+  // N - ddof <= 0: NaN (jnp.var), not inf or a negative variance.
+  CHECK_ARR(R, check_all_ways([](auto v) { return dyn::var(v, dyn::ddof(1)); }, mk<T>({1}, {7})), {}, {kNaN});
+  CHECK_ARR(R, check_all_ways([](auto v) { return dyn::var(v, {0}, dyn::ddof(3)); }, x), {3}, {kNaN, kNaN, kNaN});
+}
+
 TEST_CASE("ops: var of bool is computed in f32; a NaN propagates") {
   CHECK_ARR(float, check_all_ways([](auto v) { return dyn::var(v); }, mk<bool>({4}, {1, 0, 1, 1})), {}, {0.1875});
   const auto n = check_all_ways([](auto v) { return dyn::var(v, {0}); }, mk<double>({3}, {1, kNaN, 2}));

@@ -242,6 +242,44 @@ inline void mark(FusionPlan& plan, int v, std::string why) {
 
 }  // namespace fusion_detail
 
+// Index vectors of pieces (an exception to rule 2): numpy's advanced
+// indexing with several index arrays, and take_along_axis, concatenate one
+// [B..., 1] index array per indexed axis into the [B..., K] indices of a
+// gather or scatter (as jnp does). A concatenate along that last axis whose
+// every reader is a gather or scatter reading it as its indices stays fused:
+// component c of an index vector is a static choice of piece (the lowering,
+// index_vector_component, reads the piece directly), so no [B..., K]
+// temporary is written and read back. Rule 3 still applies to it: an
+// expensive index expression is materialised as before.
+inline std::vector<bool> index_vector_pieces(const Jaxpr& j, const FusionPlan& plan) {
+  const std::size_t ne = j.eqns.size();
+  std::vector<bool> ok(ne, false);
+  std::vector<int> cat_of(j.types.size(), -1);  // var -> its concatenate eqn, while still a candidate
+  for (std::size_t i = 0; i < ne; ++i) {
+    const Eqn& e = j.eqns[i];
+    if (!plan.live[i] || e.prim != Prim::concatenate) continue;
+    const Type& t = j.types[static_cast<std::size_t>(e.outputs[0])];
+    bool static_pieces = t.rank() > 0 && std::get<ConcatenateParams>(e.params).dimension == t.rank() - 1;
+    for (const Atom& a : e.inputs) static_pieces = static_pieces && a.is_var() && j.type_of(a).shape.back().is_static();
+    if (!static_pieces) continue;
+    ok[i] = true;
+    cat_of[static_cast<std::size_t>(e.outputs[0])] = static_cast<int>(i);
+  }
+  const auto drop = [&](const Atom& a) {
+    if (a.is_var() && cat_of[static_cast<std::size_t>(a.var)] >= 0)
+      ok[static_cast<std::size_t>(cat_of[static_cast<std::size_t>(a.var)])] = false;
+  };
+  for (std::size_t i = 0; i < ne; ++i) {
+    const Eqn& e = j.eqns[i];
+    if (!plan.live[i]) continue;
+    const bool indexes = e.prim == Prim::gather || prim_kind(e.prim) == Kind::scatter;
+    for (std::size_t k = 0; k < e.inputs.size(); ++k)
+      if (!(indexes && k == 1)) drop(e.inputs[k]);
+  }
+  for (const Atom& a : j.outvars) drop(a);
+  return ok;
+}
+
 // Unknown sizes (runtime dimensions). A dimension of a type may be the value
 // of an i64[] variable (JDim::of_var). The plan never needs its value; it
 // decides as follows, so that every decision is correct for any value:
@@ -325,10 +363,11 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
                          !is_scan_ys(j.eqns[static_cast<std::size_t>(plan.def[vs])], a.var);
     if (plan.out_slot[vs] < 0 && plan.def[vs] >= 0 && !control) plan.out_slot[vs] = static_cast<int>(k);
   }
+  const std::vector<bool> pieces = index_vector_pieces(j, plan);
   for (std::size_t i = 0; i < ne; ++i) {
     const Eqn& e = j.eqns[i];
     if (!plan.live[i]) continue;
-    if (!is_fusible(e.prim))
+    if (!is_fusible(e.prim) && !pieces[i])
       for (int v : e.outputs) mark(plan, v, std::string(prim_name(e.prim)));
     // Control flow is a materialisation barrier: its bodies are functions
     // of their own that take buffers (lower_control.hpp).

@@ -154,6 +154,13 @@ struct RowWalk {
       return;
     }
     for (std::size_t k = mapped_inputs(e); k < e.inputs.size(); ++k) visit(e.inputs[k], {});
+    if (e.prim == Prim::concatenate) {  // fused: the pieces of an index vector (fusion.hpp)
+      std::vector<int> t = tags;
+      int& last = t[static_cast<std::size_t>(std::get<ConcatenateParams>(e.params).dimension)];
+      if (last != kInner) last = kMixed;
+      for (const Atom& in : e.inputs) visit(in, t);
+      return;
+    }
     if (e.prim == Prim::gather) visit(e.inputs[1], axes_tags(j, e, index_map(j, e, 1), tags, 1));
     const IndexMap m = index_map(j, e);
     if (m.form == IndexMap::Form::iota || !e.inputs[0].is_var()) return;  // reads no array

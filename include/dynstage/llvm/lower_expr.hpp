@@ -243,13 +243,27 @@ inline llvm::Value* Lowering::max_min(bool is_max, DType d, llvm::Value* x, llvm
 }
 
 inline llvm::Value* Lowering::index_vector_component(const Eqn& e, const AxisMap& m, Ix& ix) {
-  const Atom& idx = e.inputs[1];
+  // A fused concatenate of index pieces (fusion.hpp, index_vector_pieces):
+  // component c is component c - offset of the piece that holds it.
+  Atom idx = e.inputs[1];
+  std::int64_t c = m.value;
+  while (idx.is_var() && !buf_[static_cast<std::size_t>(idx.var)] && !plan_.materialised[static_cast<std::size_t>(idx.var)] &&
+         def_eqn(idx.var).prim == Prim::concatenate) {
+    const Eqn& cat = def_eqn(idx.var);
+    std::size_t k = 0;
+    for (; k + 1 < cat.inputs.size(); ++k) {
+      const std::int64_t n = type(cat.inputs[k].var).shape.back().value;
+      if (c < n) break;
+      c -= n;
+    }
+    idx = cat.inputs[k];
+  }
   const IndexMap iv = e.prim == Prim::gather ? index_map(j_, e, 1)
                                               : index_vector_map(std::get<ScatterParams>(e.params).update_window_dims,
                                                                  type(e.inputs[2].var).rank());
   Ix& r = new_ix(dims_of(idx.var));
   for (const AxisMap& a : iv.axes)
-    r.multi.push_back(a.out_axis >= 0 ? axis(ix, static_cast<std::size_t>(a.out_axis)) : E.c64(m.value));
+    r.multi.push_back(a.out_axis >= 0 ? axis(ix, static_cast<std::size_t>(a.out_axis)) : E.c64(c));
   return b.CreateSExt(operand(idx, r), E.i64);
 }
 

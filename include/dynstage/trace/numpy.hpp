@@ -408,24 +408,34 @@ Value mean(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_em
 }
 #endif
 
-// var = mean((x - mean(x, keepdims))^2), jnp.var's composition of existing
-// primitives (no var primitive, as in JAX): the mean with its axes kept,
-// sub, the square as mul (dynstage has no square primitive; JAX's
-// lax.square), reduce_sum, div by the count. ddof 0 (numpy's default).
-Value var(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims);
+// var = sum((x - mean(x, keepdims))^2) / (N - ddof), jnp.var's composition
+// of existing primitives (no var primitive, as in JAX): the mean with its
+// axes kept, sub, square, reduce_sum, div by the count N less ddof. A
+// static N - ddof is a literal, as JAX folds its Python constants. Where
+// N - ddof is not positive the result is NaN, jnp.var's
+// where(normalizer > 0, r, nan) (numpy warns and gives inf or nan): with a
+// runtime N it is staged (gt, select_n) when ddof > 0 only (else
+// N - ddof > 0 whenever N > 0, and an empty axis gives 0 / 0 = NaN by
+// itself); with a static N it is folded away when N - ddof > 0.
+Value var(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims,
+          std::int64_t ddof = 0);
 #ifdef DYNSTAGE_IMPLEMENTATION
-Value var(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims) {
+Value var(const Value& x, const std::vector<std::int64_t>& axes, bool all_if_empty, bool keepdims,
+          std::int64_t ddof) {
   std::vector<std::int64_t> ax = normalize_axes("var", axes, x.rank(), all_if_empty);
   Value v = convert(x, inexact(x.type_info()).dtype);
   Value centered = binary(Prim::sub, v, mean(v, ax, false, true));
-  Value sq = bind1(Prim::mul, {centered, centered});
+  Value sq = bind1(Prim::square, {centered});
   Value s = reduce(Prim::reduce_sum, sq, ax, false, keepdims);
   Dim count = 1;
   for (auto a : ax) count *= x.shape()[static_cast<std::size_t>(a)];
-  Value n = count.is_static()
-                ? convert(scalar_value(Scalar::of<double>(static_cast<double>(count.value())), true), s.dtype(), false)
-                : convert(current_trace()->dim_operand(count), s.dtype(), false);
-  return bind1(Prim::div, {s, n});
+  const auto lit = [&](double d) { return convert(scalar_value(Scalar::of<double>(d), true), s.dtype(), false); };
+  Value n = count.is_static() ? lit(static_cast<double>(count.value() - ddof))
+                              : convert(current_trace()->dim_operand(count), s.dtype(), false);
+  if (!count.is_static() && ddof != 0) n = bind1(Prim::sub, {n, lit(static_cast<double>(ddof))});
+  Value r = bind1(Prim::div, {s, n});
+  if (count.is_static() ? count.value() - ddof > 0 : ddof <= 0) return r;
+  return where(compare(Prim::gt, n, lit(0.0)), r, lit(std::numeric_limits<double>::quiet_NaN()));
 }
 #endif
 

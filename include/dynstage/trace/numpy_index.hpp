@@ -50,11 +50,12 @@ Value index_update(Prim p, const Value& x, const std::vector<IndexArg>& idx, con
 Value take(const Value& x, const Value& idx, std::int64_t axis);
 Value take_flat(const Value& x, const Value& idx);
 Value take_along_axis(const Value& x, const Value& idx, std::int64_t axis);
-// The indices of the nonzero (true) elements of a 1-D array, as i64[k]
-// with k a dynamic dimension (the count, computed from the data: no
-// `size=` as jnp.nonzero needs under jit); compress(mask, x) = x[mask]
-// along axis 0, of dynamic length k.
-Value nonzero(const Value& x);
+// The indices of the nonzero (true) elements of x, one i64[k] array per
+// axis (jnp.nonzero's tuple), k a dynamic dimension (the count, computed
+// from the data: no `size=` as jnp.nonzero needs under jit); `axes` is the
+// number of arrays the caller expects, x's rank. compress(mask, x) =
+// x[mask] along axis 0, of dynamic length k.
+std::vector<Value> nonzero(const Value& x, std::size_t axes);
 Value compress(const Value& mask, const Value& x);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
@@ -279,16 +280,16 @@ Value take_along_axis(const Value& x, const Value& idx, std::int64_t axis) {
   return index_get(x, args);
 }
 
-// nonzero, composed of primitives the backend already lowers (so it fuses
-// and runs inside loops like any other code): with m the mask as i64,
+namespace index_detail {
+
+// The positions of the nonzero elements of a 1-D array, composed of
+// primitives the backend already lowers (so it fuses and runs inside loops
+// like any other code): with m the mask as i64,
 //   k = sum(m)                 the count: a size computed from data
 //   pos = cumsum(m) - 1        where each true element goes
 //   out = zeros(k) scattered with iota at where(mask, pos, k)
 // (a false element's target k is out of range: dropped).
-Value nonzero(const Value& x) {
-  if (x.rank() != 1)
-    fail<ShapeError>("nonzero: the array must be 1-D, got " + aval_str(x.aval()) +
-                     "; flatten it first (dyn::reshape(x, {-1}))");
+inline Value nonzero_1d(const Value& x) {
   const Value m = x.dtype() == DType::bool_ ? x : compare(Prim::ne, x, scalar_value(Scalar::of<std::int32_t>(0), true));
   const Value mi = convert(m, DType::i64);
   const Value k = reduce(Prim::reduce_sum, mi, {0});
@@ -306,11 +307,44 @@ Value nonzero(const Value& x) {
   return bind1(Prim::scatter, sops, ScatterParams{{}, {0}, {0}});
 }
 
+}  // namespace index_detail
+
+// An n-D array: the positions in its row-major flattening, then per axis
+// (flat / stride) % size, as jnp.nonzero unravels them (div and rem: the
+// positions are non-negative; no division for the last axis, whose stride
+// is 1, and no remainder for the first, whose quotient is in range).
+std::vector<Value> nonzero(const Value& x, std::size_t axes) {
+  const std::size_t rank = static_cast<std::size_t>(x.rank());
+  if (rank == 0)
+    fail<ShapeError>("nonzero: a 0-d array has no axis to index, got " + aval_str(x.aval()) +
+                     "; reshape it to one axis first (dyn::reshape(x, {1}))");
+  if (rank != axes)
+    fail<ShapeError>("nonzero: the array has rank " + std::to_string(rank) + ", got " + aval_str(x.aval()) +
+                     ", but dyn::nonzero<" + std::to_string(axes) + "> returns " + std::to_string(axes) +
+                     " index array(s); call dyn::nonzero<" + std::to_string(rank) + ">(x) (one per axis)");
+  const Shape xs = x.shape();
+  const Value flat = index_detail::nonzero_1d(rank == 1 ? x : reshape(x, Shape{Dim(-1)}));
+  std::vector<Dim> strides(rank, Dim(1));
+  for (std::size_t d = rank - 1; d-- > 0;) strides[d] = strides[d + 1] * xs[d + 1];
+  const auto as_value = [](const Dim& n) {
+    return n.is_static() ? scalar_value(Scalar::of<std::int64_t>(n.value()), true)
+                         : convert(dim_to_value(n), DType::i64, true);
+  };
+  std::vector<Value> out;
+  for (std::size_t d = 0; d < rank; ++d) {
+    Value v = flat;
+    if (d + 1 < rank) v = binary(Prim::div, v, as_value(strides[d]));
+    if (d > 0) v = binary(Prim::rem, v, as_value(xs[d]));
+    out.push_back(v);
+  }
+  return out;
+}
+
 Value compress(const Value& mask, const Value& x) {
   if (mask.rank() != 1 || x.rank() < 1 || !(mask.shape()[0] == x.shape()[0]))
     fail<ShapeError>("compress: the mask must be 1-D with the length of the array's axis 0, got mask " +
                      aval_str(mask.aval()) + " for an array of shape " + shape_str(x.shape()));
-  IndexArg rows{IndexArg::Kind::value, nonzero(mask), false};
+  IndexArg rows{IndexArg::Kind::value, index_detail::nonzero_1d(mask), false};
   return index_get(x, {rows});
 }
 

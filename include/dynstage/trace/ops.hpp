@@ -333,31 +333,62 @@ auto mean(const X& x, const std::vector<std::int64_t>& axes, keepdims_t, detail:
       detail::mean(detail::to_value(x), axes, false, true));
 }
 
-// var (jnp.var, ddof 0): the mean squared deviation from the mean, in the
-// floating type mean uses; composed of existing primitives (numpy.hpp).
+// var (jnp.var): the mean squared deviation from the mean, in the floating
+// type mean uses, divided by N - ddof (jnp.var's ddof, default 0; 1 gives
+// the unbiased sample variance): dyn::var(x, {1}, dyn::ddof(1)); NaN where
+// N - ddof <= 0, as jnp. Composed of existing primitives (numpy.hpp).
+// (ddof_t is built by dyn::ddof(n) only: a plain braced integer must keep
+// meaning the axes, var(x, {1}), not a ddof.)
+class ddof_t {
+  struct key {};
+  constexpr ddof_t(std::int64_t v, key) : value(v) {}
+  friend constexpr ddof_t ddof(std::int64_t v);
+
+public:
+  std::int64_t value;
+};
+constexpr ddof_t ddof(std::int64_t v) { return ddof_t(v, ddof_t::key{}); }
+
 template <ArrayLike X>
-auto var(const X& x, detail::Loc loc = detail::Loc::current()) {
+auto var(const X& x, ddof_t d, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
   return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
-      detail::var(detail::to_value(x), {}, true, false));
+      detail::var(detail::to_value(x), {}, true, false, d.value));
+}
+template <ArrayLike X>
+auto var(const X& x, const std::vector<std::int64_t>& axes, ddof_t d, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::var(detail::to_value(x), axes, false, false, d.value));
+}
+template <ArrayLike X>
+auto var(const X& x, ddof_t d, keepdims_t, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::var(detail::to_value(x), {}, true, true, d.value));
+}
+template <ArrayLike X>
+auto var(const X& x, const std::vector<std::int64_t>& axes, ddof_t d, keepdims_t,
+         detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
+      detail::var(detail::to_value(x), axes, false, true, d.value));
+}
+template <ArrayLike X>
+auto var(const X& x, detail::Loc loc = detail::Loc::current()) {
+  return var(x, ddof(0), loc);
 }
 template <ArrayLike X>
 auto var(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
-      detail::var(detail::to_value(x), axes, false, false));
+  return var(x, axes, ddof(0), loc);
 }
 template <ArrayLike X>
 auto var(const X& x, keepdims_t, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
-      detail::var(detail::to_value(x), {}, true, true));
+  return var(x, ddof(0), keepdims, loc);
 }
 template <ArrayLike X>
 auto var(const X& x, const std::vector<std::int64_t>& axes, keepdims_t, detail::Loc loc = detail::Loc::current()) {
-  detail::OpSite site(loc);
-  return detail::from_value<detail::result_of_t<detail::inexact_t<detail::elem_t<X>>, X>>(
-      detail::var(detail::to_value(x), axes, false, true));
+  return var(x, axes, ddof(0), keepdims, loc);
 }
 
 // argmax, argmin along one axis (negative counts from the end): the i32

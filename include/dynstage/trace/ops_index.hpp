@@ -9,6 +9,7 @@
 
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "numpy_index.hpp"
@@ -115,12 +116,25 @@ auto take_along_axis(const X& x, const I& idx, std::int64_t axis, detail::Loc lo
       detail::take_along_axis(detail::to_value(x), detail::to_value(idx), axis));
 }
 
-// The indices of the nonzero (true) elements of a 1-D array: i64[k], k a
-// dynamic dimension computed from the data (no size= needed under jit).
-template <ArrayLike X>
+// The indices of the nonzero (true) elements of x: i64[k], k a dynamic
+// dimension computed from the data (no size= needed under jit). For an
+// array of rank N > 1, dyn::nonzero<N>(x) returns jnp.nonzero's tuple, a
+// std::tuple of N i64[k] arrays (the element's index along each axis, in
+// row-major order); N is x's rank, written where the results are unpacked
+// (auto [i, j] = dyn::nonzero<2>(mask)), as in Python's i, j = jnp.nonzero(m).
+template <std::size_t N = 1, ArrayLike X>
 auto nonzero(const X& x, detail::Loc loc = detail::Loc::current()) {
+  static_assert(N >= 1, "dyn::nonzero<N>: N is the array's rank, at least 1");
   detail::OpSite site(loc);
-  return detail::from_value<detail::result_of_t<std::int64_t, X>>(detail::nonzero(detail::to_value(x)));
+  using R = detail::result_of_t<std::int64_t, X>;
+  const std::vector<detail::Value> v = detail::nonzero(detail::to_value(x), N);
+  if constexpr (N == 1) {
+    return detail::from_value<R>(v[0]);
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::make_tuple(detail::from_value<R>(v[I])...);
+    }(std::make_index_sequence<N>{});
+  }
 }
 // x[mask] along axis 0 (a 1-D mask of x's first length): dynamic length.
 template <ArrayLike M, ArrayLike X>
