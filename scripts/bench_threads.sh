@@ -17,7 +17,7 @@ ninja -C "$build" -j "${JOBS:-2}" benchmarks/bench_threads
 csv=$build/threads_speedup.csv
 "$build/benchmarks/bench_threads" "$reps" "$csv"
 mkdir -p docs/img
-python3 - "$csv" docs/img/threads_speedup.png <<'PY'
+/usr/bin/python3 - "$csv" docs/img/threads_speedup.png <<'PY'
 import csv, sys
 import matplotlib
 matplotlib.use("Agg")
