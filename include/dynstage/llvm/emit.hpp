@@ -68,6 +68,19 @@ struct Emitter {
       : ctx(m.getContext()), mod(m), b(m.getContext()), i1(b.getInt1Ty()), i8(b.getInt8Ty()), i32(b.getInt32Ty()),
         i64(b.getInt64Ty()), f32(b.getFloatTy()), f64(b.getDoubleTy()), ptr(b.getPtrTy()) {}
 
+  // Start emitting function f: its entry block (allocas only) with the
+  // fault bits `err` = 0, then the block the code goes into.
+  void begin_function(llvm::Function* f) {
+    fn = f;
+    entry = llvm::BasicBlock::Create(ctx, "entry", f);
+    llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx, "start", f);
+    b.SetInsertPoint(entry);
+    err = b.CreateAlloca(i32, nullptr, "err");
+    b.CreateStore(b.getInt32(0), err);
+    b.CreateBr(start);
+    b.SetInsertPoint(start);
+  }
+
   // --- types and constants ----------------------------------------------
   // In registers bool is i1; in memory it is one byte holding 0 or 1.
   // Signed and unsigned integers of a width share LLVM's integer type; the

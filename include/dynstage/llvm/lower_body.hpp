@@ -81,13 +81,7 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
       f->addDereferenceableParamAttr(static_cast<unsigned>(k), static_cast<std::uint64_t>(bytes));
     if (k < nin && !writable(k, nin)) f->addParamAttr(static_cast<unsigned>(k), llvm::Attribute::ReadOnly);
   }
-  E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
-  llvm::BasicBlock* start = llvm::BasicBlock::Create(E.ctx, "start", f);
-  b.SetInsertPoint(E.entry);
-  E.err = b.CreateAlloca(E.i32, nullptr, "err");
-  b.CreateStore(b.getInt32(0), E.err);
-  b.CreateBr(start);
-  b.SetInsertPoint(start);
+  E.begin_function(f);
 
   for (std::size_t k = 0; k < nin; ++k) buf_[static_cast<std::size_t>(ins[k])] = f->getArg(static_cast<unsigned>(k));
   // A loop body's small carried inputs are first copied into buffers of its

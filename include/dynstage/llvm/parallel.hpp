@@ -69,14 +69,7 @@ inline void parallel_region(Emitter& E, llvm::Value* ntasks,
   // the real one (below) are known only once the region's code exists.
   auto* scratch_ty = llvm::FunctionType::get(E.i32, {E.i64, E.i64}, false);
   llvm::Function* scratch = llvm::Function::Create(scratch_ty, llvm::Function::InternalLinkage, "", E.mod);
-  E.fn = scratch;
-  E.entry = llvm::BasicBlock::Create(E.ctx, "entry", scratch);
-  llvm::BasicBlock* start = llvm::BasicBlock::Create(E.ctx, "start", scratch);
-  b.SetInsertPoint(E.entry);
-  E.err = b.CreateAlloca(E.i32, nullptr, "err");
-  b.CreateStore(b.getInt32(0), E.err);
-  b.CreateBr(start);
-  b.SetInsertPoint(start);
+  E.begin_function(scratch);
   tasks(scratch->getArg(0), scratch->getArg(1));
   while (!E.live_heap.empty()) E.release(E.live_heap.back());
   b.CreateRet(b.CreateLoad(E.i32, E.err));
