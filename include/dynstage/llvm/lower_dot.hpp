@@ -206,10 +206,11 @@ inline llvm::Function* micro_kernel(Emitter& E, DType d, const Blocking& k) {
   return f;
 }
 
-// The blocked loops over a packing buffer Bp (KC x NC) of at least
-// gemm_packing_bytes(); each task packs A into an MC x KC block of its stack.
+// The blocked loops over packing buffers Ap (one MC x KC block per row
+// block, so concurrent tasks never share one) and Bp (KC x NC), of the sizes
+// gemm_packing_bytes() gives.
 inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C,
-                               llvm::Value* Bp) {
+                               llvm::Value* Ablocks, llvm::Value* Bp) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
@@ -256,14 +257,14 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
           }, LoopHint::plain);
         }, LoopHint::plain);
         // The row blocks on every core (llvm/parallel.hpp): B's panel is
-        // packed once and shared, each task packs its own A block; every C
+        // packed once and shared, each row block packs A into its own block; every C
         // element is still summed in k order by one task, so the result is
         // the same for every thread count.
         llvm::Value* nblocks = b.CreateUDiv(add(s.M, E.c64(k.MC - 1)), E.c64(k.MC));
         parallel_region(E, nblocks, [&](llvm::Value* lo, llvm::Value* hi) {
-          llvm::Value* Ap = E.entry_alloca(E.i8, k.MC * k.KC * es, 64);
           E.loop_dyn(b.CreateSub(hi, lo), [&](llvm::Value* blk) {
             llvm::Value* ic = mul(add(lo, blk), k.MC);
+            llvm::Value* Ap = b.CreateInBoundsGEP(t, Ablocks, mul(add(lo, blk), k.MC * k.KC));
             llvm::Value* mc = smin(b.CreateSub(s.M, ic), k.MC);
             llvm::Value* ntiles = b.CreateUDiv(add(mc, E.c64(k.MR - 1)), E.c64(k.MR));
             // Pack A: Ap[(tile * kc + p) * MR + r] = A[ic + tile*MR + r, pc + p], zero
@@ -304,9 +305,9 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
   }, LoopHint::plain);
 }
 
-// The packing buffer's size in bytes for a product (K, M, N >= 1), as the
-// caller allocates it (B's panel; A's blocks are on the tasks' stacks).
-inline llvm::Value* gemm_packing_bytes(Emitter& E, DType d, const DotShape& s) {
+// The packing buffers' sizes in bytes for a product (K, M, N >= 1), as the
+// caller allocates them: {Ap (an MC x KC block per row block), Bp}.
+inline std::pair<llvm::Value*, llvm::Value*> gemm_packing_bytes(Emitter& E, DType d, const DotShape& s) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
@@ -316,13 +317,14 @@ inline llvm::Value* gemm_packing_bytes(Emitter& E, DType d, const DotShape& s) {
   };
   llvm::Value* kc_max = E.smin(s.K, E.c64(k.KC));
   llvm::Value* nc_max = E.smin(round_up(s.N, k.NR), E.c64(k.NC));
-  return mul(b.CreateMul(kc_max, nc_max, "", true, true), es);
+  llvm::Value* blocks = b.CreateUDiv(b.CreateAdd(s.M, E.c64(k.MC - 1), "", true, true), E.c64(k.MC));
+  return {mul(blocks, k.MC * k.KC * es), mul(b.CreateMul(kc_max, nc_max, "", true, true), es)};
 }
 
 // The blocked kernel is a runtime routine, not code in every kernel: one
 // function per float dtype,
-//   void dynstage_gemm_f64(ptr A, ptr B, ptr C, i64 batch, i64 M, i64 K, i64 N, ptr Bp)
-// (sizes >= 1, row-major contiguous, Bp the packing buffer of B's panels), emitted and
+//   void dynstage_gemm_f64(ptr A, ptr B, ptr C, i64 batch, i64 M, i64 K, i64 N, ptr Ap, ptr Bp)
+// (sizes >= 1, row-major contiguous, Ap/Bp the packing buffers), emitted and
 // optimised once per process and compiled by ORC on the first lookup of a
 // kernel that calls it. Inlined, it cost every kernel with a large product
 // ~25 ms of code generation per dot_general (a 3x3 convolution written as
@@ -331,7 +333,7 @@ inline llvm::Value* gemm_packing_bytes(Emitter& E, DType d, const DotShape& s) {
 inline std::string gemm_routine(DType d) { return "dynstage_gemm_" + std::string(dtype_name(d)); }
 
 inline llvm::FunctionType* gemm_type(Emitter& E) {
-  return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr}, false);
+  return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr, E.ptr}, false);
 }
 
 // Adds the routines' module to the process's JIT, once (thread-safe). A
@@ -348,7 +350,7 @@ inline void define_gemm_routines() {
       Emitter E(*mod);
       for (DType d : {DType::f32, DType::f64}) {
         llvm::Function* f = llvm::Function::Create(gemm_type(E), llvm::Function::ExternalLinkage, gemm_routine(d), *mod);
-        for (unsigned a : {0u, 1u, 2u, 7u}) {
+        for (unsigned a : {0u, 1u, 2u, 7u, 8u}) {
           f->addParamAttr(a, llvm::Attribute::NoAlias);
           f->addParamAttr(a, llvm::Attribute::NoCapture);
         }
@@ -356,7 +358,7 @@ inline void define_gemm_routines() {
         E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
         E.b.SetInsertPoint(E.entry);
         const DotShape s{f->getArg(3), f->getArg(4), f->getArg(5), f->getArg(6)};
-        emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7));
+        emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8));
         E.b.CreateRetVoid();
       }
     }
@@ -370,13 +372,16 @@ inline void define_gemm_routines() {
   });
 }
 
-// A call of the routine, with the packing buffer from the kernel's
+// A call of the routine, with the packing buffers from the kernel's
 // temporaries (so an allocation failure takes the kernel's out-of-memory exit).
 inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
   define_gemm_routines();
-  llvm::Value* Bp = E.temp(gemm_packing_bytes(E, d, s));
+  const auto [ap_bytes, bp_bytes] = gemm_packing_bytes(E, d, s);
+  llvm::Value* Bp = E.temp(bp_bytes);
+  llvm::Value* Ap = E.temp(ap_bytes);
   llvm::FunctionCallee gemm = E.mod.getOrInsertFunction(gemm_routine(d), gemm_type(E));
-  E.b.CreateCall(gemm, {A, Bm, C, s.B, s.M, s.K, s.N, Bp});
+  E.b.CreateCall(gemm, {A, Bm, C, s.B, s.M, s.K, s.N, Ap, Bp});
+  E.release(Ap);
   E.release(Bp);
 }
 
