@@ -277,3 +277,16 @@ TEST_CASE("threads: compiled lgamma leaves glibc's signgam alone (no race betwee
   CHECK(signgam == 12345);
   CHECK(dyn::allclose(rf, dyn::eager(f)(xf), 1e-6, 0));
 }
+
+TEST_CASE("threads: the GEMM's row blocks run in tasks, same bits for every thread count") {
+  // 300 rows: several MC-row blocks on every ISA (MC = 16 * MR <= 128).
+  const Array<double> a = dyn::reshape(wavy<double>(300 * 200), {300, 200});
+  const Array<double> b = dyn::reshape(wavy<double>(200 * 170, -2.0), {200, 170});
+  auto mm = [](auto x, auto y) { return dyn::matmul(x, y); };
+  Array<double> r;
+  CHECK(tasks_run([&] { r = same_for_every_thread_count(dyn::jit(mm), a, b); }) >= 4 * 3);
+  CHECK(dyn::allclose(r, dyn::eager(mm)(a, b), 1e-12, 1e-12));
+  const Array<float> af = dyn::astype<float>(a), bf = dyn::astype<float>(b);
+  const Array<float> rf = same_for_every_thread_count(dyn::jit(mm), af, bf);
+  CHECK(dyn::allclose(rf, dyn::eager(mm)(af, bf), 1e-4, 1e-4));
+}
