@@ -39,9 +39,9 @@ struct ThreadPool {
   // has one worker per core, less the caller).
   void set(int count) {
     std::lock_guard<std::mutex> lock(m);
-    const int slots = std::min(count, tbb::info::default_concurrency());
-    if (count == n && (arena != nullptr) == (slots > 1)) return;
+    if (count == n) return;  // the arena follows from the count
     n = count;
+    const int slots = std::min(count, tbb::info::default_concurrency());
     arena = slots > 1 ? std::make_shared<tbb::task_arena>(slots) : nullptr;
   }
   std::shared_ptr<tbb::task_arena> current() {
