@@ -79,6 +79,10 @@ struct DiskKey {
 // `kernel_sized` and `donated`, in this process (its build, LLVM, CPU).
 DiskKey disk_key(const Jaxpr& j, const std::vector<bool>& kernel_sized, const std::vector<bool>& donated);
 
+// The key of a runtime routine that the backend compiles once per process
+// (`what`: "gemm", llvm/lower_dot.hpp): this process's build, LLVM and host.
+DiskKey disk_routine_key(const std::string& what);
+
 // One entry: its header's facts and the kernel (CompileResult's object,
 // symbol, routines and result_aliases).
 struct DiskEntry {
@@ -449,6 +453,12 @@ DiskKey disk_key(const Jaxpr& j, const std::vector<bool>& kernel_sized, const st
           (buffer_reuse().load() ? "1" : "0");
   text += "\njaxpr\n" + to_string(j) + "\nliterals ";
   disk::literal_bits(j, text);
+  const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
+  return DiskKey{h.low64, h.high64};
+}
+
+DiskKey disk_routine_key(const std::string& what) {
+  const std::string text = "dynstage disk cache key\n" + disk::process_fingerprint() + "\nruntime routine " + what;
   const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
   return DiskKey{h.low64, h.high64};
 }
