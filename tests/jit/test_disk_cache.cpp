@@ -545,3 +545,56 @@ TEST_CASE("log: a compile's line gives trace, lowering and LLVM times; a disk hi
   CHECK(load > 0);
   CHECK(hit[0].find("dynstage: jit of the function at ") == 0);
 }
+
+// A new process (this test executable again, on one test case) sees only
+// what is on disk: the GEMM routines are not in it yet. The child below
+// runs a kernel that calls them, with the cache in DYNSTAGE_TEST_CHILD_CACHE
+// (tests/main.cpp turns DYNSTAGE_CACHE_DIR off), and writes its stats to
+// DIR/child.txt: compiles, disk hits, and how many stores it attempted
+// (with DYNSTAGE_TEST_CHILD_READ_ONLY, every store fails and is logged).
+namespace {
+int run_child(const fs::path& dir, bool read_only) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("DYNSTAGE_TEST_CHILD_CACHE", dir.c_str(), 1);
+    if (read_only) ::setenv("DYNSTAGE_TEST_CHILD_READ_ONLY", "1", 1);
+    const std::string out = (dir / ".." / (dir.filename().string() + ".child.log")).string();
+    if (std::freopen(out.c_str(), "w", stdout) == nullptr) ::_exit(126);
+    ::execl("/proc/self/exe", "/proc/self/exe", "-tc=disk cache child:*", "--no-colors", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+}  // namespace
+
+TEST_CASE("disk cache child: a kernel that calls the GEMM routines") {
+  const char* dir = std::getenv("DYNSTAGE_TEST_CHILD_CACHE");
+  if (!dir) return;  // only run by the test below, in a process of its own
+  dd::set_disk_cache_config({dir, dd::kDefaultDiskCacheBytes});
+  if (std::getenv("DYNSTAGE_TEST_CHILD_READ_ONLY")) dd::disk_cache_fault() = dd::DiskFault::create_fails;
+  LogCapture log;
+  auto mm = [](auto a, auto b) { return dyn::matmul(a, b) + 1.0; };
+  const Array<double> a = iota_array<double>({64, 64}, 0.0, 0.001), b = iota_array<double>({64, 64}, 1.0, -0.002);
+  auto jm = dyn::jit(mm);
+  const Array<double> r = jm(a, b);
+  CHECK(dyn::allclose(r, Array<double>(dyn::eager(mm)(a, b)), 1e-12));
+  std::ofstream(fs::path(dir) / "child.txt") << jm.stats().compiles << " " << jm.stats().disk_hits << " "
+                                              << log.with("cannot create a file in").size();
+}
+
+TEST_CASE("disk cache: a new process loads a GEMM kernel and the GEMM routines from disk") {
+  TempCache cache;
+  REQUIRE(run_child(cache.dir, false) == 0);  // compiles and stores both
+  CHECK(read_file(cache.dir / "child.txt") == "1 0 0");
+  std::size_t entries = 0;
+  for (const auto& p : cache.files()) entries += p.extension() == ".dkc";
+  CHECK(entries == 2);  // the kernel and the GEMM routines
+  // The second process can store nothing: it loads the kernel and the
+  // routines, and compiles neither (a compile would try to store).
+  REQUIRE(run_child(cache.dir, true) == 0);
+  CHECK(read_file(cache.dir / "child.txt") == "0 1 0");
+  std::error_code ec;
+  fs::remove(cache.dir.parent_path() / (cache.dir.filename().string() + ".child.log"), ec);
+}
