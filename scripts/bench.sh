@@ -98,6 +98,9 @@ fi
 # One thread: the baselines here (hand loops, Eigen, NumPy) run on one, so
 # dyn::jit does too; scripts/bench_threads.sh measures every core.
 export DYNSTAGE_NUM_THREADS=${DYNSTAGE_NUM_THREADS:-1}
+# Compile times are measured compiles: no kernel from the disk cache
+# (scripts/bench_disk_cache.sh measures that).
+export DYNSTAGE_CACHE_DIR=off
 json=$build/bench.json
 # Repetitions of all benchmarks are randomly interleaved: a baseline and
 # dyn::jit then share the machine's changing state (other jobs on the shared
