@@ -5,4 +5,3 @@
 // own files before including <dynstage/dynstage.hpp>) and link LLVM 19.
 #define DYNSTAGE_IMPLEMENTATION
 #include <dynstage/dynstage.hpp>
-#include <dynstage/jit/export.hpp>

@@ -22,8 +22,10 @@
 //                              function, checked at each call).
 // Anything else is a TypeError naming export_aot and the argument.
 //
-// This header declares; the implementation (LLVM) is llvm/aot.hpp, compiled
-// in the DYNSTAGE_IMPLEMENTATION translation unit like the rest of the backend.
+// Include it after <dynstage/dynstage.hpp>: it is the one public header the
+// umbrella does not include (only a program that exports compiles it). It
+// declares; the implementation (LLVM) is llvm/aot.hpp, compiled in the
+// DYNSTAGE_IMPLEMENTATION translation unit like the rest of the backend.
 #pragma once
 
 #include <source_location>
@@ -169,5 +171,3 @@ void export_aot(const F& f, detail::AotName name, const std::string& dir, const 
 }
 
 }  // namespace dyn
-
-#include "../llvm/aot.hpp"
