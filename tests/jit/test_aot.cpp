@@ -268,3 +268,20 @@ TEST_CASE("export_aot: a directory that cannot be written is a dyn::Error naming
   const std::string m = message_of<dyn::Error>([&] { dyn::export_aot(g, "g", bad.string(), dyn::arg<double>("(n,)")); });
   CHECK(m == "dyn::export_aot: cannot create the directory " + bad.string() + ": Not a directory");
 }
+
+TEST_CASE("export_aot: an integer array and a scalar by value") {
+  const fs::path dir = aot_dir("ints");
+  auto f = [](const auto& x, const auto& k) { return x * k + std::int32_t{1}; };
+  dyn::export_aot(f, "axpk", dir.string(), dyn::arg<std::int32_t>("(n,)", "x"), dyn::arg<std::int32_t>("()", "k"));
+  CHECK(read_text(dir / "axpk.h").find("int32_t axpk(const int32_t* x, int32_t k, int64_t n, int32_t* out);") !=
+        std::string::npos);
+  Loaded lib(dir, "axpk");
+  auto fn = lib.get<std::int32_t (*)(const std::int32_t*, std::int32_t, int64_t, std::int32_t*)>("axpk");
+  const std::int32_t x[4] = {1, -2, 3, 2147483647};
+  std::int32_t out[4] = {};
+  REQUIRE(fn(x, 3, 4, out) == 0);
+  CHECK(out[0] == 4);
+  CHECK(out[1] == -5);
+  CHECK(out[2] == 10);
+  CHECK(out[3] == static_cast<std::int32_t>(static_cast<std::uint32_t>(2147483647) * 3u + 1u));  // wraps, as jit
+}
