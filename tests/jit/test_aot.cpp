@@ -285,3 +285,19 @@ TEST_CASE("export_aot: an integer array and a scalar by value") {
   CHECK(out[2] == 10);
   CHECK(out[3] == static_cast<std::int32_t>(static_cast<std::uint32_t>(2147483647) * 3u + 1u));  // wraps, as jit
 }
+
+TEST_CASE("export_aot: static shapes, and an array the function closes over becomes a constant of the object") {
+  const fs::path dir = aot_dir("consts");
+  const Array<double> c({3}, {0.5, -1.0, 2.0});
+  auto f = [c](const auto& x) { return x * c + 1.0; };
+  dyn::export_aot(f, "scale3", dir.string(), dyn::arg<double>("(2, 3)"));
+  CHECK(read_text(dir / "scale3.h").find("int32_t scale3(const double* arg0, double* out);") != std::string::npos);
+  Loaded lib(dir, "scale3");
+  auto fn = lib.get<std::int32_t (*)(const double*, double*)>("scale3");
+  const Array<double> x({2, 3}, {1, 2, 3, 4, 5, 6});
+  double out[6] = {};
+  REQUIRE(fn(x.data(), out) == 0);
+  const Array<double> want = dyn::jit(f)(x);
+  CHECK(same_bits(want.data(), out, 6));
+  CHECK(out[5] == 13.0);
+}
