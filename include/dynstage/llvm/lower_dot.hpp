@@ -338,6 +338,37 @@ inline llvm::FunctionType* gemm_type(Emitter& E) {
   return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr, E.ptr}, false);
 }
 
+// The routines' module in `ctx`, optimised (also linked into exported
+// objects: llvm/aot.hpp).
+inline std::unique_ptr<llvm::Module> gemm_routines_module(llvm::LLVMContext& ctx) {
+  const Host& h = host();
+  auto mod = std::make_unique<llvm::Module>("dynstage_gemm", ctx);
+  mod->setDataLayout(thread_target_machine().createDataLayout());
+  mod->setTargetTriple(h.triple);
+  {
+    Emitter E(*mod);
+    for (DType d : {DType::f32, DType::f64}) {
+      llvm::Function* f = llvm::Function::Create(gemm_type(E), llvm::Function::ExternalLinkage, gemm_routine(d), *mod);
+      for (unsigned a : {0u, 1u, 2u, 7u, 8u}) {
+        f->addParamAttr(a, llvm::Attribute::NoAlias);
+        f->addParamAttr(a, llvm::Attribute::NoCapture);
+      }
+      E.fn = f;
+      E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
+      E.b.SetInsertPoint(E.entry);
+      const DotShape s{f->getArg(3), f->getArg(4), f->getArg(5), f->getArg(6)};
+      emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8));
+      E.b.CreateRetVoid();
+    }
+  }
+  set_host_attributes(*mod);
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(*mod, &os)) internal_error("LLVM lowering produced invalid IR for the GEMM routines: " + os.str());
+  optimise(*mod);
+  return mod;
+}
+
 // Adds the routines' object code to the process's JIT, once (thread-safe). A
 // kernel that calls them must have called this before its lookup. With the
 // disk cache on, the object comes from it when it is there (compiling the
@@ -356,32 +387,8 @@ inline void define_gemm_routines() {
         if (!err) return;
         llvm::consumeError(std::move(err));  // (nothing was defined: compile below)
       }
-    const Host& h = host();
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto mod = std::make_unique<llvm::Module>("dynstage_gemm", *ctx);
-    mod->setDataLayout(thread_target_machine().createDataLayout());
-    mod->setTargetTriple(h.triple);
-    {
-      Emitter E(*mod);
-      for (DType d : {DType::f32, DType::f64}) {
-        llvm::Function* f = llvm::Function::Create(gemm_type(E), llvm::Function::ExternalLinkage, gemm_routine(d), *mod);
-        for (unsigned a : {0u, 1u, 2u, 7u, 8u}) {
-          f->addParamAttr(a, llvm::Attribute::NoAlias);
-          f->addParamAttr(a, llvm::Attribute::NoCapture);
-        }
-        E.fn = f;
-        E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
-        E.b.SetInsertPoint(E.entry);
-        const DotShape s{f->getArg(3), f->getArg(4), f->getArg(5), f->getArg(6)};
-        emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8));
-        E.b.CreateRetVoid();
-      }
-    }
-    set_host_attributes(*mod);
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    if (llvm::verifyModule(*mod, &os)) internal_error("LLVM lowering produced invalid IR for the GEMM routines: " + os.str());
-    optimise(*mod);
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> mod = gemm_routines_module(ctx);
     CompileResult routines;
     routines.symbol = gemm_routine(DType::f64);
     std::unique_ptr<llvm::MemoryBuffer> object =
