@@ -43,12 +43,12 @@ LINES = {
 TITLES = {
     "fused": "sin(x)*2 + x*y (f64)",
     "sumsq": "sum(x*x) (f64)",
-    "softmax": "row softmax (f64)",
+    "softmax": "row softmax, n x n (f64)",
     "matmul": "a @ b, n x n (f64)",
     "cumsum": "cumsum (f64)",
     "histogram": "histogram (i32 bins)",
     "sort": "sort (f32)",
-    "argmax": "row argmax (f32)",
+    "argmax": "row argmax, n x n (f32)",
     "csr": "CSR SpMV (f64)",
     "hash": "fmix32 hash (u32)",
     "einsum": "einsum bij,bjk->bik",
@@ -135,7 +135,7 @@ def plot_speedups(runs, path):
     if not bars:
         return None
     baselines = [b for b in ("eager", "numpy", "loops", "eigen") if any(b in r for _, r in bars)]
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.25 * len(bars) * len(baselines) * 0.45 + 3), 4.6))
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.4 * len(bars) + 2), 4.6))
     width = 0.8 / len(baselines)
     for i, b in enumerate(baselines):
         xs = [k + (i - (len(baselines) - 1) / 2) * width for k, (_, r) in enumerate(bars) if b in r]
