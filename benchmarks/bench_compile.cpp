@@ -23,7 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "realistic_kernels.hpp"
+
 namespace {
+
+using namespace realistic;
 
 double thread_cpu_ms() {
   timespec ts{};
@@ -61,71 +65,12 @@ Row measure(const char* name, const char* what, int reps, const F& f, const Args
 
 // --- the kernels -------------------------------------------------------------
 
-auto stencil1d = [](auto x) {  // second difference, f64[1e6]
-  const std::int64_t n = x.shape()[0].value();
-  return dyn::slice(x, {2}, {n}) - 2.0 * dyn::slice(x, {1}, {n - 1}) + dyn::slice(x, {0}, {n - 2});
-};
-
-auto stencil2d = [](auto u) {  // 5-point Laplacian, f64[512,512]
-  const std::int64_t n = u.shape()[0].value(), m = u.shape()[1].value();
-  auto s = [&](std::int64_t i, std::int64_t j) { return dyn::slice(u, {i, j}, {n - 2 + i, m - 2 + j}); };
-  return s(0, 1) + s(2, 1) + s(1, 0) + s(1, 2) - 4.0 * s(1, 1);
-};
-
-auto stencil3d = [](auto u) {  // 7-point Laplacian, f64[64,64,64]
-  const std::int64_t n = u.shape()[0].value();
-  auto s = [&](std::int64_t i, std::int64_t j, std::int64_t k) {
-    return dyn::slice(u, {i, j, k}, {n - 2 + i, n - 2 + j, n - 2 + k});
-  };
-  return s(0, 1, 1) + s(2, 1, 1) + s(1, 0, 1) + s(1, 2, 1) + s(1, 1, 0) + s(1, 1, 2) - 6.0 * s(1, 1, 1);
-};
-
-auto conv2d = [](auto img, auto w, auto b) {  // 3x3, (8,64,64,3) -> (8,62,62,16), tap by tap
-  auto s = dyn::matmul(dyn::slice(img, {0, 0, 0, 0}, {8, 62, 62, 3}), w.at(0, 0).get());
-  for (std::int64_t t = 1; t < 9; ++t) {
-    const std::int64_t i = t / 3, j = t % 3;
-    s = s + dyn::matmul(dyn::slice(img, {0, i, j, 0}, {8, 62 + i, 62 + j, 3}), w.at(i, j).get());
-  }
-  return s + b;
-};
-
 auto mlp = [](auto x, auto w1, auto b1, auto w2, auto b2, auto w3, auto b3) {  // 784-256-128-10, softmax
   auto h1 = dyn::maximum(dyn::matmul(x, w1) + b1, 0.0f);
   auto h2 = dyn::maximum(dyn::matmul(h1, w2) + b2, 0.0f);
   auto z = dyn::matmul(h2, w3) + b3;
   auto e = dyn::exp(z - dyn::max(z, {1}, dyn::keepdims));
   return e / dyn::sum(e, {1}, dyn::keepdims);
-};
-
-auto cholesky = [](auto a) {  // column by column in a for_loop, f64[256,256]
-  const std::int64_t n = a.shape()[0].value();
-  auto rows = dyn::arange<std::int64_t>(n);
-  auto l0 = a * 0.0;
-  return dyn::for_loop(0, n, 1)([&](auto j, auto l) {
-    auto lj = l.at(j).get();                                   // row j: L[j, :j], zeros after
-    auto d = dyn::sqrt(a.at(j, j).get() - dyn::sum(lj * lj));
-    auto col = (a.at(dyn::all(), j).get() - dyn::matmul(l, lj)) / d;
-    auto newcol = dyn::where(rows > j, col, dyn::where(rows == j, d, 0.0));
-    return l.at(dyn::all(), j).set(newcol);
-  })(l0);
-};
-
-auto nbody = [](auto x, auto v, auto m) {  // one step, 512 bodies
-  const std::int64_t n = x.shape()[0].value();
-  auto d = dyn::reshape(x, {1, n, 3}) - dyn::reshape(x, {n, 1, 3});
-  auto r2 = dyn::sum(d * d, {2}) + 1e-3;
-  auto inv = dyn::reshape(m, {1, n}) / (r2 * dyn::sqrt(r2));
-  auto acc = dyn::sum(d * dyn::reshape(inv, {n, n, 1}), {1});
-  auto v2 = v + 0.01 * acc;
-  return std::tuple{x + 0.01 * v2, v2};
-};
-
-auto ema_scan = [](auto xs) {  // exponential moving average over 1000 rows of 64
-  auto init = dyn::slice(xs, {0, 0}, {1, 64}) * 0.0;
-  return dyn::scan([](auto c, auto x) {
-    auto c2 = 0.9 * c + 0.1 * dyn::reshape(x, {1, 64});
-    return std::tuple{c2, dyn::sum(c2)};
-  }, init, xs);
 };
 
 }  // namespace

@@ -20,7 +20,8 @@
 #      lowering, LLVM, IR size; issue 18);
 #   4. time `g++ -std=c++20 -O2 -c` of a user file including
 #      <dynstage/dynstage.hpp> and calling dyn::jit (3 times);
-#   5. scripts/bench_report.py turns all that into docs/benchmarks.md.
+#   5. scripts/bench_plots.py draws PNG plots of the tables (docs/img/), and
+#      scripts/bench_report.py turns all that into docs/benchmarks.md.
 #
 # Environment: DYNSTAGE_BENCH_BUILD (build dir), DYNSTAGE_BENCH_REPS (5),
 # DYNSTAGE_BENCH_MD (docs/benchmarks.md), CXX (g++), JOBS (2),
@@ -97,6 +98,9 @@ fi
 # One thread: the baselines here (hand loops, Eigen, NumPy) run on one, so
 # dyn::jit does too; scripts/bench_threads.sh measures every core.
 export DYNSTAGE_NUM_THREADS=${DYNSTAGE_NUM_THREADS:-1}
+# Compile times are measured compiles: no kernel from the disk cache
+# (scripts/bench_disk_cache.sh measures that).
+export DYNSTAGE_CACHE_DIR=off
 json=$build/bench.json
 # Repetitions of all benchmarks are randomly interleaved: a baseline and
 # dyn::jit then share the machine's changing state (other jobs on the shared
@@ -203,6 +207,22 @@ if [ -n "${DYNSTAGE_BENCH_BEFORE:-}" ]; then
           --after-label "${DYNSTAGE_BENCH_AFTER_LABEL:-after}" --before-note "${DYNSTAGE_BENCH_BEFORE_NOTE:-}")
 fi
 extra+=(--compile-table "$compile_table")
+# 5b. Plots (scripts/bench_plots.py, Debian's python3-matplotlib) next to the
+# report, embedded by it; skipped with a message without matplotlib.
+img=$(dirname "$md")/img
+plot_py=
+for cand in ${DYNSTAGE_BENCH_PYTHON:-python3 /usr/bin/python3}; do
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import matplotlib' 2>/dev/null; then plot_py=$cand; break; fi
+done
+if [ -n "$plot_py" ]; then
+  np_plot=()
+  if [ -f "$numpy_json" ]; then np_plot=(--numpy "$numpy_json"); fi
+  while read -r png; do
+    extra+=(--plot "${png#"$(dirname "$md")"/}")
+  done < <("$plot_py" scripts/bench_plots.py "$json" "${np_plot[@]}" --out-dir "$img")
+else
+  echo "bench.sh: matplotlib not found (Debian's python3-matplotlib; scripts/setup.sh installs it); no plots" >&2
+fi
 python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" --user-compile-pch "$user_pch" "${extra[@]}" \
   --command "$command_line" --cxx "$("$cxx" --version | head -1)" >"$md.tmp"
 mv "$md.tmp" "$md"

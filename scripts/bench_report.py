@@ -18,6 +18,7 @@ NumPy figure is its fastest NumPy form ("numpy*" variant) in the run.
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -177,6 +178,8 @@ def main():
     ap.add_argument("--numpy", help="benchmarks/numpy_baselines.py's JSON of the same run")
     ap.add_argument("--numpy-skipped", default="", help="why the NumPy baselines were not run")
     ap.add_argument("--compile-table", help="benchmarks/bench_compile's Markdown table (issue 18)")
+    ap.add_argument("--plot", action="append", default=[],
+                    help="a PNG of scripts/bench_plots.py, relative to the report (repeatable)")
     args = ap.parse_args()
 
     ctx, runs = load_runs(args.json)
@@ -276,6 +279,16 @@ def main():
       + ", ".join(f"{k[len('check_'):]} {v}" for k, v in ctx.items() if k.startswith("check_"))
       + ").")
     w("")
+    if args.plot:
+        w("## Plots")
+        w("")
+        w("Drawn from this run's tables by `scripts/bench_plots.py`: time per element against size for "
+          "every kernel measured at several sizes, and the speed-up of dyn::jit over each baseline at the "
+          "largest size (one thread; NumPy is its fastest form).")
+        w("")
+        for p in args.plot:
+            w(f"![{os.path.splitext(os.path.basename(p))[0]}]({p})")
+            w("")
 
     targets = Targets()
 

@@ -69,3 +69,5 @@
 #include "eager/kernels_sort.hpp"
 #include "eager/kernels.hpp"
 #include "eager/interpret.hpp"
+#include "transform/jvp_rules.hpp"
+#include "transform/jvp.hpp"

@@ -9,10 +9,15 @@
 
 #include "core.hpp"
 #include "jit/jit.hpp"
+#include "jit/export.hpp"
 #include "runtime/threads.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include "jit/cache.hpp"
 #include "jit/call.hpp"
 #include "llvm/backend_impl.hpp"
+// dyn::export_aot: its definitions. (Users include <dynstage/jit/export.hpp>
+// for the declarations: it is the one public header outside this umbrella.)
+#include "jit/export.hpp"
+#include "llvm/aot.hpp"
 #endif

@@ -242,6 +242,37 @@ TEST_CASE("while_loop and cond predicates must be scalar bools") {
         }) == "dyn::cond(): the predicate must be a scalar bool, got bool[2]; compare it first (e.g. p != 0)");
 }
 
+TEST_CASE("a loop or cond on concrete operands whose body stages (a dyn::Dim size) outside a trace: a TypeError") {
+  // dyn::Dim sizes stage slice (API.md section 8): with concrete arrays and no trace, the combinator cannot
+  // stage the body; it says why and how to write it, instead of a bare UnexpectedTracerError.
+  auto f = [](auto u0) {
+    const dyn::Dim n = u0.shape(0);
+    return dyn::for_loop(0, 3, 1)(
+        [&](auto, auto u) { return dyn::dynamic_update_slice(u, dyn::slice(u, {1}, {n - 1}) * 2.0, {1}); })(u0);
+  };
+  const std::string why =
+      ": the operands are concrete, but the body returns a dyn::Tracer and no function is being traced: an operation "
+      "in the body stages because it was given a dyn::Dim or traced size (e.g. `dyn::Dim n = x.shape(0)` used in "
+      "slice, reshape or zeros) or it uses a tracer that escaped a finished trace; give concrete arrays integer sizes: `auto n = x.shape(0)` is an integer for an "
+      "array and a dyn::Dim for a tracer";
+  CHECK(message_of<dyn::TypeError>([&] { (void)f(dyn::arange<double>(6)); }) == "dyn::for_loop()" + why);
+  auto g = [](auto x) {
+    const dyn::Dim n = x.shape(0);
+    return dyn::cond(true, [&](auto a) { return dyn::slice(a, {0}, {n}); }, [](auto a) { return a; })(x);
+  };
+  CHECK(message_of<dyn::TypeError>([&] { (void)g(dyn::arange<double>(4)); }) == "dyn::cond()" + why);
+  // The same lambdas trace (the body's sizes are then the tracer's).
+  CHECK(str(dyn::make_jaxpr(f)(dyn::arange<double>(6))).find("for_loop[") != std::string::npos);
+  // Written with `auto n`, the loop runs eagerly.
+  auto h = [](auto u0) {
+    return dyn::for_loop(0, 3, 1)([](auto, auto u) {
+      auto n = u.shape(0);
+      return dyn::dynamic_update_slice(u, dyn::slice(u, {1}, {n - 1}) * 2.0, {1});
+    })(u0);
+  };
+  CHECK(str(h(dyn::arange<double>(4))) == "[ 0.  8. 16.  3.]");
+}
+
 TEST_CASE("cond branches must agree on count, dtype, rank and static sizes") {
   auto dtype = [](auto p, auto x) {
     return dyn::cond(p, [](auto a) { return a; }, [](auto a) { return dyn::astype<float>(a); })(x);

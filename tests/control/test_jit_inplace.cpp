@@ -229,3 +229,15 @@ TEST_CASE("donate_argnums: an argument cannot be both static and donated") {
   CHECK_THROWS_WITH_AS(dyn::jit(f, dyn::static_argnums<1>{}, dyn::donate_argnums<1>{}),
                        doctest::Contains("dyn::donate_argnums: argument 1 is also in dyn::static_argnums"), dyn::TypeError);
 }
+
+TEST_CASE("donate_argnums: an index past the call's arguments is a TypeError at the call, not ignored") {
+  // JAX: "jitted function has donate_argnums=(2,) but was called with only 1 positional argument"; ignoring
+  // the index would leave the buffer the user meant to donate undonated without a word.
+  auto f = [](auto x) { return x * 2.0; };
+  auto jf = dyn::jit(f, dyn::donate_argnums<2>{});
+  CHECK(test_util::message_of<dyn::TypeError>([&] { (void)jf(Array<double>({2}, {1, 2})); }) ==
+        "dyn::donate_argnums: argument index 2 is donated, but the function is called with 1 arguments");
+  CHECK(jf.stats().compiles == 0);
+  auto jg = dyn::jit(f, dyn::donate_argnums<0>{});  // in range: fine
+  CHECK(dyn::array_equal(Array<double>(jg(Array<double>({2}, {1, 2}))), Array<double>({2}, {2, 4})));
+}

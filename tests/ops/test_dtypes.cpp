@@ -187,6 +187,20 @@ TEST_CASE("dtypes: an integer literal that does not fit the array's dtype is a T
             .rfind("add: the integer literal 3000000000 does not fit in the array's dtype i32", 0) == 0);
   // Traced: the same error while tracing, naming the user's line.
   CHECK(message_of<dyn::TypeError>([&] { (void)dyn::make_jaxpr([](auto a) { return a + 300; })(x); }) == u8_300);
+  // where, clamp and clip check their literals the same way (jnp.where(m, x, 300) raises too).
+  const Array<bool> m({2}, {true, false});
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::where(m, x, 300); }) ==
+        "where: the integer literal 300 does not fit in the array's dtype u8 (range 0 to 255; JAX: OverflowError, "
+        "Python int 300 too large to convert to uint8); convert the array to a wider dtype first, e.g. "
+        "dyn::astype<std::int32_t>(x)");
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::clamp(0, x, 256); })
+            .rfind("clamp: the integer literal 256 does not fit in the array's dtype u8 (range 0 to 255", 0) == 0);
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::clip(y, -200, 5); })
+            .rfind("clip: the integer literal -200 does not fit in the array's dtype i8 (range -128 to 127", 0) == 0);
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::make_jaxpr([](auto a) { return dyn::clip(a, 0, 300); })(x); })
+            .rfind("clip: the integer literal 300 does not fit", 0) == 0);
+  CHECK(vals(dyn::where(m, x, 255)) == std::vector<u8>{1, 255});
+  CHECK(vals(dyn::clip(y, -128, 1)) == std::vector<i8>{1, 1});
   // In range: no error, and the edges are exact.
   CHECK(vals(x + 255) == std::vector<u8>{0, 1});
   CHECK(vals(y + -128) == std::vector<i8>{-127, -126});

@@ -252,6 +252,11 @@ TEST_CASE("random: randint<int> is jax.random.randint (two draws, combined modul
   CHECK(vals(dyn::random::randint<i32>(k, {3}, INT32_MIN, INT32_MAX)) == ref_randint({0, 9}, 3, INT32_MIN, INT32_MAX));
   const auto r64 = dyn::random::randint<i64>(k, {100}, -5, 5);
   for (i64 v : vals(r64)) CHECK((v >= -5 && v < 5));
+  // hi <= lo: the span is 1 and every number lo (JAX's select(maxval <= minval, 1, span)), for C++
+  // bounds as for array bounds.
+  CHECK(vals(dyn::random::randint<i32>(k, {3}, 5, 5)) == std::vector<i32>{5, 5, 5});
+  CHECK(vals(dyn::random::randint<u8>(k, {2}, 200, 3)) == std::vector<u8>{200, 200});
+  CHECK(vals(dyn::random::randint<i32>(k, {3}, 7, Array<i32>({3}, {2, 7, 9}))).at(0) == 7);
 }
 
 TEST_CASE("random: randint for 8- and 16-bit types is jax.random.randint (bits cut from 32-bit words, low first)") {
@@ -479,7 +484,7 @@ TEST_CASE("random: uniform traces to a jaxpr of existing primitives; check_jaxpr
 
 // --- errors -----------------------------------------------------------------
 
-TEST_CASE("random errors: a key of the wrong dtype or shape, randint's lo >= hi, name the function and line") {
+TEST_CASE("random errors: a key of the wrong dtype or shape, bounds, fold_in data, bernoulli p; the function and line") {
   using test_util::message_of;
   CHECK(message_of<dyn::TypeError>([] { dyn::random::uniform<float>(Array<i32>({2}, {0, 1}), {3}); }) ==
         "dyn::random::uniform: the key must be a u32[2] array (from dyn::random::key or split), got i32[2]");
@@ -487,8 +492,14 @@ TEST_CASE("random errors: a key of the wrong dtype or shape, randint's lo >= hi,
         "dyn::random::split: the key must be a u32[2] array (from dyn::random::key or split), got u32[3]");
   CHECK(message_of<dyn::ShapeError>([] { dyn::random::normal<float>(Array<u32>({1, 2}, {0, 1}), {3}); }) ==
         "dyn::random::normal: the key must be a u32[2] array (from dyn::random::key or split), got u32[1,2]");
-  CHECK(message_of<dyn::TypeError>([] { dyn::random::randint<i32>(dyn::random::key(0), {3}, 5, 5); }) ==
-        "dyn::random::randint: lo (5) must be less than hi (5)");
+  CHECK(message_of<dyn::ShapeError>([] { dyn::random::fold_in(dyn::random::key(0), Array<i32>({2}, {1, 2})); }) ==
+        "dyn::random::fold_in: data must be a scalar, got i32[2]");
+  // p whose length only the data knows (compress): the shape must be given.
+  CHECK(message_of<dyn::ShapeError>([] {
+          (void)dyn::make_jaxpr([](dyn::Tracer<float> p) {
+            return dyn::random::bernoulli(dyn::random::key(0), dyn::compress(p > 0.5f, p));
+          })(Array<float>({3}, {0.25f, 0.75f, 1.0f}));
+        }) == "dyn::random::bernoulli: p has a dynamic shape; pass the shape argument");
   CHECK(message_of<dyn::ShapeError>([] { dyn::random::permutation(dyn::random::key(0), -1); }) ==
         "dyn::random::permutation: negative length -1");
   CHECK(message_of<dyn::ShapeError>([] {

@@ -198,7 +198,7 @@ struct JitCache {
   std::unordered_multimap<std::uint64_t, std::shared_ptr<JitEntry>> entries;
   std::size_t capacity = 64;
   std::atomic<std::uint64_t> tick{0};
-  std::atomic<std::size_t> traces{0}, compiles{0}, hits{0}, evictions{0};
+  std::atomic<std::size_t> traces{0}, compiles{0}, hits{0}, evictions{0}, disk_hits{0};
   double compile_seconds = 0, trace_seconds = 0, lower_seconds = 0, llvm_seconds = 0;  // under mu
   std::size_t dump_counter = 0;
   // Hits served from a thread's MRU slot are counted in a cell of that
@@ -254,6 +254,7 @@ JitStats jit_stats(const JitCache& c) {
   JitStats s;
   s.traces = c.traces;
   s.compiles = c.compiles;
+  s.disk_hits = c.disk_hits;
   s.cache_hits = c.hits;
   for (const auto& cell : c.hit_cells) s.cache_hits += cell.second.load(std::memory_order_relaxed);
   s.cache_size = c.entries.size();

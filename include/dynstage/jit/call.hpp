@@ -9,6 +9,7 @@
 #pragma once
 
 #include "cache.hpp"
+#include "disk_cache.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -129,11 +130,11 @@ std::string jit_inspect_llvm_ir(const std::source_location& loc, TraceFn trace, 
   return ir;
 }
 
-// Fill a cache entry from its trace and compiled kernel: constants, output
-// types (checking that dynamic result sizes are known before the call), then
-// log and dump as the environment asks.
-void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& cr, const std::string& why,
-                  const std::source_location& loc, std::chrono::steady_clock::time_point t0,
+// Fill a cache entry from its trace and compiled (or, `disk_hit`, loaded)
+// kernel: constants, output types (checking that dynamic result sizes are
+// known before the call), then log and dump as the environment asks.
+void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& cr, bool disk_hit,
+                  const std::string& why, const std::source_location& loc, std::chrono::steady_clock::time_point t0,
                   std::chrono::steady_clock::time_point t1, std::chrono::steady_clock::time_point t2) {
   ClosedJaxpr& cj = traced.jaxpr;
   e.kernel = cr.kernel;
@@ -194,12 +195,17 @@ void finish_entry(JitCache& c, JitEntry& e, Traced traced, const CompileResult& 
     dump_id = c.dump_counter++;
   }
   const std::string where = format_location(loc);
-  if (jit_logging())
+  if (jit_logging() && disk_hit)
+    jit_log(formatted("dynstage: jit of the function at %s: disk hit %s in %.2f ms (trace %.2f ms, load %.2f ms); "
+                      "cache miss: %s",
+                      where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3,
+                      (total_s - trace_s) * 1e3, why.c_str()));
+  else if (jit_logging())
     jit_log(formatted("dynstage: jit of the function at %s: compiled %s in %.2f ms (trace %.2f ms, lower %.2f ms, "
                       "LLVM %.2f ms); cache miss: %s",
                       where.c_str(), signature_str(e.sig).c_str(), total_s * 1e3, trace_s * 1e3,
                       cr.lower_seconds * 1e3, cr.llvm_seconds * 1e3, why.c_str()));
-  if (!env.dump_dir.empty()) {
+  if (!env.dump_dir.empty() && !disk_hit) {
     std::string base = where;
     for (char& ch : base)
       if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
@@ -233,6 +239,33 @@ std::vector<bool> donated_invars(const Jaxpr& j, const std::vector<std::size_t>&
   return r;
 }
 
+// The disk cache (disk_cache.hpp): the kernel of `j` from a good entry, if
+// the cache is on and has one. The key is computed before lowering, so a hit
+// skips lowering, optimisation and code generation. DYNSTAGE_DUMP wants the
+// IR, which only compiling gives: it bypasses the reads (not the writes).
+bool load_from_disk(const DiskCacheConfig& dc, const DiskKey& key, const Jaxpr& j, CompileResult& cr) {
+  if (!JitEnv::get().dump_dir.empty()) return false;
+  std::optional<DiskEntry> entry = disk_cache_load(dc, key);
+  if (!entry) return false;
+  // (The key covers the jaxpr, so these hold for an entry that passed its
+  // checksum; checked anyway, as every fact read from a file is.)
+  if (entry->result_aliases.size() > j.outvars.size()) return false;
+  for (int m : entry->result_aliases)
+    if (m < -1 || m >= static_cast<int>(j.invars.size())) return false;
+  try {
+    cr.kernel = load_kernel(entry->object, entry->symbol, entry->routines);
+  } catch (const Error& err) {
+    if (jit_logging())
+      jit_log("dynstage: disk cache: LLVM rejected the entry " + disk_entry_path(dc.dir, key) + " (" + err.what() +
+              "); compiling");
+    return false;
+  }
+  cr.result_aliases = std::move(entry->result_aliases);
+  cr.symbol = std::move(entry->symbol);
+  cr.routines = entry->routines;
+  return true;
+}
+
 void compile_entry(JitCache& c, JitEntry& e, const std::string& why, const std::source_location& loc,
                    TraceFn trace, const void* closure, const Options& opts, const CallArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
@@ -241,8 +274,17 @@ void compile_entry(JitCache& c, JitEntry& e, const std::string& why, const std::
   auto t1 = std::chrono::steady_clock::now();
   e.donated_leaves = donated_leaves(opts, a);
   const Jaxpr& j = *traced.jaxpr.jaxpr;
-  CompileResult cr = compile_kernel(j, !JitEnv::get().dump_dir.empty(), kernel_sized_results(traced),
-                                    donated_invars(j, e.donated_leaves));
+  const std::vector<bool> kernel_sized = kernel_sized_results(traced);
+  const std::vector<bool> donated = donated_invars(j, e.donated_leaves);
+  const DiskCacheConfig dc = disk_cache_config();
+  std::optional<DiskKey> key;
+  if (!dc.dir.empty()) key = disk_key(j, kernel_sized, donated);
+  CompileResult cr;
+  const bool disk_hit = key && load_from_disk(dc, *key, j, cr);
+  if (!disk_hit) {
+    cr = compile_kernel(j, !JitEnv::get().dump_dir.empty(), kernel_sized, donated);
+    if (key) disk_cache_store(dc, *key, cr);
+  }
   // The results that are donated buffers, by leaf.
   e.alias_leaf.assign(j.outvars.size(), -1);
   for (std::size_t k = 0; k < cr.result_aliases.size() && k < j.outvars.size(); ++k) {
@@ -253,8 +295,8 @@ void compile_entry(JitCache& c, JitEntry& e, const std::string& why, const std::
     e.alias_leaf[k] = leaf;
   }
   auto t2 = std::chrono::steady_clock::now();
-  c.compiles.fetch_add(1, std::memory_order_relaxed);
-  finish_entry(c, e, std::move(traced), cr, why, loc, t0, t1, t2);
+  (disk_hit ? c.disk_hits : c.compiles).fetch_add(1, std::memory_order_relaxed);
+  finish_entry(c, e, std::move(traced), cr, disk_hit, why, loc, t0, t1, t2);
 }
 
 // The entry for call `a`: an existing one, one another thread is compiling

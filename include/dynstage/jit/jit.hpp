@@ -48,10 +48,11 @@ namespace dyn {
 struct JitStats {
   std::size_t traces = 0;       // functions traced (cache misses that got as far as tracing)
   std::size_t compiles = 0;     // kernels compiled
+  std::size_t disk_hits = 0;    // kernels loaded from the disk cache instead (DYNSTAGE_CACHE_DIR)
   std::size_t cache_hits = 0;   // calls served by a cached kernel
   std::size_t cache_size = 0;   // kernels currently cached
   std::size_t evictions = 0;    // kernels evicted by cache_capacity
-  double compile_seconds = 0;   // total time in trace + lower + compile; of which:
+  double compile_seconds = 0;   // total time in trace + lower + compile (or disk load); of which:
   double trace_seconds = 0;     //   running the function on tracers
   double lower_seconds = 0;     //   jaxpr -> LLVM IR (fusion plan, lowering)
   double llvm_seconds = 0;      //   LLVM: optimisation and code generation

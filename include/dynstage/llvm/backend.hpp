@@ -54,6 +54,7 @@
 #include <memory>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../ir/jaxpr.hpp"
@@ -71,7 +72,17 @@ struct CompileResult {
   // Per outvar: the invar position (a donated argument) whose buffer the
   // caller must pass as that result's buffer, or -1 (buffers.hpp, pairs).
   std::vector<int> result_aliases;
+  // The kernel as a relocatable object file (what the disk cache stores),
+  // its entry point's symbol, and the runtime routines built on demand that
+  // it calls (kRoutine* bits): with result_aliases, all load_kernel needs.
+  std::string object;
+  std::string symbol;
+  std::uint32_t routines = 0;
 };
+
+// Runtime routines that are compiled into the process's JIT on first need,
+// so that a kernel loaded from its object code must ask for them.
+inline constexpr std::uint32_t kRoutineGemm = 1;  // dynstage_gemm_f32/f64 (llvm/lower_dot.hpp)
 
 // Test hook: while count_copies() is true, kernels compiled from then on
 // add to copied_bytes() the bytes of every whole-array copy they make (an
@@ -118,6 +129,17 @@ using KernelFn = std::int32_t (*)(const void* const*, void* const*);
 // (CompileResult::result_aliases).
 CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized = {},
                              const std::vector<bool>& donated = {});
+
+// A kernel from the object code compile_kernel produced, in this process or
+// in another with the same backend_fingerprint() (the disk cache). Throws
+// InternalError if LLVM rejects the object; never lowers or optimises.
+std::shared_ptr<Kernel> load_kernel(std::string_view object, const std::string& symbol, std::uint32_t routines);
+
+// Everything besides the jaxpr and compile_kernel's arguments that decides a
+// kernel's machine code: LLVM's version, the host (triple, CPU, features),
+// the vector math functions found (libmvec, SLEEF), the optimisation
+// pipeline's settings and the backend's revision. Part of the disk cache's key.
+const std::string& backend_fingerprint();
 
 // Run a kernel; throws dyn::ArithmeticError / dyn::Error on its error codes.
 void run_kernel(const Kernel& k, const void* const* args, void* const* results);

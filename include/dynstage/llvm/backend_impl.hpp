@@ -16,7 +16,9 @@
 //   canonicalize_dots -> plan_fusion -> Lowering::emit_body (+ C-ABI entry;
 //   control-flow bodies become internal functions, lower_control.hpp)
 //   -> keep_outer_loops_rolled -> verifyModule -> optimise (O3, host TM, libmvec) -> [print IR]
-//   -> LLJIT addIRModule (own ResourceTracker) -> lookup (code generation)
+//   -> code generation (SimpleCompiler, the thread's TargetMachine) into an object file
+//   -> load_object: LLJIT addObjectFile into the kernel's own JITDylib -> lookup (linking)
+// load_kernel (the disk cache, jit/disk_cache.hpp) is the last step alone.
 #pragma once
 
 #include "backend.hpp"
@@ -29,6 +31,7 @@
 #include <ctime>
 #include <string>
 
+#include <llvm-c/Core.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/Dominators.h>
 #include <llvm/Transforms/Utils/LoopUtils.h>
@@ -58,14 +61,14 @@ inline std::atomic<std::size_t> live_kernel_count{0};
 // kernel's ResourceTracker); LLVM errors there cannot be reported, only
 // dropped, because destructors must not throw.
 struct Kernel {
-  llvm::orc::ResourceTrackerSP rt;
+  llvm::orc::JITDylib* jd = nullptr;  // the kernel's own (Session::kernel_dylib)
   KernelFn fn = nullptr;
   Kernel() = default;
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
   ~Kernel() {
-    if (!rt) return;
-    llvm::consumeError(rt->remove());
+    if (!jd) return;
+    llvm::consumeError(llvmjit::Session::get().jit().getExecutionSession().removeJITDylib(*jd));
     llvmjit::live_kernel_count.fetch_sub(1, std::memory_order_relaxed);
   }
 };
@@ -145,6 +148,22 @@ inline void keep_outer_loops_rolled(llvm::Module& m) {
   }
 }
 
+// A kernel from its object code, in a JITDylib of its own: links it (the
+// runtime routines it calls must exist first) and looks up its entry point.
+inline std::shared_ptr<Kernel> load_object(std::unique_ptr<llvm::MemoryBuffer> object, const std::string& symbol,
+                                           std::uint32_t routines) {
+  if (routines & kRoutineGemm) define_gemm_routines();
+  Session& session = Session::get();
+  auto kernel = std::make_shared<Kernel>();
+  kernel->jd = &session.kernel_dylib();
+  live_kernel_count.fetch_add(1, std::memory_order_relaxed);
+  check(session.jit().addObjectFile(*kernel->jd, std::move(object)), "adding the kernel's object code");
+  auto addr = session.jit().lookup(*kernel->jd, symbol);
+  if (!addr) internal_error("LLVM backend: linking the kernel: " + error_text(addr.takeError()));
+  kernel->fn = addr->toPtr<KernelFn>();
+  return kernel;
+}
+
 }  // namespace llvmjit
 
 CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector<bool>& kernel_sized,
@@ -201,16 +220,15 @@ CompileResult compile_kernel(const Jaxpr& jaxpr, bool want_ir, const std::vector
     llvm::raw_string_ostream os(result.llvm_ir);
     mod->print(os, nullptr);
   }
-  auto kernel = std::make_shared<Kernel>();
-  kernel->rt = session.jit().getMainJITDylib().createResourceTracker();
-  live_kernel_count.fetch_add(1, std::memory_order_relaxed);
-  check(session.jit().addIRModule(kernel->rt, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))),
-        "adding the kernel module");
-  // The lookup compiles the module (on this thread, with its TargetMachine).
-  auto addr = session.jit().lookup(name);
-  if (!addr) internal_error("LLVM backend: compiling the kernel: " + error_text(addr.takeError()));
-  kernel->fn = addr->toPtr<KernelFn>();
-  result.kernel = std::move(kernel);
+  // Code generation here, on this thread with its TargetMachine, into an
+  // object file: what the disk cache stores and load_kernel links.
+  for (DType d : {DType::f32, DType::f64})
+    if (mod->getFunction(gemm_routine(d))) result.routines |= kRoutineGemm;
+  std::unique_ptr<llvm::MemoryBuffer> object =
+      take(llvm::orc::SimpleCompiler(thread_target_machine())(*mod), "generating the kernel's code");
+  result.object.assign(object->getBufferStart(), object->getBufferSize());
+  result.symbol = name;
+  result.kernel = load_object(std::move(object), name, result.routines);
   const Clock t3 = Clock::now();
   result.seconds = std::chrono::duration<double>(t3.wall - t0.wall).count();
   result.lower_seconds = std::chrono::duration<double>(t1.wall - t0.wall).count();
@@ -247,6 +265,32 @@ void throw_kernel_error(std::int32_t code, const std::source_location* jit_site)
   if (code & kKernelTopKTooLarge)
     throw ShapeError(with_context(place("top_k: k is larger than the size of the axis it selects from")));
   internal_error("kernel returned unknown code " + std::to_string(code));
+}
+
+std::shared_ptr<Kernel> load_kernel(std::string_view object, const std::string& symbol, std::uint32_t routines) {
+  return llvmjit::load_object(
+      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()), symbol), symbol, routines);
+}
+
+const std::string& backend_fingerprint() {
+  static const std::string fp = [] {
+    using namespace llvmjit;
+    const Host& h = host();
+    // The library's version at run time (libLLVM is shared: it may differ
+    // from the headers this file was compiled with).
+    unsigned major = 0, minor = 0, patch = 0;
+    LLVMGetVersion(&major, &minor, &patch);
+    // The vector math mappings the loop vectoriser may use: what libmvec and
+    // SLEEF export here decides which calls a vectorised loop makes.
+    std::string vmath;
+    for (const llvm::VecDesc& d : vector_functions())
+      vmath += d.getScalarFnName().str() + ">" + d.getVectorFnName().str() + "@" +
+               std::to_string(d.getVectorizationFactor().getKnownMinValue()) + " ";
+    return "LLVM " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
+           "\ntriple " + h.triple + "\ncpu " + h.cpu + "\nfeatures " + h.features + "\nvector math " + vmath +
+           "\npipeline " + kPipelineSettings;
+  }();
+  return fp;
 }
 
 void run_kernel(const Kernel& k, const void* const* args, void* const* results) {

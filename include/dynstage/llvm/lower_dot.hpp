@@ -29,9 +29,11 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "../jit/disk_cache.hpp"  // the GEMM routines' object code (define_gemm_routines)
 #include "emit.hpp"
 #include "parallel.hpp"
 #include "session.hpp"
@@ -336,39 +338,64 @@ inline llvm::FunctionType* gemm_type(Emitter& E) {
   return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr, E.ptr}, false);
 }
 
-// Adds the routines' module to the process's JIT, once (thread-safe). A
-// kernel that calls them must have called this before its lookup.
+// The routines' module in `ctx`, optimised (also linked into exported
+// objects: llvm/aot.hpp).
+inline std::unique_ptr<llvm::Module> gemm_routines_module(llvm::LLVMContext& ctx) {
+  const Host& h = host();
+  auto mod = std::make_unique<llvm::Module>("dynstage_gemm", ctx);
+  mod->setDataLayout(thread_target_machine().createDataLayout());
+  mod->setTargetTriple(h.triple);
+  {
+    Emitter E(*mod);
+    for (DType d : {DType::f32, DType::f64}) {
+      llvm::Function* f = llvm::Function::Create(gemm_type(E), llvm::Function::ExternalLinkage, gemm_routine(d), *mod);
+      for (unsigned a : {0u, 1u, 2u, 7u, 8u}) {
+        f->addParamAttr(a, llvm::Attribute::NoAlias);
+        f->addParamAttr(a, llvm::Attribute::NoCapture);
+      }
+      E.fn = f;
+      E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
+      E.b.SetInsertPoint(E.entry);
+      const DotShape s{f->getArg(3), f->getArg(4), f->getArg(5), f->getArg(6)};
+      emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8));
+      E.b.CreateRetVoid();
+    }
+  }
+  set_host_attributes(*mod);
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(*mod, &os)) internal_error("LLVM lowering produced invalid IR for the GEMM routines: " + os.str());
+  optimise(*mod);
+  return mod;
+}
+
+// Adds the routines' object code to the process's JIT, once (thread-safe). A
+// kernel that calls them must have called this before its lookup. With the
+// disk cache on, the object comes from it when it is there (compiling the
+// routines costs ~25 ms of LLVM on an idle machine, every process, several
+// times the load of the kernels that call them), and goes into it otherwise.
 inline void define_gemm_routines() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const Host& h = host();
-    auto ctx = std::make_unique<llvm::LLVMContext>();
-    auto mod = std::make_unique<llvm::Module>("dynstage_gemm", *ctx);
-    mod->setDataLayout(thread_target_machine().createDataLayout());
-    mod->setTargetTriple(h.triple);
-    {
-      Emitter E(*mod);
-      for (DType d : {DType::f32, DType::f64}) {
-        llvm::Function* f = llvm::Function::Create(gemm_type(E), llvm::Function::ExternalLinkage, gemm_routine(d), *mod);
-        for (unsigned a : {0u, 1u, 2u, 7u, 8u}) {
-          f->addParamAttr(a, llvm::Attribute::NoAlias);
-          f->addParamAttr(a, llvm::Attribute::NoCapture);
-        }
-        E.fn = f;
-        E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
-        E.b.SetInsertPoint(E.entry);
-        const DotShape s{f->getArg(3), f->getArg(4), f->getArg(5), f->getArg(6)};
-        emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8));
-        E.b.CreateRetVoid();
+    llvm::orc::LLJIT& jit = Session::get().jit();
+    const DiskCacheConfig dc = disk_cache_config();
+    std::optional<DiskKey> key;
+    if (!dc.dir.empty()) key = disk_routine_key("gemm");
+    if (key)
+      if (std::optional<DiskEntry> e = disk_cache_load(dc, *key)) {
+        llvm::Error err = jit.addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(e->object, "dynstage_gemm"));
+        if (!err) return;
+        llvm::consumeError(std::move(err));  // (nothing was defined: compile below)
       }
-    }
-    set_host_attributes(*mod);
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    if (llvm::verifyModule(*mod, &os)) internal_error("LLVM lowering produced invalid IR for the GEMM routines: " + os.str());
-    optimise(*mod);
-    check(Session::get().jit().addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))),
-          "adding the GEMM routines");
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> mod = gemm_routines_module(ctx);
+    CompileResult routines;
+    routines.symbol = gemm_routine(DType::f64);
+    std::unique_ptr<llvm::MemoryBuffer> object =
+        take(llvm::orc::SimpleCompiler(thread_target_machine())(*mod), "generating the GEMM routines' code");
+    routines.object.assign(object->getBufferStart(), object->getBufferSize());
+    check(jit.addObjectFile(std::move(object)), "adding the GEMM routines");
+    if (key) disk_cache_store(dc, *key, routines);
   });
 }
 

@@ -243,6 +243,12 @@ inline void set_host_attributes(llvm::Module& m) {
 // The optimisation pipeline: new pass manager, O3, host TargetMachine (so the
 // vectoriser sees the real vector width and costs) and the vector library.
 
+// The settings of optimise() and of code generation, as text: part of the
+// disk cache's key (backend_fingerprint). Change it with them.
+inline constexpr const char* kPipelineSettings =
+    "O3, loop and SLP vectorisation, unrolling, interleaving only where asked; codegen Aggressive; "
+    "prefer-vector-width 512 on AVX-512; outer loops rolled";
+
 inline void optimise(llvm::Module& m) {
   llvm::TargetMachine& tm = thread_target_machine();
   llvm::LoopAnalysisManager lam;
@@ -332,6 +338,26 @@ public:
   llvm::orc::LLJIT& jit() { return *jit_; }
   std::string fresh_name() { return "dynstage_kernel_" + std::to_string(counter_.fetch_add(1)); }
 
+  // A JITDylib of its own for one kernel: it links against the main
+  // JITDylib first (the runtime routines, which win over the process's
+  // symbols: lgamma), then what the main one links against (the process's
+  // symbols: libm, libmvec, SLEEF). Kernels live in separate JITDylibs so
+  // that an object from the disk cache, whose entry point was named by the
+  // process that compiled it, never clashes with a kernel of this process.
+  llvm::orc::JITDylib& kernel_dylib() {
+    llvm::orc::JITDylib& main = jit_->getMainJITDylib();
+    auto created = jit_->createJITDylib("dylib_" + std::to_string(dylibs_.fetch_add(1)));
+    if (!created) internal_error("LLVM backend: creating a kernel's JITDylib: " + error_text(created.takeError()));
+    llvm::orc::JITDylib& jd = *created;
+    llvm::orc::JITDylibSearchOrder order{{&main, llvm::orc::JITDylibLookupFlags::MatchExportedSymbolsOnly}};
+    main.withLinkOrderDo([&](const llvm::orc::JITDylibSearchOrder& o) {
+      for (const auto& link : o)
+        if (link.first != &main) order.push_back(link);
+    });
+    jd.setLinkOrder(std::move(order));
+    return jd;
+  }
+
 private:
   Session() {
     const Host& h = host();
@@ -350,7 +376,7 @@ private:
     define_runtime_routines(*jit_);
   }
   std::unique_ptr<llvm::orc::LLJIT> jit_;
-  std::atomic<unsigned long> counter_{0};
+  std::atomic<unsigned long> counter_{0}, dylibs_{0};
 };
 
 }  // namespace dyn::detail::llvmjit

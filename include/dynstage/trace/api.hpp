@@ -104,6 +104,16 @@ constexpr std::size_t static_argnums_end() {
   return r;
 }
 
+// One past the largest donated argument index under options Opts (0: none).
+template <class... Opts>
+constexpr std::size_t donate_argnums_end() {
+  std::size_t r = 0;
+  ([&] {
+    if constexpr (is_donate_argnums<Opts>::value) r = std::max(r, is_donate_argnums<Opts>::end);
+  }(), ...);
+  return r;
+}
+
 // Whether argument k is donated under options Opts.
 template <class... Opts>
 constexpr bool is_donated_arg([[maybe_unused]] std::size_t k) {
@@ -364,6 +374,7 @@ struct TraceCallbacks {
   const void* closure;
   std::size_t nargs;               // the call's arguments, static ones included
   std::size_t static_argnums_end;  // one past the largest static_argnums index (0: none)
+  std::size_t donate_argnums_end;  // one past the largest donate_argnums index (0: none)
 };
 
 // Out of line: the trace around the call (its scope and site, the symbolic
@@ -380,6 +391,9 @@ Traced trace_with(const std::source_location& loc, const Options& opts, const Tr
   if (cb.static_argnums_end > cb.nargs)
     fail<TypeError>("dyn::static_argnums: argument index " + std::to_string(cb.static_argnums_end - 1) +
                     " is static, but the function is called with " + std::to_string(cb.nargs) + " arguments");
+  if (cb.donate_argnums_end > cb.nargs)
+    fail<TypeError>("dyn::donate_argnums: argument index " + std::to_string(cb.donate_argnums_end - 1) +
+                    " is donated, but the function is called with " + std::to_string(cb.nargs) + " arguments");
   // Missing specs mean "...", but one too many is a mistake (a spec meant for
   // an argument that does not exist would otherwise be ignored silently).
   if (opts.specs.size() > cb.nargs)
@@ -429,6 +443,7 @@ Traced trace_to_jaxpr(const F& f, const std::source_location& loc, const Options
   cb.closure = &closure;
   cb.nargs = sizeof...(Args);
   cb.static_argnums_end = static_argnums_end<Opts...>();
+  cb.donate_argnums_end = donate_argnums_end<Opts...>();
   cb.leaf_descs = [](const void* c) {
     return std::apply([](const F&, const Args&... a) { return leaf_descs<Opts...>(a...); },
                       *static_cast<const Closure*>(c));

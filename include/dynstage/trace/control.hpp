@@ -121,6 +121,18 @@ struct stages : std::true_type {};
 template <class F, class... A>
 struct stages<false, F, A...> : std::bool_constant<has_tracer_leaf_v<std::invoke_result_t<F, A...>>> {};
 
+// A combinator whose operands are all concrete stages only because its body
+// returns a tracer: an operation in the body was given a dyn::Dim or traced
+// size, which stages it (API.md section 8). That needs an enclosing trace.
+inline void require_trace_for_body(const char* what) {
+  if (!current_trace())
+    fail<TypeError>(std::string(what) +
+                    ": the operands are concrete, but the body returns a dyn::Tracer and no function is being "
+                    "traced: an operation in the body stages because it was given a dyn::Dim or traced size (e.g. "
+                    "`dyn::Dim n = x.shape(0)` used in slice, reshape or zeros) or it uses a tracer that escaped a "
+                    "finished trace; give concrete arrays integer sizes: `auto n = x.shape(0)` is an integer for an array and a dyn::Dim for a tracer");
+}
+
 // Leaves of a carried value or operand as bind operands; a C++ scalar is a
 // rank-0 array of its exact type (a `double` carry is f64[], not weak).
 template <class X>
@@ -226,6 +238,7 @@ public:
       }
       return bare_or_tuple(std::move(state));
     } else {
+      if constexpr (!traced_inputs) require_trace_for_body("dyn::for_loop()");
       auto fn = [&](const std::vector<Value>& args) {
         [[maybe_unused]] std::size_t k = 1;
         Tracer<std::int64_t> i(args.at(0).tracer);
@@ -312,6 +325,7 @@ public:
       }
       return bare_or_tuple(std::move(state));
     } else {
+      if constexpr (!traced_inputs) require_trace_for_body("dyn::while_loop()");
       auto typed = [&](const std::vector<Value>& args) {
         [[maybe_unused]] std::size_t k = 0;
         return std::tuple<traced_t<Init>...>{traced_like(init, args, k)...};
@@ -369,6 +383,7 @@ public:
     constexpr bool traced_inputs = is_tracer_v<Pred> || (false || ... || has_tracer_leaf_v<Ops>);
     constexpr bool traced = stages<traced_inputs, const Then&, const lifted_t<Ops>&...>::value ||
                             stages<traced_inputs, const Else&, const lifted_t<Ops>&...>::value;
+    if constexpr (traced && !traced_inputs) require_trace_for_body("dyn::cond()");
     if constexpr (!traced) {
       // Concrete: run one branch. Both must give the same structure.
       using RT = std::invoke_result_t<const Then&, const lifted_t<Ops>&...>;
@@ -455,6 +470,7 @@ public:
     OpSite site(loc_);
     constexpr bool traced_inputs = is_tracer_v<Index> || (false || ... || has_tracer_leaf_v<Ops>);
     constexpr bool traced = (false || ... || stages<traced_inputs, const Branches&, const lifted_t<Ops>&...>::value);
+    if constexpr (traced && !traced_inputs) require_trace_for_body("dyn::switch_()");
     check_switch_index(leaf_aval(index_));
     if constexpr (!traced) {
       // Concrete: run one branch. All must give the same structure and types.

@@ -273,6 +273,7 @@ Value where(Value pred, Value a, Value b);
 Value where(Value pred, Value a, Value b) {
   if (pred.dtype() != DType::bool_)
     fail<TypeError>("where: the predicate must have dtype bool, got " + std::string(dtype_name(pred.dtype())));
+  check_literals_fit("where", {a, b}, result_type({a, b}));
   std::vector<Value> vs{std::move(pred), std::move(a), std::move(b)};
   lift_all(vs);
   const bool staged = any_tracer(vs);
@@ -300,15 +301,19 @@ Value clip(Value x, Value lo, Value hi);
 #ifdef DYNSTAGE_IMPLEMENTATION
 Value clamp(Value lo, Value x, Value hi) {
   std::vector<Value> vs{std::move(lo), std::move(x), std::move(hi)};
+  const TypeInfo t = result_type(vs);
+  check_literals_fit("clamp", vs, t);
   lift_all(vs);
-  promote_to(vs, result_type(vs));
+  promote_to(vs, t);
   return bind1(Prim::clamp, vs);
 }
 Value clip(Value x, Value lo, Value hi) {
   std::vector<Value> vs{std::move(lo), std::move(x), std::move(hi)};
+  const TypeInfo t = result_type(vs);
+  check_literals_fit("clip", vs, t);
   lift_all(vs);
   const Shape out = broadcast_shapes("clip", vs);
-  promote_to(vs, result_type(vs));
+  promote_to(vs, t);
   for (std::size_t k = 0; k < 3; ++k)
     if (k == 1 || vs[k].rank() != 0) vs[k] = broadcast_to_shape(vs[k], out, "clip");
   return bind1(Prim::clamp, vs);

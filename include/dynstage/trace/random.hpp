@@ -334,11 +334,35 @@ auto normal(const K& key, const std::vector<std::int64_t>& shape, detail::Loc lo
   return T(std::numbers::sqrt2) * dyn::erf_inv(u, loc);
 }
 
+namespace detail {
+
+// jax.random.randint's combination of two draws of random bits (higher,
+// lower) into an offset in [0, span): (higher % span) * m + lower % span,
+// modulo span, with m = 2^(nbits/2) squared modulo span, every step in the
+// unsigned type U (m < 2^(nbits/2), so m * m does not overflow). span is a
+// U (C++ bounds) or an array of U (array bounds).
+template <class U, class Bits, class Span>
+auto combine_draws(const Bits& higher, const Bits& lower, const Span& span) {
+  constexpr U half = static_cast<U>(U{1} << (4 * sizeof(U)));
+  if constexpr (std::is_integral_v<Span>) {
+    const U m = static_cast<U>(half % span);
+    const U multiplier = static_cast<U>(static_cast<U>(m * m) % span);
+    return ((higher % span) * multiplier + (lower % span)) % span;
+  } else {
+    const auto m = half % span;
+    const auto multiplier = (m * m) % span;
+    return ((higher % span) * multiplier + (lower % span)) % span;
+  }
+}
+
+}  // namespace detail
+
 // randint<T>(key, shape, lo, hi): jax.random.randint for integer T of 8,
 // 16, 32 or 64 bits: integers in [lo, hi), from two draws of random bits of
 // T's width (the two keys of split(key)) combined modulo the span to reduce
 // the bias, every step in the unsigned type of T's width, exactly as JAX
-// does. lo >= hi is a dyn::TypeError (JAX returns lo).
+// does. Where hi <= lo the span is 1 and every number lo, as JAX (and as
+// with array bounds below).
 template <class T, ArrayLike K>
 auto randint(const K& key, const std::vector<std::int64_t>& shape, T lo, T hi,
              detail::Loc loc = detail::Loc::current()) {
@@ -347,17 +371,11 @@ auto randint(const K& key, const std::vector<std::int64_t>& shape, T lo, T hi,
   using U = std::make_unsigned_t<T>;
   dyn::detail::OpSite site(loc);
   const auto k = detail::checked_key(key, "randint");
-  if (!(lo < hi))
-    dyn::detail::fail<TypeError>("dyn::random::randint: lo (" + std::to_string(lo) + ") must be less than hi (" +
-                                 std::to_string(hi) + ")");
   const std::int64_t n = detail::shape_size(shape, "randint");
   const auto [k1, k2] = split(k, loc);
   const auto higher = detail::bits_of<U>(k1, n), lower = detail::bits_of<U>(k2, n);
-  constexpr int nbits = 8 * sizeof(T);
-  const U span = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
-  U multiplier = static_cast<U>(static_cast<U>(U{1} << (nbits / 2)) % span);
-  multiplier = static_cast<U>(static_cast<U>(multiplier * multiplier) % span);
-  const auto offset = ((higher % span) * multiplier + (lower % span)) % span;
+  const U span = hi <= lo ? U{1} : static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
+  const auto offset = detail::combine_draws<U>(higher, lower, span);
   return dyn::reshape(lo + dyn::astype<T>(offset), ConcreteSizes(shape));
 }
 
@@ -382,12 +400,8 @@ auto randint(const K& key, const std::vector<std::int64_t>& shape, const Lo& lo_
   const auto [k1, k2] = split(k, loc);
   const auto higher = dyn::reshape(detail::bits_of<U>(k1, n), ConcreteSizes(shape));
   const auto lower = dyn::reshape(detail::bits_of<U>(k2, n), ConcreteSizes(shape));
-  constexpr int nbits = 8 * sizeof(T);
   const auto span = dyn::where(hi <= lo, U{1}, dyn::astype<U>(hi - lo));
-  auto multiplier = U(U{1} << (nbits / 2)) % span;
-  multiplier = (multiplier * multiplier) % span;
-  const auto offset = ((higher % span) * multiplier + (lower % span)) % span;
-  return lo + dyn::astype<T>(offset);
+  return lo + dyn::astype<T>(detail::combine_draws<U>(higher, lower, span));
 }
 
 // bernoulli(key, p, shape): jax.random.bernoulli with a float32 p:

@@ -161,6 +161,7 @@ auto scan(const F& f, const Init& init, const Xs& xs, ScanOptions opts = {},
     auto make_leaf = [&]<class L>() -> L { return stacked.at(j++).template get<typename L::value_type>(); };
     return std::tuple<lifted_t<Init>, Y>{std::move(carry), unflatten<Y>(*ytree, make_leaf)};
   } else {
+    if constexpr (!traced_inputs) require_trace_for_body("dyn::scan()");
     using R = std::invoke_result_t<const F&, traced_t<Init>&, traced_t<Xs>&>;
     check_scan_result<R>();
     using Y = traced_t<std::tuple_element_t<1, std::remove_cvref_t<R>>>;

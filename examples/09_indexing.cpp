@@ -1,4 +1,4 @@
-// Lesson 3: indexing with computed indices, and updates that accumulate.
+// Lesson 9: indexing with computed indices, and updates that accumulate.
 //
 // x.at(idx).get() reads x at integer indices (numpy's x[idx]; primitive
 // gather) and x.at(idx).add(v) returns a copy of x with v added at idx

@@ -1,4 +1,4 @@
-// Lesson: printing inside traced and jitted code with dyn::debug_print.
+// Lesson 13: printing inside traced and jitted code with dyn::debug_print.
 //
 // std::cout inside a traced function runs once, at trace time, and prints a
 // tracer. dyn::debug_print (jax.debug.print) becomes part of the program: a
