@@ -26,10 +26,11 @@ done
 # libtbb-dev: oneTBB, the thread pool kernels run on (runtime/threads.hpp).
 # python3-numpy: the NumPy baselines of scripts/bench.sh (benchmarks/numpy_baselines.py).
 # python3-matplotlib: the plots of the benchmark scripts (docs/benchmarks.md).
+# libfmt-dev: {fmt}, dyn::debug_print's formatting (header-only, in the implementation TU).
 # libxxhash-dev: xxHash, the disk cache's keys and checksums (jit/disk_cache.hpp).
 packages=(meson ninja-build pkg-config cmake g++ llvm-19-dev libzstd-dev
           libboost-dev doctest-dev libbenchmark-dev libeigen3-dev python3-numpy libsleef-dev
-          libtbb-dev python3-matplotlib libxxhash-dev)
+          libtbb-dev python3-matplotlib libxxhash-dev libfmt-dev)
 
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

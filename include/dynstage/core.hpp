@@ -28,6 +28,7 @@
 #include "ir/index_map.hpp"
 #include "ir/nested_types.hpp"
 #include "ir/rules.hpp"
+#include "ir/debug_format.hpp"
 #include "ir/shape_rules.hpp"
 #include "ir/pretty.hpp"
 #include "ir/print.hpp"
@@ -48,6 +49,7 @@
 #include "trace/ops_sort.hpp"
 #include "trace/ops_layout.hpp"
 #include "trace/ops_math.hpp"
+#include "trace/debug.hpp"
 #include "trace/einsum.hpp"
 #include "trace/pytree.hpp"
 #include "trace/api.hpp"
@@ -57,6 +59,7 @@
 #include "trace/scan.hpp"
 #include "trace/random.hpp"
 // Running: the eager kernels and the interpreter.
+#include "eager/debug_print.hpp"
 #include "eager/kernel_util.hpp"
 #include "eager/kernels_arg.hpp"
 #include "eager/kernels_cumulative.hpp"

@@ -219,6 +219,13 @@ inline Sample sample_of(Prim p) {
                              {.reverse = true});
           },
           sample_array(DType::f64, {4, 3}));
+    case Prim::debug_callback:  // an effect: no outputs; its operand is dead but for the print
+      return traced(
+          [](auto x) {
+            dyn::debug_print("x={}", x * 2.0);
+            return x;
+          },
+          sample_array(DType::f64, {3}));
   }
   throw std::logic_error("prim_samples: bad primitive tag");
 }

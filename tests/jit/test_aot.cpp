@@ -254,6 +254,14 @@ TEST_CASE("export_aot: what the C function cannot express is a TypeError naming 
   CHECK(message_of<dyn::TypeError>([&] { dyn::export_aot(s, "srt", dir.string(), dyn::arg<double>("(n,)")); }) ==
         "dyn::export_aot: the function uses sort (dynstage's runtime routine dynstage_sort_f64), which an exported "
         "object cannot contain; ahead-of-time export supports the primitives whose code LLVM generates");
+  auto pr = [](const auto& x) {
+    dyn::debug_print("x={}", x);
+    return x * 2.0;
+  };
+  CHECK(message_of<dyn::TypeError>([&] { dyn::export_aot(pr, "pr", dir.string(), dyn::arg<double>("(n,)")); }) ==
+        "dyn::export_aot: the function uses dyn::debug_print (its lines go through dynstage's printer) (dynstage's "
+        "runtime routine dynstage_debug_print), which an exported object cannot contain; ahead-of-time export "
+        "supports the primitives whose code LLVM generates");
   CHECK(!fs::exists(dir / "g.o"));
   CHECK(!fs::exists(dir / "srt.h"));
 }

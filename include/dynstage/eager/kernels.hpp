@@ -17,6 +17,7 @@
 
 #include <bit>
 
+#include "debug_print.hpp"
 #include "kernel_util.hpp"
 #include "kernels_arg.hpp"
 #include "kernels_cumulative.hpp"
@@ -574,6 +575,17 @@ inline AnyArray impl_rule(PrimTag<Prim::dot_general>, const std::vector<AnyArray
   return dot_general_impl(in, out, p);
 }
 
+// debug_callback: prints at once (dyn::debug_print outside a trace, and
+// eval_jaxpr); no outputs.
+inline std::vector<AnyArray> impl_rule(PrimTag<Prim::debug_callback>, const std::vector<AnyArray>& in,
+                                       const std::vector<Aval>&, const DebugCallbackParams& p) {
+  std::vector<DebugValue> values;
+  values.reserve(in.size());
+  for (const AnyArray& a : in) values.push_back(DebugValue{a.dtype(), a.data(), a.shape()});
+  debug_print_line(p.fmt, values);
+  return {};
+}
+
 template <Prim P>
 AnyArray impl_rule(PrimTag<P>, const std::vector<AnyArray>&, const Aval&, const params_of_t<P>&) {
   static_assert(P != P, "no eager kernel for this primitive: define impl_rule(PrimTag<Prim::...>, ...) in "
@@ -588,7 +600,7 @@ std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Par
   return visit_prim(prim, [&]<Prim P>(PrimTag<P> tag) -> std::vector<AnyArray> {
     if constexpr (prim_kind(P) == Kind::control) {
       return control_impl(P, in, params);  // its output types come from running its bodies
-    } else if constexpr (prim_kind(P) == Kind::sort) {  // several outputs
+    } else if constexpr (prim_kind(P) == Kind::sort || prim_kind(P) == Kind::effect) {  // several outputs, or none
       return kernels::impl_rule(tag, in, abstract_eval(P, kernels::avals_of(P, in), params),
                                 std::get<params_of_t<P>>(params));
     } else {

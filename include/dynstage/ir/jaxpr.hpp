@@ -3,7 +3,7 @@
 // Grammar (JAX's, with Catalyst's dynamic dimensions):
 //
 //   Jaxpr    ::= { lambda Var* ; Var* . let Eqn* in ( Atom* ) }
-//   Eqn      ::= Var+ = Prim [ Params ] Atom*
+//   Eqn      ::= Var+ = Prim [ Params ] Atom*  |  Prim [ Params ] Atom*  (an effect: no outputs)
 //   Atom     ::= Var | Literal
 //   Literal  ::= value:dtype[]                  (rank-0 only)
 //   Type     ::= dtype[ Dim,* ]   Dim ::= int | Var (an i64[] variable in scope)
@@ -125,5 +125,51 @@ inline const Type& Jaxpr::type_of(const Atom& a) const {
   }
   return types.at(static_cast<std::size_t>(a.var));
 }
+
+namespace detail {
+// Whether an equation has an effect (JAX's effects): a debug_callback, or a
+// control-flow equation with one in a body. Such an equation is kept even
+// when no output is used, and effects keep their program order (the trace's
+// canonical order, the backend's liveness).
+bool has_effect(const Eqn& e);
+bool has_effect(const Jaxpr& j);
+}  // namespace detail
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+namespace detail {
+bool has_effect(const Jaxpr& j) {
+  for (const Eqn& e : j.eqns)
+    if (has_effect(e)) return true;
+  return false;
+}
+bool has_effect(const Eqn& e) {
+  switch (prim_kind(e.prim)) {
+    case Kind::effect: return true;
+    case Kind::control: break;
+    case Kind::unary:
+    case Kind::binary:
+    case Kind::compare:
+    case Kind::select:
+    case Kind::convert:
+    case Kind::structural:
+    case Kind::scatter:
+    case Kind::reduction:
+    case Kind::cumulative:
+    case Kind::sort:
+    case Kind::contraction: return false;
+  }
+  if (const auto* p = std::get_if<ForLoopParams>(&e.params)) return has_effect(*p->body_jaxpr);
+  if (const auto* p = std::get_if<WhileLoopParams>(&e.params))
+    return has_effect(*p->cond_jaxpr) || has_effect(*p->body_jaxpr);
+  if (const auto* p = std::get_if<CondParams>(&e.params)) {
+    for (const auto& b : p->branches)
+      if (has_effect(*b)) return true;
+    return false;
+  }
+  if (const auto* p = std::get_if<ScanParams>(&e.params)) return has_effect(*p->jaxpr);
+  return false;
+}
+}  // namespace detail
+#endif  // DYNSTAGE_IMPLEMENTATION
 
 }  // namespace dyn

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -266,9 +267,18 @@ struct ScanParams {
   friend bool operator==(const ScanParams&, const ScanParams&) = default;
 };
 
+// debug_callback (dyn::debug_print): the {fmt}-style format string its
+// operands are printed with (eager/debug_print.hpp). JAX's debug_callback
+// holds a Python callback instead; dynstage's one callback is printing.
+struct DebugCallbackParams {
+  std::string fmt;
+  friend bool operator==(const DebugCallbackParams&, const DebugCallbackParams&) = default;
+};
+
 using Params = std::variant<NoParams, ConvertParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
                             RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
-                            DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams>;
+                            DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams,
+                            DebugCallbackParams>;
 }  // namespace detail
 }  // namespace dyn

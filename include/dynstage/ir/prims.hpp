@@ -31,8 +31,9 @@ namespace detail {
 // The category of a primitive, which decides the rules it shares with
 // others: the five elementwise kinds (one output element per index, from the
 // operands' elements at that index), layout (`structural`: moves elements),
-// reduction, cumulative (running reductions), sort, contraction and control flow. (No collective primitive exists
-// yet; one would be a new Kind.)
+// reduction, cumulative (running reductions), sort, contraction, control flow and effects (no
+// outputs; run for what they do: debug_callback prints). (No collective primitive exists yet; one would
+// be a new Kind.)
 enum class Kind : std::uint8_t {
   unary,       // elementwise, one operand, same shape out
   binary,      // elementwise, two operands of equal shape
@@ -47,6 +48,7 @@ enum class Kind : std::uint8_t {
   sort,        // sort, top_k: operands reordered along one axis by one permutation (top_k: its first k); several outputs
   contraction, // dot_general
   control,     // for_loop, while_loop, cond, scan: nested jaxprs (trace/control.hpp, trace/scan.hpp)
+  effect,      // debug_callback (dyn::debug_print): no outputs; never dropped or reordered against other effects
 };
 
 // ---------------------------------------------------------------------------
@@ -255,6 +257,8 @@ inline constexpr int kVariadic = -1;
   X(while_loop,           "while_loop",           control,     WhileLoopParams,        -1, any,             false, simple,         none,  none)              \
   X(cond,                 "cond",                 control,     CondParams,             -1, any,             false, simple,         none,  none)              \
   X(scan,                 "scan",                 control,     ScanParams,             -1, any,             false, simple,         none,  none)
+#define DYN_EFFECT_PRIMITIVES(X) \
+  X(debug_callback,       "debug_callback",       effect,      DebugCallbackParams,    -1, any,             false, simple,         none,  none)
 // clang-format on
 
 #define DYN_ELEMENTWISE_PRIMITIVES(X)                                                                     \
@@ -263,7 +267,7 @@ inline constexpr int kVariadic = -1;
 #define DYN_PRIMITIVES(X)                                                                                  \
   DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_SCATTER_PRIMITIVES(X)                \
   DYN_REDUCTION_PRIMITIVES(X) DYN_CUMULATIVE_PRIMITIVES(X) DYN_SORT_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X)        \
-  DYN_CONTROL_PRIMITIVES(X)
+  DYN_CONTROL_PRIMITIVES(X) DYN_EFFECT_PRIMITIVES(X)
 
 // `case Prim::x:` for every row of a list: a `switch` over Prim names whole
 // categories this way, so it stays exhaustive (-Werror=switch) without a
@@ -313,8 +317,9 @@ constexpr Kind prim_kind(Prim p) { return prim_info(p).kind; }
 constexpr bool is_elementwise(Kind k) {
   return k == Kind::unary || k == Kind::binary || k == Kind::compare || k == Kind::select || k == Kind::convert;
 }
-// The kinds whose equations may have several outputs (all others have one).
-constexpr bool has_several_outputs(Kind k) { return k == Kind::sort || k == Kind::control; }
+// The kinds whose equations may have several outputs, or none (effects); all
+// others have exactly one.
+constexpr bool has_several_outputs(Kind k) { return k == Kind::sort || k == Kind::control || k == Kind::effect; }
 
 // The rows agree with what the rules built on them assume; a new row that
 // does not fails here, naming the rule.
@@ -356,6 +361,9 @@ DYN_CONTRACTION_PRIMITIVES(DYN_X)
 #define KIND control
 DYN_CONTROL_PRIMITIVES(DYN_X)
 #undef KIND
+#define KIND effect
+DYN_EFFECT_PRIMITIVES(DYN_X)
+#undef KIND
 #undef DYN_X
 
 constexpr int expected_arity(Kind k) {
@@ -371,7 +379,8 @@ constexpr int expected_arity(Kind k) {
     case Kind::cumulative:
     case Kind::sort:
     case Kind::contraction:
-    case Kind::control: return -2;  // the row's own
+    case Kind::control:
+    case Kind::effect: return -2;  // the row's own
   }
   return -2;
 }
@@ -389,8 +398,8 @@ constexpr const char* check_rows() {
     // Their own loop nests: emit_scatter, emit_reduction, emit_cumulative, emit_sort, emit_dot, lower_control.hpp.
     if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::sort ||
          r.kind == Kind::contraction ||
-         r.kind == Kind::control) && r.fused)
-      return "scatters, reductions, cumulative ops, sort, contractions and control flow are never fused";
+         r.kind == Kind::control || r.kind == Kind::effect) && r.fused)
+      return "scatters, reductions, cumulative ops, sort, contractions, control flow and effects are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";
     if (r.vector_math && (r.cost != Cost::transcendental || (r.kind != Kind::unary && r.kind != Kind::binary)))
       return "a vector math row is a unary or binary transcendental";

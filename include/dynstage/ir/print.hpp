@@ -56,6 +56,8 @@ std::string format_scalar(const Scalar& s);
 std::string py_tuple(const std::vector<std::int64_t>& xs);
 std::string py_list(const std::vector<std::int64_t>& xs);
 std::string py_bool(bool b);
+// Python's repr of a str: 'text', or "text" when it holds ' and no "; \\, \n, \t escaped.
+std::string py_str_repr(const std::string& s);
 // a..z, ba, bb, ... (core._encode_digits_alphabetic).
 std::string encode_digits_alphabetic(std::int64_t n);
 
@@ -232,6 +234,18 @@ std::string py_list(const std::vector<std::int64_t>& xs) {
 }
 
 std::string py_bool(bool b) { return b ? "True" : "False"; }
+std::string py_str_repr(const std::string& s) {
+  const char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+  std::string r(1, q);
+  for (char c : s) {
+    if (c == '\\') r += "\\\\";
+    else if (c == '\n') r += "\\n";
+    else if (c == '\t') r += "\\t";
+    else if (c == q) r += std::string("\\") + q;
+    else r += c;
+  }
+  return r + q;
+}
 
 // ---------------------------------------------------------------------------
 // Naming.
@@ -391,6 +405,13 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
           },
           [](const TopKParams& p) {
             return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"k", text(std::to_string(p.k))}};
+          },
+          // JAX prints its Python callback (`callback=<function ...
+          // _flat_callback at 0x...>`); dynstage's one callback is printing
+          // with a format, shown in its place.
+          [](const DebugCallbackParams& p) {
+            return std::vector<pp::KeyValue>{{"callback", text("<function debug_print fmt=" + py_str_repr(p.fmt) + ">")},
+                                             {"effect", text("Debug")}};
           },
           [](const DotGeneralParams& p) {
             return std::vector<pp::KeyValue>{

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "debug_format.hpp"
 #include "index_map.hpp"
 #include "rules.hpp"
 
@@ -612,6 +613,16 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::integer_pow>, const std::vecto
                     std::to_string(ip.y) + ") with x of dtype " + std::string(dtype_name(in[0].dtype)) +
                     "; convert x to a float dtype first");
   return out;
+}
+// debug_callback (dyn::debug_print): any number of operands of any dtype and
+// shape, exactly as many as the format's fields; no outputs.
+inline std::vector<Aval> shape_rule(PrimTag<Prim::debug_callback>, const std::vector<Aval>& in,
+                                    const DebugCallbackParams& p) {
+  check_debug_format(p.fmt, in.size());
+  std::vector<DType> dtypes;
+  for (const Aval& a : in) dtypes.push_back(a.dtype);
+  check_debug_specs(p.fmt, dtypes);
+  return {};
 }
 // gather and the scatters, sort and top_k: their own files, in this namespace.
 #include "shape_rules_index.hpp"

@@ -228,7 +228,8 @@ inline void emit_c_entry(Emitter& E, llvm::Function* body, const Jaxpr& j, const
 //                           runtime runs them with one thread (same results);
 //   lgamma, lgammaf         through lgamma_r, as jit (no write of signgam).
 // Every local function is named after the export (nm shows no dynstage
-// name). A call of another routine of dynstage (sort, top_k) is a TypeError.
+// name). A call of another routine of dynstage (sort, top_k, debug_print)
+// is a TypeError.
 inline void make_self_contained(llvm::Module& m, const std::string& name) {
   llvm::LLVMContext& ctx = m.getContext();
   bool gemm = false;
@@ -277,6 +278,7 @@ inline void make_self_contained(llvm::Module& m, const std::string& name) {
       std::string what = n;
       if (n.rfind("dynstage_sort", 0) == 0) what = "sort";
       else if (n.rfind("dynstage_top_k", 0) == 0) what = "top_k";
+      else if (n == kDebugPrintRoutine) what = "dyn::debug_print (its lines go through dynstage's printer)";
       else if (n == kCountBytesRoutine) what = "the copy counter (detail::count_copies(), a test hook; turn it off)";
       fail<TypeError>("dyn::export_aot: the function uses " + what + " (dynstage's runtime routine " + n +
                       "), which an exported object cannot contain; ahead-of-time export supports the primitives "

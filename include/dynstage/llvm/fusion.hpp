@@ -164,7 +164,8 @@ struct Walk {
       case Kind::cumulative:
       case Kind::sort:
       case Kind::contraction:
-      case Kind::control: internal_error("plan_fusion: a scatter, reduction, dot_general or control equation is not fusible");
+      case Kind::control:
+      case Kind::effect: internal_error("plan_fusion: a scatter, reduction, dot_general, control or effect equation is not fusible");
     }
   }
 
@@ -180,10 +181,15 @@ struct Walk {
   // Walk the nest(s) of root eqn `ei`.
   void walk_root(int ei) {
     const Eqn& e = j.eqns[static_cast<std::size_t>(ei)];
+    if (prim_kind(e.prim) == Kind::effect) {  // reads its operands' buffers (no outputs)
+      for (const Atom& a : e.inputs) visit(a, ei, -1, sym_numel(j.type_of(a)), ei);
+      return;
+    }
     const SymNumel space = sym_numel(j.types[static_cast<std::size_t>(e.outputs[0])]);
     switch (e.prim) {
       case Prim::dot_general:
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL)
         for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
         return;
       case Prim::concatenate:
@@ -334,7 +340,8 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
     if (a.is_var()) need(a.var);
   for (std::size_t i = ne; i-- > 0;) {
     const Eqn& e = j.eqns[i];
-    bool any = false;
+    // An effect (a debug print, a loop that prints) is live with no output used.
+    bool any = has_effect(e);
     for (int v : e.outputs) any = any || needed[static_cast<std::size_t>(v)];
     if (!any) continue;
     plan.live[i] = true;
@@ -374,6 +381,10 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
     if (prim_kind(e.prim) == Kind::control)
       for (const Atom& a : e.inputs)
         if (a.is_var()) mark(plan, a.var, "control operand");
+    // The print routine reads its operands from memory (literals: lower_body.hpp).
+    if (prim_kind(e.prim) == Kind::effect)
+      for (const Atom& a : e.inputs)
+        if (a.is_var()) mark(plan, a.var, "debug_callback operand");
     // top_k's runtime routine reads its operand from memory.
     if (e.prim == Prim::top_k && e.inputs[0].is_var()) mark(plan, e.inputs[0].var, "top_k operand");
     if (e.prim == Prim::dot_general) {
@@ -397,7 +408,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
     plan.last_read.assign(nv, -1);
     Walk w(j, plan);
     for (std::size_t i = 0; i < ne; ++i)
-      if (plan.live[i] && plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])])
+      if (plan.live[i] && (j.eqns[i].outputs.empty() || plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])]))
         w.walk_root(static_cast<int>(i));
     for (std::size_t k = 0; k < j.outvars.size(); ++k) {
       const Atom& a = j.outvars[k];

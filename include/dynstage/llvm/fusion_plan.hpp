@@ -103,6 +103,10 @@ inline std::string plan_str(const Jaxpr& j, const FusionPlan& plan) {
   std::string r;
   for (std::size_t i = 0; i < j.eqns.size(); ++i) {
     if (!plan.live[i]) continue;
+    if (j.eqns[i].outputs.empty()) {  // an effect
+      r += std::string(prim_name(j.eqns[i].prim)) + ": effect, in order\n";
+      continue;
+    }
     const int v = j.eqns[i].outputs[0];
     const auto vs = static_cast<std::size_t>(v);
     r += "#" + std::to_string(v) + " = " + std::string(prim_name(j.eqns[i].prim)) + ": " +

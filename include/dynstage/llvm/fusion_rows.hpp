@@ -206,7 +206,7 @@ inline void plan_row_groups(const Jaxpr& j, FusionPlan& plan) {
   plan.row_local.assign(nv, false);
   std::vector<int> roots;  // what the lowering emits, in order
   for (std::size_t i = 0; i < ne; ++i)
-    if (plan.live[i] && plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])] &&
+    if (plan.live[i] && (j.eqns[i].outputs.empty() || plan.materialised[static_cast<std::size_t>(j.eqns[i].outputs[0])]) &&
         (plan.in_prologue.empty() || !plan.in_prologue[i]))
       roots.push_back(static_cast<int>(i));
   std::vector<bool> member(nv, false);

@@ -262,6 +262,7 @@ private:
   void emit_cumulative(const Eqn& e, llvm::Value* out);  // lower_cumulative.hpp
   void emit_arg_reduction(const Eqn& e, llvm::Value* out);  // lower_argreduce.hpp
   void emit_sort(const Eqn& e);                             // lower_sort.hpp
+  void emit_debug_print(const Eqn& e);                      // lower_sort.hpp
   void emit_top_k(const Eqn& e);                            // lower_sort.hpp
   void emit_window(const Eqn& e, std::size_t k, llvm::Value* out);
   void emit_window_root(const Eqn& e, llvm::Value* out);

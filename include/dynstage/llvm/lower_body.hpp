@@ -139,6 +139,11 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
   }
   for (std::size_t i = 0; i < j_.eqns.size(); ++i) {
     if (!plan_.live[i] || plan_.in_prologue[i]) continue;
+    if (prim_kind(j_.eqns[i].prim) == Kind::effect) {  // a print: here, on the calling thread, in order
+      emit_debug_print(j_.eqns[i]);
+      for (llvm::Value* p : free_after[i]) E.release(p);
+      continue;
+    }
     const int v = j_.eqns[i].outputs[0];
     const auto vs = static_cast<std::size_t>(v);
     if (!plan_.materialised[vs]) continue;

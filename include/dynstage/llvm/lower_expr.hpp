@@ -540,7 +540,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::for_loop:
     case Prim::while_loop:
     case Prim::cond:
-    case Prim::scan: return not_fusible();
+    case Prim::scan:
+    case Prim::debug_callback: return not_fusible();
   }
   return not_fusible();
 }

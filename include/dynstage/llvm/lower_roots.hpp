@@ -34,6 +34,7 @@ inline void Lowering::emit_root(std::size_t ei) {
     case Kind::sort: emit_sort(e); return;  // writes every output
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
+    case Kind::effect: internal_error("LLVM lowering: an effect reached emit_root (emit_debug_print)");
     case Kind::structural:
       // The layout primitives that are never fused write windows.
       if (!is_fusible(e.prim)) return emit_window_root(e, out);
@@ -214,7 +215,8 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
-      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL) break;
+      DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
     }
     internal_error("emit_reduction: " + std::string(prim_name(p)) + " is not a reduction");
   };

@@ -14,6 +14,13 @@
 //   top_k: `dynstage_top_k_<dtype>(x, values, indices, outer, n, inner, k)`
 //          on the operand's buffer, after checking k <= n when the shapes
 //          did not decide it (a symbolic or dynamic axis).
+// And debug_callback (dyn::debug_print), the other equation lowered to a
+// runtime call: `dynstage_debug_print(fmt, n, data, dtypes, ranks, dims)`
+// (eager/debug_print.hpp) with each operand's buffer (the fusion plan
+// materialises them; a literal is stored in a stack slot), its dtype, rank
+// and dimensions. It is a root of its own, emitted between the roots before
+// and after it on the calling thread, never inside a parallel region or a
+// row group: prints happen in program order, once per execution.
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -81,6 +88,39 @@ inline void Lowering::emit_top_k(const Eqn& e) {
   llvm::FunctionCallee f = E.mod.getOrInsertFunction(top_k_routine(type(x.var).dtype), fty);
   b.CreateCall(f, {operand_ptr(x), buf_[static_cast<std::size_t>(e.outputs[0])],
                    buf_[static_cast<std::size_t>(e.outputs[1])], outer, xd[a], numel(xd, a + 1), k});
+}
+
+inline void Lowering::emit_debug_print(const Eqn& e) {
+  const auto& p = std::get<DebugCallbackParams>(e.params);
+  const auto n = static_cast<std::int64_t>(e.inputs.size());
+  std::int64_t ndims = 0;
+  for (const Atom& a : e.inputs) ndims += static_cast<std::int64_t>(j_.type_of(a).rank());
+  llvm::Value* data = E.entry_alloca(E.ptr, std::max<std::int64_t>(n, 1), 8);
+  llvm::Value* dtypes = E.entry_alloca(E.i32, std::max<std::int64_t>(n, 1), 4);
+  llvm::Value* ranks = E.entry_alloca(E.i64, std::max<std::int64_t>(n, 1), 8);
+  llvm::Value* dims = E.entry_alloca(E.i64, std::max<std::int64_t>(ndims, 1), 8);
+  std::int64_t off = 0;
+  for (std::size_t q = 0; q < e.inputs.size(); ++q) {
+    const Atom& a = e.inputs[q];
+    const Type& t = j_.type_of(a);
+    llvm::Value* ptr = nullptr;
+    if (a.is_var()) {
+      ptr = buf_[static_cast<std::size_t>(a.var)];
+      if (!ptr) internal_error("LLVM lowering: a debug_callback operand has no buffer");
+      const Dims d = dims_of(a.var);
+      for (llvm::Value* x : d) b.CreateStore(x, b.CreateConstInBoundsGEP1_64(E.i64, dims, static_cast<std::uint64_t>(off++)));
+    } else {
+      ptr = E.entry_alloca(E.i8, 8, 8);
+      E.store(ptr, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i));
+    }
+    b.CreateStore(ptr, b.CreateConstInBoundsGEP1_64(E.ptr, data, q));
+    b.CreateStore(b.getInt32(static_cast<std::int32_t>(t.dtype)), b.CreateConstInBoundsGEP1_64(E.i32, dtypes, q));
+    b.CreateStore(E.c64(t.rank()), b.CreateConstInBoundsGEP1_64(E.i64, ranks, q));
+  }
+  llvm::FunctionType* fty = llvm::FunctionType::get(E.i32, {E.ptr, E.i64, E.ptr, E.ptr, E.ptr, E.ptr}, false);
+  llvm::FunctionCallee f = E.mod.getOrInsertFunction(kDebugPrintRoutine, fty);
+  llvm::Value* fmt = b.CreateGlobalString(p.fmt, "debug.fmt", 0, &E.mod);
+  b.CreateCall(f, {fmt, E.c64(n), data, dtypes, ranks, dims});
 }
 
 }  // namespace dyn::detail::llvmjit

@@ -285,6 +285,7 @@ inline void optimise(llvm::Module& m) {
 inline std::string sort_routine(DType d) { return "dynstage_sort_" + std::string(dtype_name(d)); }
 inline std::string top_k_routine(DType d) { return "dynstage_top_k_" + std::string(dtype_name(d)); }
 inline constexpr const char* kSortMultiRoutine = "dynstage_sort_multi";
+inline constexpr const char* kDebugPrintRoutine = "dynstage_debug_print";  // eager/debug_print.hpp
 // The copy counter (backend.hpp, count_copies): called only by kernels
 // compiled while it is on.
 inline void count_bytes_entry(std::int64_t n) { copied_bytes().fetch_add(n, std::memory_order_relaxed); }
@@ -319,6 +320,7 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   syms[jit.mangleAndIntern(kParallelForRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&parallel_for_entry), flags};
   syms[jit.mangleAndIntern(kCountBytesRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&count_bytes_entry), flags};
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
+  syms[jit.mangleAndIntern(kDebugPrintRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&::dynstage_debug_print), flags};
   check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))), "defining the runtime routines");
 }
 

@@ -255,7 +255,7 @@ public:
   // Python evaluates the same expression in, and so the order JAX prints.
   //   1. DFS from each output (iteratively: chains may be long), visiting an
   //      equation's operands before the equation.
-  //   2. Equations no output depends on are dropped (dead code).
+  //   2. Dead code (no output depends on it) is dropped; effects are roots, first, in program order.
   //   3. Constvars are renumbered in order of first use in the new order.
   static void order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources);  // out of line
 
@@ -331,8 +331,7 @@ void TraceScope::order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources) {
   std::vector<char> state(j.eqns.size(), 0);  // 0 new, 1 on stack, 2 emitted
   std::vector<std::size_t> order;
   std::vector<std::pair<std::size_t, std::size_t>> stack;  // (eqn, next dependency)
-  auto visit = [&](int root) {
-    int p0 = producer[static_cast<std::size_t>(root)];
+  auto visit_eqn = [&](int p0) {
     if (p0 < 0 || state[static_cast<std::size_t>(p0)]) return;
     state[static_cast<std::size_t>(p0)] = 1;
     stack.emplace_back(static_cast<std::size_t>(p0), 0);
@@ -351,6 +350,12 @@ void TraceScope::order_jaxpr(Jaxpr& j, std::vector<Value>& const_sources) {
       stack.pop_back();
     }
   };
+  auto visit = [&](int root) { visit_eqn(producer[static_cast<std::size_t>(root)]); };
+  // Effects first (debug prints, loops that print), in recording order, each
+  // after what it reads: they are never dropped and keep their program order
+  // (JAX keeps effectful equations in trace order). Then the outputs.
+  for (std::size_t e = 0; e < j.eqns.size(); ++e)
+    if (has_effect(j.eqns[e])) visit_eqn(static_cast<int>(e));
   for (const Atom& a : j.outvars) {
     if (!a.is_var()) continue;
     for (const JDim& d : j.types[static_cast<std::size_t>(a.var)].shape)

@@ -347,7 +347,8 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
       if (t[1]) tb = op(p, {x[0], fit(*t[1], x[1].shape())}, params);
       return {{y}, {plus(ta, tb, y.shape())}};
     }
-    case Kind::control: break;  // jvp_missing
+    case Kind::effect: return {bind(p, x, params), {}};  // debug_callback: no outputs; it prints the primals
+    case Kind::control: break;                             // jvp_missing
   }
   internal_error("jvp: no rule for " + std::string(prim_name(p)));
 }
