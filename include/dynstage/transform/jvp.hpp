@@ -62,7 +62,7 @@ JvpOut jvp_eval(const Jaxpr& j, const std::vector<Value>& consts, const std::vec
     if (any && float_out) {
       r = jvp_rule(e.prim, in, tin, e.params);
     } else {
-      r.primals = bind(e.prim, in, e.params);
+      r.primals = bind(e.prim, in, e.params, current_trace() != nullptr);  // staged when tracing, as it was
       r.tangents.assign(r.primals.size(), std::nullopt);
     }
     for (std::size_t k = 0; k < e.outputs.size(); ++k) {

@@ -324,20 +324,19 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
         const std::int64_t axis = std::get<TopKParams>(params).axis;
         return {ys, {take_along_axis(instantiate(t[0], x[0]), ys[1], axis), std::nullopt}};
       }
-      // sort: the tangents ride along as extra operands after the keys'.
+      // sort: JAX's _sort_jvp: an iota sorted along with the operands gives
+      // the permutation, which gathers the tangents (linear in them, so
+      // reverse mode transposes it; carrying the tangents through the sort
+      // would mix primal and tangent results in one equation).
       const SortParams sp = std::get<SortParams>(params);
       std::vector<Value> in = x;
-      std::vector<std::size_t> carried;
-      for (std::size_t k = 0; k < x.size(); ++k)
-        if (t[k]) {
-          in.push_back(*t[k]);
-          carried.push_back(k);
-        }
+      in.push_back(iota(DType::i32, x[0].shape(), sp.dimension, x[0].is_tracer()));
       const std::vector<Value> all = bind(p, in, sp);
       JvpOut r;
       r.primals.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(x.size()));
       r.tangents.assign(x.size(), std::nullopt);
-      for (std::size_t j = 0; j < carried.size(); ++j) r.tangents[carried[j]] = all[x.size() + j];
+      for (std::size_t k = 0; k < x.size(); ++k)
+        if (t[k]) r.tangents[k] = take_along_axis(instantiate(t[k], x[k]), all.back(), sp.dimension);
       return r;
     }
     case Kind::contraction: {

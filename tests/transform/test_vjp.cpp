@@ -1,0 +1,265 @@
+// Reverse mode (issue 20, API.md section 14): dyn::vjp, grad,
+// value_and_grad, jacfwd, jacrev, hessian, on linearize + transpose. The
+// transpose rules are checked over the whole primitive table by the
+// dot-product test <u, J v> == <J^T u, v> (J v from the linear program run
+// forwards, J^T u from it run backwards) and J^T u against central finite
+// differences of the eager interpreter; the user-facing functions against
+// hand-computed derivatives, in eager code, printed by make_jaxpr, and
+// nested (grad of grad).
+#include <doctest/doctest.h>
+
+#include <dynstage/core.hpp>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../ir/prim_samples.hpp"
+#include "../test_util.hpp"
+
+using dyn::AnyArray;
+using dyn::Array;
+using namespace dyn;
+using namespace dyn::detail;
+using test_util::message_of;
+using test_util::str;
+
+namespace {
+
+AnyArray direction(const AnyArray& x, int salt) {
+  return visit_dtype(x.dtype(), [&](auto z) -> AnyArray {
+    using T = decltype(z);
+    Array<T> a(x.shape());
+    for (std::int64_t i = 0; i < a.size(); ++i)
+      a.mutable_data()[i] = static_cast<T>(std::sin(1.3 * static_cast<double>(i + 1) + 0.7 * salt));
+    return AnyArray(a);
+  });
+}
+
+AnyArray shifted(const AnyArray& x, const AnyArray& v, double h) {
+  return visit_dtype(x.dtype(), [&](auto z) -> AnyArray {
+    using T = decltype(z);
+    Array<T> a(x.shape());
+    const T* xp = static_cast<const T*>(x.data());
+    const T* vp = static_cast<const T*>(v.data());
+    for (std::int64_t i = 0; i < a.size(); ++i) a.mutable_data()[i] = static_cast<T>(xp[i] + h * vp[i]);
+    return AnyArray(a);
+  });
+}
+
+double dot(const AnyArray& a, const AnyArray& b) {
+  REQUIRE(a.shape() == b.shape());
+  return visit_dtype(a.dtype(), [&](auto z) {
+    using T = decltype(z);
+    double s = 0;
+    for (std::int64_t i = 0; i < a.size(); ++i)
+      s += static_cast<double>(static_cast<const T*>(a.data())[i]) * static_cast<double>(static_cast<const T*>(b.data())[i]);
+    return s;
+  });
+}
+
+// Operands off the kinks of max, min and clamp (as the JVP test does).
+void off_kinks(Prim p, std::vector<AnyArray>& args) {
+  if (prim_info(p).kind == Kind::binary && args.size() == 2 && is_float(args[1].dtype()))
+    args[1] = shifted(args[1], AnyArray(dyn::ones<double>(args[1].shape())), 0.37);
+  if (p == Prim::clamp) {
+    args[0] = AnyArray(Array<double>::scalar(0.35));
+    Array<double> hi = args[2].get<double>();
+    for (std::int64_t i = 0; i < hi.size(); ++i) hi.mutable_data()[i] += (i % 2 ? 0.3 : -0.3);
+    args[2] = AnyArray(hi);
+  }
+}
+
+Value cval(const AnyArray& a) { return Value{a, nullptr, false}; }
+
+}  // namespace
+
+TEST_CASE("vjp rules: every primitive, <u, J v> == <J^T u, v> and J^T u against central differences (f64: 1e-6)") {
+  int checked = 0, missing = 0, no_cotangent = 0;
+  for (Prim p : prim_samples::all_prims()) {
+    CAPTURE(std::string(prim_name(p)));
+    prim_samples::Sample s = prim_samples::sample_of(p);
+    off_kinks(p, s.args);
+    TracedFn t;
+    t.jaxpr = std::make_shared<Jaxpr>(*s.jaxpr.jaxpr);
+    for (const AnyArray& c : s.jaxpr.consts) t.consts.push_back(cval(c));
+    std::vector<Value> xs;
+    std::vector<char> wrt;
+    bool any = false;
+    for (const AnyArray& a : s.args) {
+      xs.push_back(cval(a));
+      wrt.push_back(is_float(a.dtype()));
+      any = any || is_float(a.dtype());
+    }
+    bool float_out = false;
+    for (const Atom& o : t.jaxpr->outvars) float_out = float_out || is_float(t.jaxpr->type_of(o).dtype);
+    if (!any || !float_out) {
+      if (any) {  // a float input, no float output: no cotangent flows back
+        const Linearized l = linearize(t, xs, wrt);
+        std::vector<Tangent> cts(l.primals_out.size());
+        for (const Tangent& c : linear_transpose(l, cts)) CHECK(!c.has_value());
+      }
+      ++no_cotangent;
+      continue;
+    }
+    if (const char* why = jvp_missing(p)) {
+      CHECK(message_of<dyn::TypeError>([&] { (void)linearize(t, xs, wrt); }) ==
+            "jvp: cannot differentiate through " + std::string(prim_name(p)) + ": " + why);
+      ++missing;
+      continue;
+    }
+    const Linearized l = linearize(t, xs, wrt);
+    std::vector<Tangent> v;
+    std::vector<AnyArray> dirs;
+    for (std::size_t k = 0; k < s.args.size(); ++k) {
+      dirs.push_back(wrt[k] ? direction(s.args[k], static_cast<int>(k)) : s.args[k]);
+      v.emplace_back(wrt[k] ? Tangent(cval(dirs.back())) : std::nullopt);
+    }
+    std::vector<Tangent> u;
+    std::vector<AnyArray> us;
+    for (std::size_t o = 0; o < l.primals_out.size(); ++o) {
+      const AnyArray& y = l.primals_out[o].array;
+      us.push_back(is_float(y.dtype()) ? direction(y, 10 + static_cast<int>(o)) : y);
+      u.emplace_back(is_float(y.dtype()) ? Tangent(cval(us.back())) : std::nullopt);
+    }
+    const std::vector<Tangent> jv = linear_apply(l, v);
+    const std::vector<Tangent> jtu = linear_transpose(l, u);
+    double lhs = 0, rhs = 0;
+    for (std::size_t o = 0; o < jv.size(); ++o)
+      if (jv[o] && u[o]) lhs += dot(us[o], jvp_detail::fit(*jv[o], l.primals_out[o].shape()).array);
+    for (std::size_t k = 0; k < jtu.size(); ++k)
+      if (jtu[k]) {
+        REQUIRE(jtu[k]->shape() == xs[k].shape());
+        REQUIRE(jtu[k]->dtype() == xs[k].dtype());
+        rhs += dot(jtu[k]->array, dirs[k]);
+      }
+    bool f32 = false;
+    for (const AnyArray& a : s.args) f32 = f32 || a.dtype() == DType::f32;
+    const double h = f32 ? 1e-2 : 1e-5, tol = f32 ? 1e-3 : 1e-6;
+    CHECK(std::abs(lhs - rhs) <= tol * (1 + std::abs(lhs)));
+    // <u, (f(x + h v) - f(x - h v)) / 2h> against <J^T u, v>.
+    std::vector<AnyArray> plus, minus;
+    for (std::size_t k = 0; k < s.args.size(); ++k) {
+      plus.push_back(wrt[k] ? shifted(s.args[k], dirs[k], h) : s.args[k]);
+      minus.push_back(wrt[k] ? shifted(s.args[k], dirs[k], -h) : s.args[k]);
+    }
+    const std::vector<AnyArray> fp = dyn::eval_jaxpr(s.jaxpr, plus), fm = dyn::eval_jaxpr(s.jaxpr, minus);
+    double fd = 0;
+    for (std::size_t o = 0; o < fp.size(); ++o)
+      if (u[o]) fd += (dot(us[o], fp[o]) - dot(us[o], fm[o])) / (2 * h);
+    CHECK(std::abs(fd - rhs) <= tol * (1 + std::abs(fd)));
+    ++checked;
+  }
+  CHECK(checked + missing + no_cotangent == static_cast<int>(prim_samples::all_prims().size()));
+  CHECK(missing == 12);
+}
+
+TEST_CASE("grad: d/dx of a scalar function (hand-computed), eager; argnums; value_and_grad") {
+  auto f = [](auto x) { return dyn::sum(dyn::sin(x) * x); };
+  const Array<double> x({3}, {0.0, 0.5, 2.0});
+  const Array<double> g = dyn::grad(f)(x);
+  for (std::int64_t i = 0; i < 3; ++i) CHECK(g(i) == doctest::Approx(std::cos(x(i)) * x(i) + std::sin(x(i))).epsilon(1e-14));
+  // A C++ scalar argument: its gradient is a rank-0 array.
+  const Array<double> d = dyn::grad([](auto s) { return s * s * s; })(2.0);
+  CHECK(d() == doctest::Approx(12.0));
+  // Several arguments: argnums picks them, in order; an integer argument rides along.
+  auto h = [](auto a, auto n, auto b) { return dyn::sum(a * b) * dyn::astype<double>(n); };
+  const Array<double> a({2}, {1.0, 2.0}), b({2}, {3.0, 5.0});
+  const auto [ga, gb] = dyn::grad(h, dyn::argnums<0, 2>{})(a, 2, b);
+  CHECK(str(ga) == "[ 6. 10.]");
+  CHECK(str(gb) == "[2. 4.]");
+  const auto [val, gv] = dyn::value_and_grad(f)(x);
+  CHECK(val() == doctest::Approx(0.5 * std::sin(0.5) + 2.0 * std::sin(2.0)));
+  CHECK(str(gv) == str(g));
+}
+
+TEST_CASE("grad: through reductions, broadcasting, indexing, matmul: an MLP loss against central differences") {
+  const Array<double> w1({3, 4}, {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, -0.8, 0.9, 1.0, -1.1, 1.2});
+  const Array<double> xb({2, 3}, {1.0, 2.0, -1.0, 0.5, -0.5, 2.0});
+  const Array<double> w2({4}, {0.3, -0.1, 0.2, 0.5});
+  auto loss = [&](auto w) {
+    auto hid = dyn::tanh(dyn::matmul(xb, w) + 0.1);
+    auto out = dyn::matmul(hid, w2);
+    return dyn::mean(dyn::square(out - 1.0)) + 0.01 * dyn::sum(w * w) + dyn::max(w);
+  };
+  const Array<double> g = dyn::grad(loss)(w1);
+  for (std::int64_t i = 0; i < w1.size(); ++i) {
+    Array<double> wp = w1, wm = w1;  // copy on write
+    wp.mutable_data()[i] += 1e-6;
+    wm.mutable_data()[i] -= 1e-6;
+    const double fd = (loss(wp)() - loss(wm)()) / 2e-6;
+    CAPTURE(i);
+    CHECK(g.data()[i] == doctest::Approx(fd).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("vjp: the primal result and a backward function of the result's structure") {
+  auto f = [](auto x, auto y) { return std::tuple{x * y, dyn::sum(x) + y.at(0).get()}; };
+  const Array<double> x({2}, {1.0, 2.0}), y({2}, {3.0, 4.0});
+  auto [out, f_vjp] = dyn::vjp(f, x, y);
+  CHECK(str(std::get<0>(out)) == "[3. 8.]");
+  CHECK(std::get<1>(out)() == doctest::Approx(6.0));
+  const auto [cx, cy] = f_vjp(std::tuple{Array<double>({2}, {1.0, 10.0}), 2.0});
+  // d<c0, x y> = c0 y dx + c0 x dy; d(c1 (sum x + y0)) = c1 (1, 1) dx + c1 (1, 0) dy
+  CHECK(str(cx) == "[ 5. 42.]");
+  CHECK(str(cy) == "[ 3. 20.]");
+  CHECK(message_of<dyn::TypeError>([&] { (void)f_vjp(std::tuple{Array<float>({2}, {1, 1}), 1.0}); }) ==
+        "dyn::vjp: cotangent #0 has type f32[2] but result #0 has type f64[2]; a cotangent has its result's dtype "
+        "and shape");
+  CHECK(message_of<dyn::TypeError>([&] { (void)f_vjp(Array<double>({2}, {1, 1})); }) ==
+        "dyn::vjp: the cotangent has 1 leaves but the function's result 2; give a cotangent of the result's "
+        "structure");
+}
+
+TEST_CASE("grad: make_jaxpr prints the backward program (golden text); symbolic shapes flow through") {
+  auto f = [](auto x) { return dyn::sin(x) * 2.0; };
+  const auto cj = dyn::make_jaxpr(dyn::grad(f))(1.0);
+  // d/da (2 sin a) = 2 cos a: the forward pass keeps cos a (the residual),
+  // the backward pass multiplies the cotangent 1.0 through.
+  CHECK(str(cj) ==
+        "{ lambda ; a:f64[]. let b:f64[] = cos a; c:f64[] = mul 2.0:f64[] b in (c,) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  auto g = [](auto x) { return dyn::sum(dyn::exp(x) * x); };
+  const auto cs = dyn::make_jaxpr(dyn::grad(g), dyn::polymorphic_shapes{"(n,)"})(dyn::ones<double>({4}));
+  CHECK(str(cs).starts_with("{ lambda ; a:i64[] b:f64[a]. let"));
+  CHECK_NOTHROW(dyn::check_jaxpr(cs));
+  const Array<double> x({3}, {0.0, 1.0, -1.0});
+  const auto got = dyn::eval_jaxpr(cs, {AnyArray(x)}).back().get<double>();
+  for (std::int64_t i = 0; i < 3; ++i) CHECK(got(i) == doctest::Approx(std::exp(x(i)) * (1 + x(i))).epsilon(1e-14));
+}
+
+TEST_CASE("grad: grad(grad(f)) and hessian; jacfwd and jacrev agree with hand-computed Jacobians") {
+  auto cube = [](auto x) { return x * x * x; };
+  CHECK(dyn::grad(dyn::grad(cube))(2.0)() == doctest::Approx(12.0));
+  CHECK(dyn::grad(dyn::grad(dyn::grad(cube)))(2.0)() == doctest::Approx(6.0));
+  auto f = [](auto x) { return dyn::sin(x) * x.at(0).get(); };  // f_i = sin(x_i) x_0
+  const Array<double> x({3}, {0.5, 1.0, 2.0});
+  const Array<double> jf = dyn::jacfwd(f)(x), jr = dyn::jacrev(f)(x);
+  REQUIRE(jf.shape() == std::vector<std::int64_t>{3, 3});
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 3; ++j) {
+      const double e = (i == j ? std::cos(x(i)) * x(0) : 0.0) + (j == 0 ? std::sin(x(i)) : 0.0);
+      CHECK(jf(i, j) == doctest::Approx(e).epsilon(1e-14));
+      CHECK(jr(i, j) == doctest::Approx(e).epsilon(1e-14));
+    }
+  auto q = [](auto x) { return dyn::sum(x * x * x) + x.at(0).get() * x.at(1).get(); };  // H = diag(6x) + [[0,1],[1,0]]
+  const Array<double> y({2}, {1.0, -2.0});
+  const Array<double> hq = dyn::hessian(q)(y);
+  CHECK(str(hq) == "[[  6.   1.]\n [  1. -12.]]");
+}
+
+TEST_CASE("grad: bad input is a TypeError naming the argument or the result") {
+  const Array<double> x({3}, {1.0, 2.0, 3.0});
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::grad([](auto v) { return v * 2.0; })(x); }) ==
+        "dyn::grad: the function must return one floating-point scalar, got (f64[3]); use dyn::vjp or dyn::jacrev "
+        "for other results");
+  CHECK(message_of<dyn::TypeError>([&] {
+          (void)dyn::grad([](auto v, auto n) { return dyn::sum(v) * dyn::astype<double>(n); },
+                          dyn::argnums<1>{})(x, Array<int>::scalar(2));
+        }) == "dyn::grad: argument 1 has type i32[]; only floating-point arguments can be differentiated (convert "
+              "it, or leave it out of argnums)");
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::jacfwd([](auto v) { return v; })(dyn::ones<int>({2})); }) ==
+        "dyn::jacfwd: argument 0 has type i32[2]; only floating-point arguments can be differentiated (convert it, "
+        "or leave it out of argnums)");
+}
