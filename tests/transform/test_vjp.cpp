@@ -263,3 +263,21 @@ TEST_CASE("grad: bad input is a TypeError naming the argument or the result") {
         "dyn::jacfwd: argument 0 has type i32[2]; only floating-point arguments can be differentiated (convert it, "
         "or leave it out of argnums)");
 }
+
+TEST_CASE("grad: gathers clamp, scatters drop, and with duplicate indices only the surviving write gets a cotangent") {
+  const Array<double> x({3}, {1.0, 2.0, 3.0});
+  const Array<int> far({2}, {0, 7});  // 7 is clamped to 2 by the gather
+  CHECK(str(dyn::grad([&](auto v) { return dyn::sum(v.at(far).get()); })(x)) == "[1. 0. 1.]");
+  // Duplicates: zeros(3).at([0, 0, 2]).set(v) keeps v1 at 0 (the last write) and v2 at 2.
+  const Array<int> dup({3}, {0, 0, 2});
+  const Array<double> w({3}, {1.0, 2.0, 3.0});
+  auto set = [&](auto v) { return dyn::sum(dyn::zeros<double>({3}).at(dup).set(v) * w); };
+  CHECK(set(Array<double>({3}, {10.0, 20.0, 30.0}))() == doctest::Approx(20.0 + 90.0));
+  CHECK(str(dyn::grad(set)(x)) == "[0. 1. 3.]");
+  // The operand's cotangent is zero where it was overwritten.
+  CHECK(str(dyn::grad([&](auto v) { return dyn::sum(v.at(dup).set(x) * w); })(x)) == "[0. 2. 0.]");
+  // scatter-add: every duplicate gets the cotangent; an update out of bounds is dropped and gets none.
+  const Array<int> out({3}, {0, 0, 5});
+  CHECK(str(dyn::grad([&](auto v) { return dyn::sum(dyn::zeros<double>({3}).at(out).add(v) * w); })(x)) ==
+        "[1. 1. 0.]");
+}

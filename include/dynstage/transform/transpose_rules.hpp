@@ -253,6 +253,20 @@ inline Value gather_windows(const Value& ct, const Value& idx, const Shape& upda
   return bind1(Prim::select_n, {window_in_bounds(idx, ct.shape(), updates, p), zeros(g.shape(), g.dtype()), g});
 }
 
+// Which elements of a scatter's updates survive: with duplicate indices the
+// last write wins, and only it gets the cotangent (JAX's transpose refuses
+// scatters whose indices are not known to be unique; this handles them).
+// Each update element scatters its own number; those that read their own
+// number back won.
+inline Value surviving_updates(const Value& idx, const Shape& operand, const Shape& updates, const ScatterParams& p) {
+  Dim n = 1;
+  for (const Dim& d : updates) n = n * d;
+  const Value ids = reshape(iota(DType::i64, Shape{n}, 0, staging()), updates);
+  const Value none = broadcast_to_shape(i64_literal(-1), operand, "vjp", staging());
+  const Value winner = bind1(Prim::scatter, {none, idx, ids}, p);
+  return bind1(Prim::eq, {gather_windows(winner, idx, updates, p), ids});
+}
+
 // dot_general: JAX's _dot_general_transpose_lhs (the rhs case swaps the operands).
 inline Value dot_transpose_lhs(const Value& g, const Shape& x_shape, const Value& y, const DotGeneralParams& d,
                                bool swap_ans) {
@@ -364,7 +378,11 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
       // scatter overwrites: the operand's cotangent is zero where an update landed.
       if (in[0].linear())
         r[0] = p == Prim::scatter_add ? g : bind1(Prim::scatter, {g, idx, zeros(in[2].shape, in[2].dtype)}, sp);
-      if (in[2].linear()) r[2] = gather_windows(g, idx, in[2].shape, sp);
+      if (in[2].linear()) {
+        r[2] = gather_windows(g, idx, in[2].shape, sp);
+        if (p == Prim::scatter) r[2] = bind1(Prim::select_n, {surviving_updates(idx, in[0].shape, in[2].shape, sp),
+                                                              zeros(in[2].shape, in[2].dtype), *r[2]});
+      }
       return r;
     }
     case Kind::reduction: {
