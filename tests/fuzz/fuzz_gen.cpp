@@ -208,7 +208,7 @@ struct Gen {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
         if (tx.dt == DType::bool_) ks = {u_not};
-        else if (isi(tx.dt)) ks = {u_neg, u_abs, u_sign, u_not, u_popcount, u_clz, u_square, u_ipow};
+        else if (isi(tx.dt)) ks = {u_neg, u_abs, u_sign, u_not, u_popcount, u_clz, u_square, u_ipow, u_stop_gradient};
         else if (tx.inexact) {
           // Only well-conditioned functions of an inexact value: sin(prod(x))
           // of a product near 1e6 turns a few ulp of reassociation (allowed,
@@ -217,7 +217,7 @@ struct Gen {
         } else {
           ks = {u_neg, u_abs, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos, u_tan, u_tanh, u_logistic,
                 u_sign, u_floor, u_ceil, u_round, u_expm1, u_exp2, u_cbrt, u_sinh, u_cosh, u_asin, u_acos,
-                u_atan, u_asinh, u_acosh, u_atanh, u_erf, u_erfc, u_lgamma, u_erf_inv, u_log2, u_log10, u_square, u_ipow,
+                u_atan, u_asinh, u_acosh, u_atanh, u_erf, u_erfc, u_lgamma, u_erf_inv, u_log2, u_log10, u_square, u_ipow, u_stop_gradient,
                 u_isfinite, u_isnan, u_isinf};
         }
         n.op = Op::unary, n.k = r.pick(ks);
@@ -898,7 +898,7 @@ struct Emitter {
                               "dyn::clz", "dyn::expm1", "dyn::exp2", "dyn::cbrt", "dyn::sinh", "dyn::cosh",
                               "dyn::asin", "dyn::acos", "dyn::atan", "dyn::asinh", "dyn::acosh", "dyn::atanh",
                               "dyn::erf", "dyn::erfc", "dyn::lgamma", "dyn::erf_inv", "dyn::log2", "dyn::log10", "dyn::square",
-                              "dyn::integer_pow", "dyn::is_finite", "dyn::isnan", "dyn::isinf"};
+                              "dyn::integer_pow", "dyn::stop_gradient", "dyn::is_finite", "dyn::isnan", "dyn::isinf"};
     return n[k];
   }
   static std::string binary(int k, const std::string& a, const std::string& b) {

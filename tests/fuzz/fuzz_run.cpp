@@ -137,6 +137,7 @@ struct Interp {
         case u_log10: return as_v<K>(dyn::log10(x));
         case u_square: return as_v<K>(dyn::square(x));
         case u_ipow: return as_v<K>(dyn::integer_pow(x, 3));
+        case u_stop_gradient: return as_v<K>(dyn::stop_gradient(x));
         case u_isfinite: return as_v<K>(dyn::is_finite(x));
         case u_isnan: return as_v<K>(dyn::isnan(x));
         case u_isinf: return as_v<K>(dyn::isinf(x));

@@ -138,6 +138,11 @@ TEST_CASE("vjp rules: every primitive, <u, J v> == <J^T u, v> and J^T u against 
     for (const AnyArray& a : s.args) f32 = f32 || a.dtype() == DType::f32;
     const double h = f32 ? 1e-2 : 1e-5, tol = f32 ? 1e-3 : 1e-6;
     CHECK(std::abs(lhs - rhs) <= tol * (1 + std::abs(lhs)));
+    if (p == Prim::stop_gradient) {  // zero by definition, whatever the differences say
+      CHECK(rhs == 0.0);
+      ++checked;
+      continue;
+    }
     // <u, (f(x + h v) - f(x - h v)) / 2h> against <J^T u, v>.
     std::vector<AnyArray> plus, minus;
     for (std::size_t k = 0; k < s.args.size(); ++k) {
@@ -280,4 +285,18 @@ TEST_CASE("grad: gathers clamp, scatters drop, and with duplicate indices only t
   const Array<int> out({3}, {0, 0, 5});
   CHECK(str(dyn::grad([&](auto v) { return dyn::sum(dyn::zeros<double>({3}).at(out).add(v) * w); })(x)) ==
         "[1. 1. 0.]");
+}
+
+TEST_CASE("stop_gradient: the identity, a constant to every derivative; printed as JAX prints it") {
+  const Array<double> x({2}, {1.0, 3.0});
+  auto f = [](auto v) { return dyn::sum(v * dyn::stop_gradient(v)); };  // d/dv = stop_gradient(v)
+  CHECK(f(x)() == doctest::Approx(10.0));
+  CHECK(str(dyn::grad(f)(x)) == "[1. 3.]");
+  auto [y, t] = dyn::jvp(f, std::tuple{x}, std::tuple{Array<double>({2}, {1.0, 1.0})});
+  CHECK(t() == doctest::Approx(4.0));
+  CHECK(str(dyn::make_jaxpr([](auto v) { return dyn::stop_gradient(v); })(x)) ==
+        "{ lambda ; a:f64[2]. let b:f64[2] = stop_gradient a in (b,) }");
+  // Integers have nothing to stop: no equation.
+  CHECK(str(dyn::make_jaxpr([](auto v) { return dyn::stop_gradient(v); })(Array<int>({2}, {1, 2}))) ==
+        "{ lambda ; a:i32[2]. let  in (a,) }");
 }

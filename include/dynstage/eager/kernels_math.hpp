@@ -60,6 +60,7 @@ inline constexpr double kErfInv64Large[17] = {
 namespace dyn::detail::kernels {
 
 auto scalar(PrimTag<Prim::square>, auto v) { return wrap_mul(v, v); }
+auto scalar(PrimTag<Prim::stop_gradient>, auto v) { return v; }  // the identity; derivatives see a constant
 auto scalar(PrimTag<Prim::expm1>, auto v) { return std::expm1(v); }
 auto scalar(PrimTag<Prim::exp2>, auto v) { return std::exp2(v); }
 auto scalar(PrimTag<Prim::cbrt>, auto v) { return std::cbrt(v); }

@@ -429,6 +429,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::logistic:
       return b.CreateFDiv(one(), b.CreateFAdd(one(), b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(in(0)))));
     case Prim::square: return fl ? b.CreateFMul(in(0), in(0)) : b.CreateMul(in(0), in(0));
+    case Prim::stop_gradient: return in(0);
     case Prim::expm1:
     case Prim::exp2:
     case Prim::cbrt:

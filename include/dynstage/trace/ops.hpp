@@ -192,6 +192,17 @@ auto square(const X& x, detail::Loc loc = detail::Loc::current()) {
   return detail::un<detail::Prim::square, R>(x, loc);
 }
 
+// stop_gradient (lax.stop_gradient): x itself, which every derivative
+// (dyn::jvp, grad, vjp, jacfwd, ...) treats as a constant. A floating-point
+// x binds the primitive; any other x is returned as it is (it has no
+// derivative to stop), as JAX does.
+template <ArrayLike X>
+auto stop_gradient(const X& x, detail::Loc loc = detail::Loc::current()) {
+  using E = detail::elem_t<X>;
+  if constexpr (std::is_floating_point_v<E>) return detail::un<detail::Prim::stop_gradient, E>(x, loc);
+  else return detail::from_value<detail::result_of_t<E, X>>(detail::to_value(x));
+}
+
 template <class A, class B> requires detail::BinaryOperands<A, B>
 auto pow(const A& a, const B& b, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);

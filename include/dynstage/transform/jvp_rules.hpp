@@ -133,6 +133,7 @@ inline std::optional<Value> unary_factor(Prim p, const Value& x, const Value& y,
   switch (p) {
     case Prim::neg: return lit(dt, -1);
     case Prim::abs: return op(Prim::sign, {x});
+    case Prim::stop_gradient:  // the point of it: a constant to every derivative
     case Prim::sign:
     case Prim::floor:
     case Prim::ceil:
