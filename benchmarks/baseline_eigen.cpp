@@ -48,4 +48,23 @@ void batched_matmul_f32(const float* a, const float* b, float* c, std::int64_t b
   }
 }
 
+double mlp_loss(const double* x, const double* w1, const double* w2, const double* y, std::int64_t batch,
+                std::int64_t width) {
+  Eigen::Map<const MatM> X(x, batch, width), W1(w1, width, width), W2(w2, width, width), Y(y, batch, width);
+  const MatM h = (X * W1).array().tanh().matrix();
+  return ((h * W2) - Y).squaredNorm() / static_cast<double>(batch * width);
+}
+
+double mlp_grad(const double* x, const double* w1, const double* w2, const double* y, double* g1, double* g2,
+                std::int64_t batch, std::int64_t width) {
+  Eigen::Map<const MatM> X(x, batch, width), W1(w1, width, width), W2(w2, width, width), Y(y, batch, width);
+  Eigen::Map<MatM> G1(g1, width, width), G2(g2, width, width);
+  const MatM h = (X * W1).array().tanh().matrix();
+  const MatM dz = ((h * W2) - Y) * (2.0 / static_cast<double>(batch * width));  // d loss / d (h w2)
+  G2.noalias() = h.transpose() * dz;
+  const MatM da = ((dz * W2.transpose()).array() * (1.0 - h.array().square())).matrix();  // through tanh
+  G1.noalias() = X.transpose() * da;
+  return dz.squaredNorm();
+}
+
 }  // namespace bench::eigen

@@ -56,6 +56,13 @@ double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
 void matmul(const double* a, const double* b, double* c, std::int64_t n);
 void batched_matmul_f32(const float* a, const float* b, float* c, std::int64_t batch, std::int64_t n);  // GEMM per batch
+// Issue 20: the loss mean((tanh(x w1) w2 - y)^2) of a two-layer MLP (x: batch x
+// width, w1, w2: width x width) and its gradient with respect to w1 and w2,
+// written by hand (the backward pass of the chain rule, four GEMMs).
+double mlp_loss(const double* x, const double* w1, const double* w2, const double* y, std::int64_t batch,
+                std::int64_t width);
+double mlp_grad(const double* x, const double* w1, const double* w2, const double* y, double* g1, double* g2,
+                std::int64_t batch, std::int64_t width);
 // Issue 19: the same GEMM on `threads` OpenMP threads (baseline_eigen_threads.cpp).
 void matmul_threads(const double* a, const double* b, double* c, std::int64_t n, int threads);
 }  // namespace eigen
