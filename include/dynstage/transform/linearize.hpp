@@ -114,6 +114,12 @@ Linearized linearize(const TracedFn& t, const std::vector<Value>& xs, const std:
       for (std::size_t o = 0; o < q.outputs.size(); ++o) env[static_cast<std::size_t>(q.outputs[o])] = out.at(o);
       continue;
     }
+    // A control-flow equation's JVP carries primal and tangent values
+    // together; splitting it (a known loop saving residuals, a linear loop
+    // run backwards) is not built yet.
+    if (prim_info(q.prim).kind == Kind::control)
+      fail<TypeError>("vjp: cannot differentiate through " + std::string(prim_name(q.prim)) +
+                      " in reverse mode yet (forward mode, dyn::jvp, works through it)");
     l.lin_eqns.push_back(e);
     for (const Atom& a : q.inputs)
       if (a.is_var() && !l.linear[static_cast<std::size_t>(a.var)]) residual[static_cast<std::size_t>(a.var)] = 1;

@@ -300,9 +300,6 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
                                     const Params& params) {
   using namespace transpose_detail;
   std::vector<Tangent> r(in.size());
-  if (prim_info(p).kind == Kind::control)
-    fail<TypeError>("vjp: cannot differentiate through " + std::string(prim_name(p)) +
-                    " in reverse mode yet (forward mode, dyn::jvp, may work)");
   if (ct.empty() || !ct[0]) return r;  // single-output primitives; multi-output ones are not linear
   const Value& g = *ct[0];
   switch (prim_info(p).kind) {
