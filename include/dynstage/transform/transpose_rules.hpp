@@ -291,7 +291,10 @@ inline Value dot_transpose_lhs(const Value& g, const Shape& x_shape, const Value
   for (std::size_t i : order) pre.push_back(xc[i]);
   std::vector<std::int64_t> out_axes(pre.size());  // argsort(pre)
   for (std::size_t i = 0; i < pre.size(); ++i) out_axes[static_cast<std::size_t>(pre[i])] = static_cast<std::int64_t>(i);
-  return transpose(bind1(Prim::dot_general, {g, y}, dims), out_axes);
+  const Value r = bind1(Prim::dot_general, {g, y}, dims);
+  bool identity = true;
+  for (std::size_t i = 0; i < out_axes.size(); ++i) identity = identity && out_axes[i] == static_cast<std::int64_t>(i);
+  return identity ? r : transpose(r, out_axes);
 }
 
 }  // namespace transpose_detail
