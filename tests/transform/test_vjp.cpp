@@ -300,3 +300,31 @@ TEST_CASE("stop_gradient: the identity, a constant to every derivative; printed 
   CHECK(str(dyn::make_jaxpr([](auto v) { return dyn::stop_gradient(v); })(Array<int>({2}, {1, 2}))) ==
         "{ lambda ; a:i32[2]. let  in (a,) }");
 }
+
+TEST_CASE("grad with symbolic shapes: slices with symbolic bounds transpose into a dynamic_update_slice; pads and "
+          "concatenations of any length") {
+  // f(x) = sum(x[1:] * x[:-1]) + sum(pad(x, 2 before, -1 after, 1 between) * 0.5) + sum(concat(x, 3x)):
+  // df/dx_i = x_{i-1} + x_{i+1} (where they exist) + 0.5 (but the last element, cut by the pad) + 4.
+  auto f = [](auto x) {
+    const auto n = x.shape(0);
+    auto prod = dyn::sum(dyn::slice_in_dim(x, 1, n) * dyn::slice_in_dim(x, 0, n - 1));
+    auto padded = dyn::sum(dyn::pad(x, {{2, -1, 1}}, 7.0) * 0.5);
+    return prod + padded + dyn::sum(dyn::concatenate({x, x * 3.0}));
+  };
+  const auto cj = dyn::make_jaxpr(dyn::grad(f), dyn::polymorphic_shapes{"(n,)"})(dyn::ones<double>({4}));
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  CHECK(str(cj).find("dynamic_update_slice") != std::string::npos);
+  for (std::int64_t n : {2, 5}) {
+    Array<double> x({n});
+    for (std::int64_t i = 0; i < n; ++i) x.mutable_data()[i] = 0.5 + static_cast<double>(i * i);
+    const Array<double> g = dyn::eval_jaxpr(cj, {AnyArray(x)}).back().get<double>();
+    const Array<double> ge = dyn::grad(f)(x);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double want = (i > 0 ? x(i - 1) : 0.0) + (i + 1 < n ? x(i + 1) : 0.0) + (i + 1 < n ? 0.5 : 0.0) + 4.0;
+      CAPTURE(n);
+      CAPTURE(i);
+      CHECK(g(i) == doctest::Approx(want).epsilon(1e-14));
+      CHECK(ge(i) == doctest::Approx(want).epsilon(1e-14));
+    }
+  }
+}
