@@ -291,9 +291,20 @@ inline Value dot_transpose_lhs(const Value& g, const Shape& x_shape, const Value
   for (std::size_t i : order) pre.push_back(xc[i]);
   std::vector<std::int64_t> out_axes(pre.size());  // argsort(pre)
   for (std::size_t i = 0; i < pre.size(); ++i) out_axes[static_cast<std::size_t>(pre[i])] = static_cast<std::int64_t>(i);
+  // dot_general(g, y) has axes (batch, g's free, y's free). When the
+  // transpose only swaps the two free groups, dot_general(y, g) gives the
+  // result in order directly (no transpose: a matmul's gradient x^T g is
+  // one GEMM, not a GEMM and a copy).
+  const auto ng = static_cast<std::int64_t>(g.rank()) - nb - static_cast<std::int64_t>(ans_y.size());
+  const auto ny = static_cast<std::int64_t>(y.rank()) - nb - static_cast<std::int64_t>(y_kept.size());
+  bool identity = true, swapped = true;
+  for (std::size_t i = 0; i < out_axes.size(); ++i) {
+    const auto k = static_cast<std::int64_t>(i);
+    identity = identity && out_axes[i] == k;
+    swapped = swapped && out_axes[i] == (k < nb ? k : k < nb + ny ? k + ng : k - ny);
+  }
+  if (swapped && !identity) return bind1(Prim::dot_general, {y, g}, DotGeneralParams{y_kept, ans_y, yb, ans_batch});
   const Value r = bind1(Prim::dot_general, {g, y}, dims);
-  bool identity = true;
-  for (std::size_t i = 0; i < out_axes.size(); ++i) identity = identity && out_axes[i] == static_cast<std::int64_t>(i);
   return identity ? r : transpose(r, out_axes);
 }
 
