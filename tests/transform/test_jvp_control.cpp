@@ -201,3 +201,32 @@ TEST_CASE("jvp rules: scatter-mul with zero and duplicate updates, scatter-min/m
   const auto [yt, tt] = dyn::jvp(f, std::tuple{xt, u}, std::tuple{tx, tu});
   CHECK(std::get<1>(tt)(3) == doctest::Approx((0.25 + 0.75) / 2).epsilon(1e-15));
 }
+
+TEST_CASE("jvp control: a scan of symbolic length and a cond whose branches return different sizes (implicit output)") {
+  // Traced with x of shape (n, 3): the scan's length is the operand n
+  // (length=None), the cond's result size an implicit output.
+  auto scan_n = [](auto xs) {
+    auto [c, ys] = dyn::scan([](auto c, auto r) { return std::tuple{c * r + 1.0, dyn::sin(c)}; }, dyn::ones<double>({3}), xs);
+    return dyn::sum(ys) + dyn::sum(c);
+  };
+  auto cond_sizes = [](auto xs) {
+    auto y = dyn::cond(dyn::sum(xs) > 0.0, [](auto a) { return dyn::concatenate({a, a * a}, 0); },
+                       [](auto a) { return dyn::sin(a); })(xs);
+    return dyn::sum(y * y);
+  };
+  auto run = [](const auto& f, const Array<double>& x, const Array<double>& tx) {
+    auto g = [&](auto a, auto b) { return dyn::jvp(f, std::tuple{a}, std::tuple{b}); };
+    const auto cj = dyn::make_jaxpr(g, dyn::polymorphic_shapes{"(n, 3)", "(n, 3)"})(x, tx);
+    CHECK_NOTHROW(dyn::check_jaxpr(cj));
+    const std::vector<AnyArray> r = dyn::eval_jaxpr(cj, {AnyArray(x), AnyArray(tx)});
+    const Array<double> fp = f(x + kStep * tx), fm = f(x - kStep * tx);
+    check_close(r.at(r.size() - 2).get<double>(), f(x), 1e-13);
+    check_close(r.back().get<double>(), (fp - fm) / (2 * kStep), kTol);
+    return str(cj);
+  };
+  const Array<double> x = dyn::reshape(dyn::linspace<double>(-1.0, 1.5, 12), {4, 3});
+  const Array<double> tx = dyn::reshape(dyn::linspace<double>(1.0, -2.0, 12), {4, 3});
+  CHECK(run(scan_n, x, tx).find("length=None") != std::string::npos);
+  CHECK(run(cond_sizes, x, tx).find("nimplicit_outputs=1") != std::string::npos);  // true branch: 2n rows
+  CHECK(run(cond_sizes, x * -1.0, tx).find("nimplicit_outputs=1") != std::string::npos);  // false branch: n rows
+}
