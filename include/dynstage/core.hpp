@@ -71,4 +71,5 @@
 #include "eager/interpret.hpp"
 #include "transform/jvp_rules.hpp"
 #include "transform/jvp.hpp"
+#include "transform/jvp_control.hpp"
 #include "transform/vjp.hpp"

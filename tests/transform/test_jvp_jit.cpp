@@ -29,3 +29,62 @@ TEST_CASE("jvp under jit: one compiled kernel, the numbers of eager jvp, every s
   }
   CHECK(jdf.stats().compiles == 1);
 }
+
+// Through control flow (the programs of test_jvp_control.cpp): jit(jvp) is
+// eager jvp, and a loop-carried array that grows compiles once for every size.
+#include "jvp_control_programs.hpp"
+
+namespace {
+template <class F>
+void check_jit_jvp(const F& f, const dyn::Array<double>& x, const dyn::Array<double>& w, const dyn::Array<double>& tx,
+                   const dyn::Array<double>& tw) {
+  auto g = [&](auto a, auto b, auto ta, auto tb) { return dyn::jvp(f, std::tuple{a, b}, std::tuple{ta, tb}); };
+  auto jg = dyn::jit(g);
+  const auto [yj, tj] = jg(x, w, tx, tw);
+  const auto [ye, te] = g(x, w, tx, tw);
+  CHECK(dyn::allclose(yj, ye, 1e-13));
+  CHECK(dyn::allclose(tj, te, 1e-13));
+}
+}  // namespace
+
+TEST_CASE("jvp under jit through control flow: cond, switch_, for_loop, while_loop, scan equal eager jvp") {
+  using dyn::Array;
+  using namespace jvp_programs;
+  const Array<double> w = Array<double>::scalar(0.7), tw = Array<double>::scalar(-1.3);
+  const Array<double> tx({3}, {1.0, -0.5, 2.0});
+  for (const Array<double>& x : {Array<double>({3}, {0.3, 1.2, -0.4}), Array<double>({3}, {-0.3, 0.2, -0.4})}) {
+    check_jit_jvp(cond_fn, x, w, tx, tw);
+    check_jit_jvp(cond_const_fn, x, w, tx, tw);
+    check_jit_jvp(switch_fn, x, w, tx, tw);
+    check_jit_jvp(for_fn, x, w, tx, tw);
+  }
+  check_jit_jvp(switch_fn, Array<double>({3}, {1.0, 1.0, 1.0}), w, tx, tw);
+  check_jit_jvp(while_fn, Array<double>({3}, {2.0, 3.0, 4.0}), Array<double>::scalar(1.5), tx, tw);
+  const Array<double> xs = dyn::reshape(dyn::linspace<double>(-1.0, 1.5, 12), {4, 3});
+  check_jit_jvp(scan_fn, xs, w, dyn::reshape(dyn::linspace<double>(1.0, -2.0, 12), {4, 3}), tw);
+}
+
+TEST_CASE("jvp under jit: a loop-carried array that grows (dynamic dimension), one compile for every size") {
+  using dyn::Array;
+  using namespace jvp_programs;
+  const Array<double> w = Array<double>::scalar(0.7), tw = Array<double>::scalar(-1.3);
+  auto run = [&](const auto& f) {
+    auto g = [&](auto a, auto b, auto ta, auto tb) { return dyn::jvp(f, std::tuple{a, b}, std::tuple{ta, tb}); };
+    const dyn::polymorphic_shapes spec{"(n,)", "", "(n,)", ""};
+    auto jg = dyn::jit(g, spec);
+    for (std::int64_t n : {1, 3, 5}) {
+      const Array<double> x = dyn::linspace<double>(-0.5, 1.0, n), tx = dyn::linspace<double>(1.0, -1.0, n);
+      const auto [yj, tj] = jg(x, w, tx, tw);
+      const auto cj = dyn::make_jaxpr(g, spec)(x, w, tx, tw);
+      const auto r = dyn::eval_jaxpr(cj, {dyn::AnyArray(x), dyn::AnyArray(w), dyn::AnyArray(tx), dyn::AnyArray(tw)});
+      CHECK(dyn::allclose(yj, r.at(r.size() - 2).template get<double>(), 1e-13));
+      CHECK(dyn::allclose(tj, r.back().template get<double>(), 1e-13));
+      const double h = 1e-6;
+      const Array<double> fd = (f(x + h * tx, w + h * tw) - f(x - h * tx, w - h * tw)) / (2 * h);
+      CHECK(dyn::allclose(tj, fd, 1e-6));
+    }
+    CHECK(jg.stats().compiles == 1);
+  };
+  run(grow_fn);
+  run(grow_for_fn);
+}

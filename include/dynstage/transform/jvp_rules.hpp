@@ -43,23 +43,15 @@ inline bool differentiable_dtype(DType d) { return is_float(d); }
 inline const char* jvp_missing(Prim p) {
   switch (p) {
     case Prim::lgamma: return "its derivative is digamma, which has no primitive yet";
-    case Prim::reduce_prod:
-    case Prim::cumprod: return "the product rule over a reduction is not written yet";
-    case Prim::cummax:
-    case Prim::cummin: return "the cumulative chooser rule is not written yet";
-    case Prim::scatter_mul:
-    case Prim::scatter_min:
-    case Prim::scatter_max: return "the rule for multiplicative and chooser scatters is not written yet";
-    case Prim::for_loop:
-    case Prim::while_loop:
-    case Prim::cond:
-    case Prim::scan: return "control flow is differentiated by the next step of issue 20 (JVP of the body)";
     default: return nullptr;
   }
 }
 
 // Out of line (DYNSTAGE_IMPLEMENTATION): the rules reach most of the trace layer.
 JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t, const Params& params);
+// The control-flow primitives' rule (transform/jvp_control.hpp): the bodies
+// differentiated into bodies that also carry tangents, the primitive bound again.
+JvpOut control_jvp(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t, const Params& params);
 
 namespace jvp_detail {
 
@@ -266,6 +258,130 @@ inline JvpOut chooser_reduce(Prim p, const std::vector<Value>& x, const std::vec
   return {{y}, {div(num, counts)}};
 }
 
+// reduce_prod and cumprod: the product rule, d(prod x) = sum_i t_i prod_{j != i} x_j,
+// made exact at zeros by counting them (JAX's _reduce_prod_jvp_rule is also
+// exact at zeros, by a tree of pairwise products; this form needs only the
+// primitive and its additive counterpart, so dynamic sizes and reversed
+// cumulative products need nothing more). With z the number of zeros in a
+// product and P the product of its nonzero factors, prod_{j != i} x_j is
+// P / x_i when z = 0, P for the one zero x_i when z = 1, and 0 when z >= 2:
+//   tangent = P * sum(t / x')   where z = 0  (x': x with zeros set to 1)
+//             P * sum(t * [x == 0])   where z = 1
+//             0                       where z >= 2
+// the sums being reduce_sum (cumsum) with the primitive's params.
+inline JvpOut product_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t,
+                           const Params& params) {
+  const Value y = op(p, x, params);
+  if (!t[0]) return {{y}, {std::nullopt}};
+  const Prim sum = p == Prim::reduce_prod ? Prim::reduce_sum : Prim::cumsum;
+  const DType dt = x[0].dtype();
+  const Value tx = instantiate(t[0], x[0]);
+  const Value is0 = op(Prim::eq, {x[0], lit(dt, 0)});
+  const Value zero = as_dtype(is0, dt);
+  const Value safe = select(is0, lit(dt, 1), x[0]);
+  const Value z = op(sum, {zero}, params);
+  const Value prod_nz = op(p, {safe}, params);
+  const Value none_zero = mul(prod_nz, op(sum, {div(tx, safe)}, params));
+  const Value one_zero = mul(prod_nz, op(sum, {mul(tx, zero)}, params));
+  return {{y}, {select(op(Prim::eq, {z, lit(dt, 0)}), none_zero,
+                       select(op(Prim::eq, {z, lit(dt, 1)}), one_zero, lit(dt, 0)))}};
+}
+
+// cummax / cummin: the tangent of the element that is the running extremum.
+// Element i is a record where it equals the running result (x_i == y_i); the
+// element y_k comes from is the last record at or before k in the scan's
+// direction: a cummax (reverse: cummin) of the records' positions, other
+// positions -1 (reverse: INT32_MAX), which the first element of the scan
+// (always a record) overrides. The tangents are gathered there
+// (take_along_axis). At a tie the latest tied element's tangent is taken
+// (JAX differentiates the associative scan of max, which averages tied
+// pairs); away from ties the two agree.
+inline JvpOut cumulative_chooser(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t,
+                                 const Params& params) {
+  const Value y = op(p, x, params);
+  if (!t[0]) return {{y}, {std::nullopt}};
+  const CumulativeParams cp = std::get<CumulativeParams>(params);
+  const Value pos = iota(DType::i32, x[0].shape(), cp.axis, x[0].is_tracer());
+  const Value none = lit(DType::i32, cp.reverse ? 2147483647.0 : -1.0);
+  const Value from = op(cp.reverse ? Prim::cummin : Prim::cummax, {select(op(Prim::eq, {x[0], y}), pos, none)}, params);
+  return {{y}, {take_along_axis(instantiate(t[0], x[0]), from, cp.axis)}};
+}
+
+inline Value ones_like(const Value& x) {
+  return broadcast_to_shape(lit(x.dtype(), 1), x.shape(), "jvp", x.is_tracer());
+}
+
+// scatter-mul: out = x * (the product of the updates that land there).
+// Linear in x: the same scatter-mul of x's tangent. In the updates, the
+// product rule of product_rule per position, with scatters for the sums:
+// Z (the count of zero updates) and the sums are scatter-adds, P (the
+// product of the nonzero updates) a scatter-mul into ones. JAX's
+// _scatter_mul_jvp_rhs (x * scatter_add(0, i, t_u)... divided out) requires
+// unique indices; this form takes duplicates and zeros. Dropped updates
+// (out of bounds) drop out of every scatter alike.
+inline JvpOut scatter_mul_rule(const std::vector<Value>& x, const std::vector<Tangent>& t, const Params& params) {
+  const Value y = op(Prim::scatter_mul, x, params);
+  if (!t[0] && !t[2]) return {{y}, {std::nullopt}};
+  const Value &idx = x[1], &u = x[2];
+  const DType dt = y.dtype();
+  Tangent r;
+  if (t[0]) r = op(Prim::scatter_mul, {instantiate(t[0], x[0]), idx, u}, params);
+  if (t[2]) {
+    const Value tu = instantiate(t[2], u);
+    const Value zeros = zeros_like(x[0]);
+    const Value is0 = op(Prim::eq, {u, lit(dt, 0)});
+    const Value zero = as_dtype(is0, dt);
+    const Value safe = select(is0, lit(dt, 1), u);
+    const Value z = op(Prim::scatter_add, {zeros, idx, zero}, params);
+    const Value prod_nz = op(Prim::scatter_mul, {ones_like(x[0]), idx, safe}, params);
+    const Value none_zero = mul(prod_nz, op(Prim::scatter_add, {zeros, idx, div(tu, safe)}, params));
+    const Value one_zero = mul(prod_nz, op(Prim::scatter_add, {zeros, idx, mul(tu, zero)}, params));
+    const Value d = select(op(Prim::eq, {z, lit(dt, 0)}), none_zero,
+                           select(op(Prim::eq, {z, lit(dt, 1)}), one_zero, lit(dt, 0)));
+    r = plus(r, mul(x[0], d), y.shape());
+  }
+  return {{y}, {r}};
+}
+
+// scatter-min / scatter-max: JAX's chooser rule (_scatter_extremal_jvp):
+// each result element takes the mean of the tangents of the values that
+// equal it, the operand's (if it was kept) and the updates' that won. Which
+// updates won is read by the scatter's inverse gather of the result at the
+// updates' windows; a dropped (out of bounds) update may read a clamped
+// element, but its share goes through scatter-adds that drop it again.
+inline JvpOut scatter_chooser(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t,
+                              const Params& params) {
+  const Value y = op(p, x, params);
+  if (!t[0] && !t[2]) return {{y}, {std::nullopt}};
+  const ScatterParams& sp = std::get<ScatterParams>(params);
+  const Value &idx = x[1], &u = x[2];
+  const DType dt = y.dtype();
+  GatherParams g{sp.update_window_dims, sp.inserted_window_dims, sp.scatter_dims_to_operand_dims, {}};
+  std::vector<Value> gin{y, idx};
+  const Shape us = u.shape();
+  std::size_t w = 0;
+  for (std::int64_t a = 0; a < x[0].rank(); ++a) {
+    if (std::find(sp.inserted_window_dims.begin(), sp.inserted_window_dims.end(), a) != sp.inserted_window_dims.end()) {
+      g.slice_sizes.push_back(1);
+      continue;
+    }
+    const Dim d = us.at(static_cast<std::size_t>(sp.update_window_dims.at(w++)));
+    if (d.is_static()) {
+      g.slice_sizes.push_back(d.value());
+    } else {
+      g.slice_sizes.push_back(kDynamicDim);
+      gin.push_back(current_trace()->dim_operand(d));
+    }
+  }
+  const Value won = as_dtype(op(Prim::eq, {u, op(Prim::gather, gin, g)}), dt);
+  const Value kept = as_dtype(op(Prim::eq, {x[0], y}), dt);
+  const Value zeros = zeros_like(x[0]);
+  const Value count = add(kept, op(Prim::scatter_add, {zeros, idx, won}, params));
+  const Value sum = add(mul(kept, instantiate(t[0], x[0])),
+                        op(Prim::scatter_add, {zeros, idx, mul(won, instantiate(t[2], u))}, params));
+  return {{y}, {div(sum, op(Prim::max, {count, lit(dt, 1)}))}};
+}
+
 // clamp(lo, x, hi): the tangent of whichever operand the result is.
 inline JvpOut clamp_rule(const std::vector<Value>& x, const std::vector<Tangent>& t) {
   const Value y = op(Prim::clamp, x);
@@ -311,13 +427,19 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
         case Prim::dynamic_update_slice: return linear_in(p, x, t, params, {0, 1});
         default: return linear_in_first(p, x, t, params);  // iota has no tangent input
       }
-    case Kind::scatter:  // scatter, scatter-add (the others are in jvp_missing): operand and updates
-      return linear_in(p, x, t, params, {0, 2});
+    case Kind::scatter:
+      if (p == Prim::scatter_mul) return scatter_mul_rule(x, t, params);
+      if (p == Prim::scatter_min || p == Prim::scatter_max) return scatter_chooser(p, x, t, params);
+      return linear_in(p, x, t, params, {0, 2});  // scatter, scatter-add: linear in operand and updates
     case Kind::reduction:
       if (p == Prim::reduce_sum) return linear_in_first(p, x, t, params);
       if (p == Prim::reduce_max || p == Prim::reduce_min) return chooser_reduce(p, x, t, params);
+      if (p == Prim::reduce_prod) return product_rule(p, x, t, params);
       return {{op(p, x, params)}, {std::nullopt}};  // boolean and index results
-    case Kind::cumulative: return linear_in_first(p, x, t, params);  // cumsum (the others are missing)
+    case Kind::cumulative:
+      if (p == Prim::cumprod) return product_rule(p, x, t, params);
+      if (p == Prim::cummax || p == Prim::cummin) return cumulative_chooser(p, x, t, params);
+      return linear_in_first(p, x, t, params);  // cumsum
     case Kind::sort: {
       if (p == Prim::top_k) {
         const std::vector<Value> ys = bind(p, x, params);
@@ -348,7 +470,7 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
       return {{y}, {plus(ta, tb, y.shape())}};
     }
     case Kind::effect: return {bind(p, x, params), {}};  // debug_callback: no outputs; it prints the primals
-    case Kind::control: break;                             // jvp_missing
+    case Kind::control: return control_jvp(p, x, t, params);
   }
   internal_error("jvp: no rule for " + std::string(prim_name(p)));
 }

@@ -384,6 +384,11 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
       }
     case Kind::scatter: {
       const auto& sp = std::get<ScatterParams>(params);
+      if (p == Prim::scatter_mul) {  // linear in the operand: a scaling by the known updates, its own transpose
+        if (in[2].linear()) not_linear(p);
+        r[0] = bind1(Prim::scatter_mul, {g, *in[1].value, *in[2].value}, sp);
+        return r;
+      }
       if (p != Prim::scatter && p != Prim::scatter_add) not_linear(p);
       const Value& idx = *in[1].value;
       // scatter overwrites: the operand's cotangent is zero where an update landed.
