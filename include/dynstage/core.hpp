@@ -71,3 +71,4 @@
 #include "eager/interpret.hpp"
 #include "transform/jvp_rules.hpp"
 #include "transform/jvp.hpp"
+#include "transform/vmap.hpp"
