@@ -51,18 +51,20 @@ struct BatchOut {
 // needs a rule (it is bound as it is), so iota is not here.
 inline const char* batch_missing(Prim p) {
   switch (p) {
-    case Prim::for_loop:
-    case Prim::while_loop:
-    case Prim::cond:
-    case Prim::scan:
-      return "batching a control-flow body is not written yet (batch its operands outside the loop, or "
-             "call vmap inside the body)";
-    default: return nullptr;
+    default: return nullptr;  // every primitive has a rule today
   }
 }
 
 // Out of line (DYNSTAGE_IMPLEMENTATION): the rules reach most of the trace layer.
 BatchOut batch_rule(Prim p, const std::vector<Value>& x, const std::vector<BDim>& dims, const Params& params);
+// The control-flow primitives' rules (transform/batching_control.hpp).
+BatchOut batch_control(Prim p, const std::vector<Value>& x, const std::vector<BDim>& dims, const Params& params);
+// The batching interpreter (transform/vmap.hpp): the outputs of `j` and their
+// batch axes, for constants `consts` (not batched), arguments `args` with
+// batch axes `dims`. An equation none of whose operands is batched is bound
+// as it is. The control-flow rules walk their bodies with it.
+BatchOut batch_eval(const Jaxpr& j, const std::vector<Value>& consts, const std::vector<Value>& args,
+                    const std::vector<BDim>& dims);
 
 namespace batch_detail {
 
@@ -456,7 +458,7 @@ BatchOut batch_rule(Prim p, const std::vector<Value>& x, const std::vector<BDim>
     }
     case Kind::contraction: return dot_rule(x, dims, params);
     case Kind::effect: return {bind(p, x, params), {}};  // debug_callback prints the batched operands
-    case Kind::control: break;                             // batch_missing
+    case Kind::control: return batch_control(p, x, dims, params);
   }
   internal_error("vmap: no batching rule for " + std::string(prim_name(p)));
 }

@@ -25,6 +25,7 @@
 #include "../trace/control.hpp"
 #include "../trace/pytree.hpp"
 #include "../trace/trace.hpp"
+#include "batching_control.hpp"
 #include "batching_rules.hpp"
 #include "jvp.hpp"  // trace_for_transform's helpers: traced_result_t, rebuild
 
@@ -54,12 +55,6 @@ struct InAxes {
 };
 
 namespace detail {
-
-// The batching interpreter: the outputs of `j` and their batch axes, for
-// constants `consts` (not batched), arguments `args` with batch axes `dims`.
-// An equation none of whose operands is batched is bound as it is.
-BatchOut batch_eval(const Jaxpr& j, const std::vector<Value>& consts, const std::vector<Value>& args,
-                    const std::vector<BDim>& dims);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 BatchOut batch_eval(const Jaxpr& j, const std::vector<Value>& consts, const std::vector<Value>& args,
