@@ -226,6 +226,11 @@ TEST_CASE("vmap: errors name the argument, its type and the axes") {
         "dyn::vmap: no argument is batched (every in_axes entry is dyn::none); batch at least one");
   CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap([](auto x) { return x; }, 0, 2)(c); }) ==
         "dyn::vmap: out_axes 2 is out of range for result #0, of rank 1 with its batch axis");
+  // A size that differs per lane would make the lanes' shapes differ.
+  CHECK(message_of<dyn::ShapeError>([&] {
+          (void)dyn::vmap([](auto n) { return dyn::arange<double>(n); })(Array<std::int64_t>({2}, {2, 3}));
+        }) == "vmap: operand #0 of iota is a size that differs between the batch's lanes; the lanes of a vmapped "
+              "array have one shape (compute the size outside vmap, or pad to the largest)");
   // A loop whose bounds differ per lane is not batched (a while_loop is).
   CHECK(message_of<dyn::TypeError>([&] {
           (void)dyn::vmap([](auto n) { return dyn::for_loop(0, n, 1)([](auto, auto v) { return v * 2.0; })(1.0); })(

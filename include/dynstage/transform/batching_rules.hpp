@@ -368,7 +368,9 @@ BatchOut structural(Prim p, const std::vector<Value>& x, const std::vector<BDim>
       ops.insert(ops.end(), x.begin() + 2, x.end());
       return {{bind1(p, ops, g)}, {0}};
     }
-    case Prim::iota: break;  // no operands but sizes: never batched
+    case Prim::iota:  // its operands are sizes: batched, the lanes would differ in shape
+      check_sizes_unbatched(p, dims, 0);
+      break;
     default: break;
   }
   internal_error("vmap: no structural rule for " + std::string(prim_name(p)));
