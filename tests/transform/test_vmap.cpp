@@ -167,6 +167,10 @@ TEST_CASE("vmap: dyn::vmap(f, {0, dyn::none}, 0) maps f over the batch axis, eag
   }
   const auto yn = dyn::vmap(f, {-2, dyn::none})(xs, w);
   CHECK(str(yn) == "[321. 654.]");
+  // A pytree argument: its entry applies to every leaf.
+  auto h = [](auto pr) { return std::get<0>(pr) - std::get<1>(pr); };
+  const auto hp = dyn::vmap(h, {1})(std::tuple{xs, dyn::ones<double>({2, 3})});
+  CHECK(str(hp) == "[[0. 3.]\n [1. 4.]\n [2. 5.]]");
   // A result that does not depend on the batch is broadcast.
   const auto k = dyn::vmap([](auto x) { return std::tuple{x * 2.0, dyn::ones<double>({2})}; })(Array<double>({3}, {1, 2, 3}));
   CHECK(str(std::get<0>(k)) == "[2. 4. 6.]");
@@ -289,4 +293,38 @@ TEST_CASE("vmap of control flow: for_loop, while_loop (lanes finishing apart), c
         "    ] a\n"
         "  in (b,) }");
   CHECK_NOTHROW(dyn::check_jaxpr(cj));
+}
+
+TEST_CASE("vmap with a symbolic batch size: the layout, indexing and loop rules pass it as an operand") {
+  // Per lane (a row of 6): reshape, slice, a dynamic slice at a lane's own
+  // start, a gather, pad, concatenate, a matrix product, a cumulative sum,
+  // a sort and a while loop; one program for every batch size b.
+  auto f = [](auto x, auto i) {
+    auto m = dyn::reshape(x, {2, 3});
+    auto s = dyn::slice_in_dim(m, 0, 3, 2, 1);                         // 2x2
+    auto d = dyn::dynamic_slice(x, {i}, {3});                          // 3
+    auto g = dyn::take(x, dyn::astype<std::int32_t>(d) % 6, 0);        // 3
+    auto p = dyn::pad(d, {{1, 2, 0}}, 0.5);                            // 6
+    auto c = dyn::concatenate({p, x}, 0);                              // 12
+    auto mm = dyn::matmul(m, dyn::transpose(m));                       // 2x2
+    auto w = dyn::while_loop([](auto v) { return dyn::sum(v) < 50.0; })([](auto v) { return v * 2.0; })(s);
+    return dyn::sum(c) + dyn::sum(mm) + dyn::sum(dyn::cumsum(g, 0)) + dyn::sum(dyn::sort(w, 0));
+  };
+  auto bf = dyn::vmap(f);
+  const auto cj = dyn::make_jaxpr(bf, dyn::polymorphic_shapes{"(b, 6)", "(b,)"})(dyn::ones<double>({2, 6}),
+                                                                                  Array<std::int64_t>({2}, {0, 1}));
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  CHECK(str(cj).starts_with("{ lambda ; a:i64[] b:f64[a,6] c:i64[a]. let"));
+  for (std::int64_t b : {1, 4}) {
+    const Array<double> x = dyn::reshape(dyn::linspace<double>(0.5, 3.0, 6 * b), {b, 6});
+    Array<std::int64_t> i({b});
+    for (std::int64_t k = 0; k < b; ++k) i.mutable_data()[k] = k % 5;
+    const auto want = bf(x, i);
+    for (std::int64_t k = 0; k < b; ++k) {  // lane by lane
+      const Array<double> row = dyn::squeeze(dyn::slice_in_dim(x, k, k + 1, 1, 0), {0});
+      CHECK(want(k) == doctest::Approx(f(row, Array<std::int64_t>::scalar(i(k)))()).epsilon(1e-13));
+    }
+    const auto got = dyn::eval_jaxpr(cj, {AnyArray(x), AnyArray(i)});
+    CHECK(dyn::allclose(got.back().get<double>(), want, 1e-13));
+  }
 }
