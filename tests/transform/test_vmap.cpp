@@ -272,6 +272,11 @@ TEST_CASE("vmap of control flow: for_loop, while_loop (lanes finishing apart), c
   const auto [tot, ys] = dyn::vmap(cum, {1})(m);
   CHECK(str(tot) == "[ 6. 60.]");
   CHECK(str(ys) == "[[ 0.  1.  3.]\n [ 0. 10. 30.]]");
+  // Nested: a while_loop batched twice; a scan over shared xs with a batched carry.
+  const Array<double> x2({2, 3}, {1, 5, 40, 3, 0.5, 31});
+  CHECK(str(dyn::vmap(dyn::vmap(grow))(x2)) == "[[32. 40. 40.]\n [48. 32. 31.]]");
+  auto from = [](auto c0, auto xs) { return std::get<0>(dyn::scan([](auto c, auto r) { return std::tuple{c * r, c}; }, c0, xs)); };
+  CHECK(str(dyn::vmap(from, {0, dyn::none})(Array<double>({2}, {1, -2}), Array<double>({3}, {2, 3, 4}))) == "[ 24. -48.]");
   // Under make_jaxpr the batched loop is a while_loop whose predicate is any lane's.
   const auto cj = dyn::make_jaxpr(dyn::vmap(grow))(x);
   CHECK(str(cj) ==
