@@ -73,3 +73,4 @@
 #include "transform/jvp.hpp"
 #include "transform/jvp_control.hpp"
 #include "transform/vjp.hpp"
+#include "transform/vmap.hpp"

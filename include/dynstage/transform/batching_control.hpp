@@ -1,0 +1,266 @@
+// dynstage: batching rules of the control-flow primitives (dyn::vmap of
+// for_loop, while_loop, cond/switch_ and scan), JAX's rules
+// (jax/_src/lax/control_flow/loops.py, conditionals.py) in the form of
+// dynstage's combinators.
+//
+// A loop is batched by binding the same loop again through its combinator's
+// bind (bind_for_loop, bind_while_loop, bind_scan), with a body that is the
+// original body walked by batch_eval: the combinator traces that body in a
+// nested scope, exactly as it traces a user's body. Every carried value is
+// batched (axis 0): simpler than JAX's fixed point over which carries
+// become batched, and the same results. Specifically:
+//   for_loop    the bounds must be the same in every lane (a TypeError
+//               otherwise: batch them into a while_loop yourself);
+//   while_loop  the predicate may differ per lane: the loop runs while any
+//               lane's predicate holds, and a lane whose predicate is false
+//               keeps its carry (a select of the old and new carry), as
+//               JAX's _while_loop_batching_rule;
+//   cond        an unbatched predicate keeps the cond (branches batched);
+//               a batched one runs every branch and selects each lane's
+//               results, as JAX turns cond into select;
+//   scan        the carry is batched at 0, a batched xs at axis 1 (axis 0
+//               is the scanned one), and the ys come out batched at 1.
+// Loops whose carried sizes change (nimplicit > 0) and conds with dynamic
+// result sizes are not batched (a TypeError saying so).
+// With no enclosing trace (eager vmap) the batched loop is staged in a
+// scope of its own and run by the interpreter.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../eager/interpret.hpp"
+#include "../trace/control.hpp"
+#include "../trace/scan.hpp"
+#include "batching_rules.hpp"
+
+namespace dyn::detail {
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+namespace batch_detail {
+
+// fn(operands) recorded in the current trace; with none, staged into a
+// jaxpr of its own and evaluated on the (concrete) operands.
+template <class Fn>
+std::vector<Value> staged_or_run(const std::vector<Value>& operands, const Fn& fn) {
+  if (current_trace()) return fn(operands);
+  std::shared_ptr<Jaxpr> j;
+  std::vector<AnyArray> consts;
+  {
+    TraceScope scope;
+    std::vector<Value> args;
+    for (const Value& v : operands) args.push_back(scope.new_arg(v.aval()));
+    const std::vector<Value> outs = fn(args);
+    j = scope.finish(outs, /*implicit_results=*/false);
+    for (const Value& c : scope.const_sources()) consts.push_back(c.array);
+  }
+  std::vector<AnyArray> in;
+  for (const Value& v : operands) in.push_back(v.array);
+  std::vector<Value> r;
+  for (AnyArray& a : eval_jaxpr(ClosedJaxpr{j, consts}, in)) r.push_back(Value{std::move(a), nullptr, false});
+  return r;
+}
+
+inline void unsupported(Prim p, const std::string& why) {
+  fail<TypeError>("vmap: cannot batch " + std::string(prim_name(p)) + ": " + why);
+}
+
+// batch_eval of `j` on `in` (batch axes `d`), every result batched at 0.
+inline std::vector<Value> all_front(const Jaxpr& j, const std::vector<Value>& in, const std::vector<BDim>& d,
+                                    const Dim& size) {
+  const BatchOut o = batch_eval(j, {}, in, d);
+  std::vector<Value> r;
+  for (std::size_t k = 0; k < o.values.size(); ++k) r.push_back(to_front(o.values[k], o.dims[k], size));
+  return r;
+}
+
+// c ? a : b per lane, c of shape [size] (batched at 0), a and b [size, ...].
+inline Value lane_select(const Value& c, const Value& a, const Value& b) {
+  const Value cb = a.rank() == 1 ? c : broadcast_dims(c, a.shape(), {0}, true);
+  return bind1(Prim::select_n, {cb, b, a});
+}
+
+BatchOut for_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const ForLoopParams& fp) {
+  if (fp.nimplicit != 0) unsupported(Prim::for_loop, "its carried sizes change between iterations (nimplicit > 0)");
+  const Dim size = batch_size(x, dims);
+  const std::size_t nc = static_cast<std::size_t>(fp.body_nconsts);
+  for (std::size_t k = nc; k < nc + 4; ++k)
+    if (dims[k])
+      unsupported(Prim::for_loop, "its bounds differ between the batch's lanes; write it as a while_loop over a "
+                                  "batched counter");
+  std::vector<Value> init;
+  for (std::size_t k = nc + 4; k < x.size(); ++k) init.push_back(to_front(x[k], dims[k], size));
+  const Value lower = x[nc], upper = x[nc + 1], step = x[nc + 2];
+  const std::vector<Value> consts(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nc));
+  const std::vector<BDim> cdims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(nc));
+  std::vector<Value> operands = consts;
+  for (const Value& v : {lower, upper, step}) operands.push_back(v);
+  operands.insert(operands.end(), init.begin(), init.end());
+  const auto run = [&](const std::vector<Value>& ops) {
+    const std::vector<Value> cs(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(nc));
+    auto body = [&](const std::vector<Value>& args) {  // index, carried
+      std::vector<Value> in = cs;
+      std::vector<BDim> d = cdims;
+      for (std::size_t k = 0; k < args.size(); ++k) {
+        in.push_back(args[k]);
+        d.push_back(k == 0 ? BDim{} : BDim{0});
+      }
+      return all_front(*fp.body_jaxpr, in, d, size);
+    };
+    LoopOptions opts;
+    opts.preserve_dimensions = fp.preserve_dimensions;
+    const std::vector<Value> carried(ops.begin() + static_cast<std::ptrdiff_t>(nc + 3), ops.end());
+    return bind_for_loop(ops[nc], ops[nc + 1], ops[nc + 2], carried, body, opts);
+  };
+  const std::vector<Value> outs = staged_or_run(operands, run);
+  return {outs, std::vector<BDim>(outs.size(), BDim{0})};
+}
+
+BatchOut while_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const WhileLoopParams& wp) {
+  if (wp.nimplicit != 0) unsupported(Prim::while_loop, "its carried sizes change between iterations (nimplicit > 0)");
+  const Dim size = batch_size(x, dims);
+  const std::size_t ncc = static_cast<std::size_t>(wp.cond_nconsts), nbc = static_cast<std::size_t>(wp.body_nconsts);
+  std::vector<Value> operands(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(ncc + nbc));
+  const std::vector<BDim> kdims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(ncc + nbc));
+  for (std::size_t k = ncc + nbc; k < x.size(); ++k) operands.push_back(to_front(x[k], dims[k], size));
+  const auto run = [&](const std::vector<Value>& ops) {
+    const std::vector<Value> ccs(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(ncc));
+    const std::vector<Value> bcs(ops.begin() + static_cast<std::ptrdiff_t>(ncc),
+                                 ops.begin() + static_cast<std::ptrdiff_t>(ncc + nbc));
+    const std::vector<BDim> cd(kdims.begin(), kdims.begin() + static_cast<std::ptrdiff_t>(ncc));
+    const std::vector<BDim> bd(kdims.begin() + static_cast<std::ptrdiff_t>(ncc), kdims.end());
+    // Each lane's predicate: bool[size] (batched) or bool[] (the same for all).
+    auto lane_pred = [&](const std::vector<Value>& carried) {
+      std::vector<Value> in = ccs;
+      std::vector<BDim> d = cd;
+      for (const Value& c : carried) {
+        in.push_back(c);
+        d.push_back(0);
+      }
+      const BatchOut o = batch_eval(*wp.cond_jaxpr, {}, in, d);
+      return std::pair{o.values.at(0), o.dims.at(0)};
+    };
+    auto cond = [&](const std::vector<Value>& carried) {
+      const auto [p, d] = lane_pred(carried);
+      if (!d) return std::vector<Value>{p};
+      return std::vector<Value>{bind1(Prim::reduce_or, {p}, ReduceParams{{*d}})};  // any lane still running
+    };
+    auto body = [&](const std::vector<Value>& carried) {
+      std::vector<Value> in = bcs;
+      std::vector<BDim> d = bd;
+      for (const Value& c : carried) {
+        in.push_back(c);
+        d.push_back(0);
+      }
+      std::vector<Value> next = all_front(*wp.body_jaxpr, in, d, size);
+      const auto [p, pd] = lane_pred(carried);
+      if (!pd) return next;  // every lane runs this iteration
+      const Value running = to_front(p, pd, size);
+      for (std::size_t k = 0; k < next.size(); ++k) next[k] = lane_select(running, next[k], carried[k]);
+      return next;
+    };
+    LoopOptions opts;
+    opts.preserve_dimensions = wp.preserve_dimensions;
+    const std::vector<Value> carried(ops.begin() + static_cast<std::ptrdiff_t>(ncc + nbc), ops.end());
+    return bind_while_loop(carried, cond, body, opts);
+  };
+  const std::vector<Value> outs = staged_or_run(operands, run);
+  return {outs, std::vector<BDim>(outs.size(), BDim{0})};
+}
+
+BatchOut cond_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const CondParams& cp) {
+  if (cp.nimplicit_outputs != 0) unsupported(Prim::cond, "its results have dynamic sizes (nimplicit_outputs > 0)");
+  const Dim size = batch_size(x, dims);
+  const std::vector<Value> in(x.begin() + 1, x.end());
+  const std::vector<BDim> d(dims.begin() + 1, dims.end());
+  if (dims[0]) {
+    // A predicate per lane: every branch runs; each lane takes its branch's
+    // results (JAX's _cond_batching_rule with a batched index: select_n).
+    std::vector<std::vector<Value>> outs;
+    for (const auto& b : cp.branches) outs.push_back(all_front(*b, in, d, size));
+    const Value pred = to_front(x[0], dims[0], size);
+    std::vector<Value> r = outs.back();  // branches[N-1]: also an index out of range
+    for (std::size_t b = outs.size() - 1; b-- > 0;) {
+      Value take = pred;
+      if (cp.indexed) {
+        const Value bi = scalar_value(Scalar::of<std::int32_t>(static_cast<std::int32_t>(b)), false);
+        const Value i = pred.dtype() == DType::i32 ? pred : bind1(Prim::convert_element_type, {pred}, ConvertParams{DType::i32, false});
+        take = bind1(Prim::eq, {i, bi});
+      }
+      for (std::size_t k = 0; k < r.size(); ++k) r[k] = lane_select(take, outs[b][k], r[k]);
+    }
+    return {r, std::vector<BDim>(r.size(), BDim{0})};
+  }
+  std::vector<Value> operands{x[0]};
+  operands.insert(operands.end(), in.begin(), in.end());
+  const auto run = [&](const std::vector<Value>& ops) {
+    const std::vector<Value> args(ops.begin() + 1, ops.end());
+    std::vector<std::function<std::vector<Value>(const std::vector<Value>&)>> fns;
+    for (const auto& b : cp.branches)
+      fns.emplace_back([&, b](const std::vector<Value>& a) { return all_front(*b, a, d, size); });
+    std::vector<NestedFn> nfs(fns.begin(), fns.end());
+    if (!cp.indexed) return bind_cond(ops[0], args, nfs[0], nfs[1]);
+    return bind_switch(ops[0], args, nfs);
+  };
+  const std::vector<Value> outs = staged_or_run(operands, run);
+  return {outs, std::vector<BDim>(outs.size(), BDim{0})};
+}
+
+BatchOut scan_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const ScanParams& sp) {
+  const Dim size = batch_size(x, dims);
+  const std::size_t nc = static_cast<std::size_t>(sp.num_consts), ncar = static_cast<std::size_t>(sp.num_carry);
+  const std::size_t nxs = x.size() - nc - ncar - (sp.length < 0 ? 1 : 0);
+  if (sp.length < 0 && dims.back())
+    unsupported(Prim::scan, "its length differs between the batch's lanes");
+  std::vector<Value> operands(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nc));
+  const std::vector<BDim> cdims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(nc));
+  for (std::size_t k = nc; k < nc + ncar; ++k) operands.push_back(to_front(x[k], dims[k], size));
+  std::vector<BDim> xdims;  // a batched xs at axis 1, its rows batched at 0
+  for (std::size_t k = nc + ncar; k < nc + ncar + nxs; ++k) {
+    operands.push_back(dims[k] ? moveaxis(x[k], *dims[k], 1) : x[k]);
+    xdims.push_back(dims[k] ? BDim{0} : BDim{});
+  }
+  const Dim length = sp.length < 0 ? x.back().aval().dim_value.value_or(Dim(0)) : Dim(sp.length);
+  std::size_t ncarry = ncar;
+  const auto run = [&](const std::vector<Value>& ops) {
+    const std::vector<Value> cs(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(nc));
+    const std::vector<Value> init(ops.begin() + static_cast<std::ptrdiff_t>(nc),
+                                  ops.begin() + static_cast<std::ptrdiff_t>(nc + ncar));
+    const std::vector<Value> xs(ops.begin() + static_cast<std::ptrdiff_t>(nc + ncar), ops.end());
+    auto body = [&](const std::vector<Value>& args) {  // carry, x
+      std::vector<Value> in = cs;
+      std::vector<BDim> d = cdims;
+      for (std::size_t k = 0; k < args.size(); ++k) {
+        in.push_back(args[k]);
+        d.push_back(k < ncar ? BDim{0} : xdims[k - ncar]);
+      }
+      return all_front(*sp.jaxpr, in, d, size);
+    };
+    Dim n = length;
+    if (!xs.empty()) n = xs[0].shape()[0];
+    return bind_scan(init, xs, n, sp.reverse, body, ncarry);
+  };
+  const std::vector<Value> outs = staged_or_run(operands, run);
+  std::vector<BDim> od(outs.size(), BDim{1});
+  for (std::size_t k = 0; k < ncar; ++k) od[k] = 0;
+  return {outs, od};
+}
+
+}  // namespace batch_detail
+
+BatchOut batch_control(Prim p, const std::vector<Value>& x, const std::vector<BDim>& dims, const Params& params) {
+  using namespace batch_detail;
+  switch (p) {
+    case Prim::for_loop: return for_rule(x, dims, std::get<ForLoopParams>(params));
+    case Prim::while_loop: return while_rule(x, dims, std::get<WhileLoopParams>(params));
+    case Prim::cond: return cond_rule(x, dims, std::get<CondParams>(params));
+    case Prim::scan: return scan_rule(x, dims, std::get<ScanParams>(params));
+    default: internal_error("vmap: batch_control of " + std::string(prim_name(p)));
+  }
+}
+
+#endif  // DYNSTAGE_IMPLEMENTATION
+
+}  // namespace dyn::detail

@@ -1,0 +1,335 @@
+// dyn::vmap (issue 20, API.md section 14): batching as a jaxpr interpreter.
+// The rules are checked primitive by primitive (the whole primitive table: a
+// primitive without a rule fails here unless it is on batch_missing's list
+// with its reason): batch_eval of each primitive's sample program on stacked
+// arguments equals eval_jaxpr lane by lane, stacked, with the batch axis at
+// 0, at 1 and unbatched arguments mixed in. The user-facing dyn::vmap is
+// checked in eager code, printed by make_jaxpr (golden text), nested, and
+// for its errors.
+#include <doctest/doctest.h>
+
+#include <dynstage/core.hpp>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../ir/prim_samples.hpp"
+#include "../test_util.hpp"
+
+using dyn::AnyArray;
+using dyn::Array;
+using namespace dyn;
+using namespace dyn::detail;
+using test_util::message_of;
+using test_util::str;
+
+namespace {
+
+constexpr std::int64_t kLanes = 3;
+
+// Lane b of a sample argument: its elements rotated by b (so indices, shift
+// amounts and the like stay valid), a scalar moved by b / 8 (an integer by b).
+AnyArray lane(const AnyArray& a, std::int64_t b) {
+  return visit_dtype(a.dtype(), [&](auto z) -> AnyArray {
+    using T = decltype(z);
+    Array<T> r(a.shape());
+    const T* p = static_cast<const T*>(a.data());
+    const std::int64_t n = r.size();
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (a.rank() > 0) {
+        r.mutable_data()[i] = p[(i + b) % n];
+      } else if constexpr (std::is_same_v<T, bool>) {
+        r.mutable_data()[i] = (p[i] != (b % 2 == 1));
+      } else if constexpr (std::is_floating_point_v<T>) {
+        r.mutable_data()[i] = static_cast<T>(p[i] + 0.125 * static_cast<double>(b));
+      } else {
+        r.mutable_data()[i] = static_cast<T>(p[i] + b);
+      }
+    }
+    return AnyArray(r);
+  });
+}
+
+// The lanes stacked along a new axis `axis`.
+AnyArray stack_at(const std::vector<AnyArray>& lanes, std::int64_t axis) {
+  std::vector<Value> rows;
+  for (const AnyArray& l : lanes) {
+    Shape s = to_shape(l.shape());
+    s.insert(s.begin(), Dim(1));
+    rows.push_back(reshape(Value{l, nullptr, false}, s));
+  }
+  const Value st = rows.size() == 1 ? rows[0] : concatenate(rows, 0);
+  return batch_detail::moveaxis(st, 0, axis).array;
+}
+
+double at(const AnyArray& a, std::int64_t i) {
+  return visit_dtype(a.dtype(), [&](auto z) { return static_cast<double>(static_cast<const decltype(z)*>(a.data())[i]); });
+}
+
+// Equal dtypes, shapes and elements (NaNs equal; floats to 1e-12 relative).
+bool same(const AnyArray& a, const AnyArray& b) {
+  if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const double x = at(a, i), y = at(b, i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (!(std::abs(x - y) <= 1e-12 * (1 + std::abs(y)))) return false;
+  }
+  return true;
+}
+
+// The batch axis of sample argument k of rank r under mode m: 0 everywhere;
+// 1 (rank >= 1; rank 0: 0); none for even k and 0 for odd k (one argument:
+// -1, counted from the end).
+BDim axis_of(int mode, std::size_t k, std::size_t nargs, int rank) {
+  switch (mode) {
+    case 0: return 0;
+    case 1: return rank >= 1 ? 1 : 0;
+    default:
+      if (nargs == 1) return rank;  // -1 normalised: the new last axis
+      return k % 2 == 0 ? BDim{} : BDim{0};
+  }
+}
+
+}  // namespace
+
+TEST_CASE("vmap rules: every primitive batched equals the primitive lane by lane, stacked (axes 0, 1, none)") {
+  int checked = 0, missing = 0, no_operands = 0;
+  for (Prim p : prim_samples::all_prims()) {
+    CAPTURE(std::string(prim_name(p)));
+    const prim_samples::Sample s = prim_samples::sample_of(p);
+    const Jaxpr& j = *s.jaxpr.jaxpr;
+    std::vector<Value> consts;
+    for (const AnyArray& c : s.jaxpr.consts) consts.push_back(Value{c, nullptr, false});
+    if (s.args.empty()) {  // iota: nothing to batch
+      CHECK(batch_eval(j, consts, {}, {}).dims == std::vector<BDim>(j.outvars.size(), std::nullopt));
+      ++no_operands;
+      continue;
+    }
+    bool all_modes = true;
+    for (int mode = 0; mode < 3; ++mode) {
+      CAPTURE(mode);
+      std::vector<Value> args;
+      std::vector<BDim> dims;
+      std::vector<std::vector<AnyArray>> lane_args(kLanes);
+      for (std::size_t k = 0; k < s.args.size(); ++k) {
+        const BDim d = axis_of(mode, k, s.args.size(), s.args[k].rank());
+        std::vector<AnyArray> ls;
+        for (std::int64_t b = 0; b < kLanes; ++b) ls.push_back(d ? lane(s.args[k], b) : s.args[k]);
+        for (std::int64_t b = 0; b < kLanes; ++b) lane_args[static_cast<std::size_t>(b)].push_back(ls[static_cast<std::size_t>(b)]);
+        args.push_back(Value{d ? stack_at(ls, *d) : s.args[k], nullptr, false});
+        dims.push_back(d);
+      }
+      if (const char* why = batch_missing(p)) {
+        CHECK(message_of<dyn::TypeError>([&] { (void)batch_eval(j, consts, args, dims); }) ==
+              "vmap: cannot batch " + std::string(prim_name(p)) + ": " + why);
+        all_modes = false;
+        break;
+      }
+      const BatchOut r = batch_eval(j, consts, args, dims);
+      std::vector<std::vector<AnyArray>> want(j.outvars.size());
+      for (std::int64_t b = 0; b < kLanes; ++b) {
+        const std::vector<AnyArray> o = dyn::eval_jaxpr(s.jaxpr, lane_args[static_cast<std::size_t>(b)]);
+        for (std::size_t i = 0; i < o.size(); ++i) want[i].push_back(o[i]);
+      }
+      REQUIRE(r.values.size() == want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        CAPTURE(i);
+        const Value got = vmap_output(r.values[i], r.dims[i], 0, Dim(kLanes), i);
+        CHECK(same(got.array, stack_at(want[i], 0)));
+      }
+    }
+    if (all_modes) ++checked;
+    else ++missing;
+  }
+  // The tally, so that a primitive moving between the groups is seen.
+  CHECK(checked + missing + no_operands == static_cast<int>(prim_samples::all_prims().size()));
+  CHECK(missing == 0);
+  CHECK(no_operands == 1);
+}
+
+TEST_CASE("vmap: dyn::vmap(f, {0, dyn::none}, 0) maps f over the batch axis, eager") {
+  auto f = [](auto x, auto w) { return dyn::sum(x * w); };
+  const Array<double> xs({2, 3}, {1, 2, 3, 4, 5, 6}), w({3}, {1, 10, 100});
+  const auto y = dyn::vmap(f, {0, dyn::none})(xs, w);
+  CHECK(str(y) == "[321. 654.]");
+  // Axis 1 in, axis 1 out; a negative axis; a matrix product per lane.
+  auto g = [](auto a, auto b) { return dyn::matmul(a, b); };
+  const Array<double> as = dyn::reshape(dyn::linspace<double>(0.0, 11.0, 12), {2, 3, 2});  // lanes along axis 1
+  const Array<double> b({2, 2}, {1, 2, 3, 4});
+  const auto c = dyn::vmap(g, {1, dyn::none}, 1)(as, b);
+  REQUIRE(c.shape() == std::vector<std::int64_t>{2, 3, 2});
+  for (std::int64_t l = 0; l < 3; ++l) {
+    const Array<double> al = dyn::squeeze(dyn::slice_in_dim(as, l, l + 1, 1, 1), {1});
+    const Array<double> cl = dyn::squeeze(dyn::slice_in_dim(c, l, l + 1, 1, 1), {1});
+    CHECK(dyn::allclose(cl, dyn::matmul(al, b), 0.0));
+  }
+  const auto yn = dyn::vmap(f, {-2, dyn::none})(xs, w);
+  CHECK(str(yn) == "[321. 654.]");
+  // A pytree argument: its entry applies to every leaf.
+  auto h = [](auto pr) { return std::get<0>(pr) - std::get<1>(pr); };
+  const auto hp = dyn::vmap(h, {1})(std::tuple{xs, dyn::ones<double>({2, 3})});
+  CHECK(str(hp) == "[[0. 3.]\n [1. 4.]\n [2. 5.]]");
+  // A result that does not depend on the batch is broadcast.
+  const auto k = dyn::vmap([](auto x) { return std::tuple{x * 2.0, dyn::ones<double>({2})}; })(Array<double>({3}, {1, 2, 3}));
+  CHECK(str(std::get<0>(k)) == "[2. 4. 6.]");
+  CHECK(str(std::get<1>(k)) == "[[1. 1.]\n [1. 1.]\n [1. 1.]]");
+}
+
+TEST_CASE("vmap: nested vmap maps over two axes") {
+  auto f = [](auto x, auto y) { return x * y + 1.0; };  // scalars
+  auto outer = dyn::vmap(dyn::vmap(f, {0, dyn::none}), {dyn::none, 0});  // table[i][j] = x[j] * y[i] + 1
+  const Array<double> x({3}, {1, 2, 3}), y({2}, {10, 20});
+  const auto t = outer(x, y);
+  CHECK(str(t) == "[[11. 21. 31.]\n [21. 41. 61.]]");
+  // Both levels batched: a rowwise outer product.
+  auto op = dyn::vmap(dyn::vmap([](auto a, auto b) { return a * b; }, {0, dyn::none}), {0, 0});
+  const Array<double> a({2, 2}, {1, 2, 3, 4}), b({2, 3}, {1, 0, 1, 2, 2, 0});
+  CHECK(str(op(a, b)) == "[[[1. 0. 1.]\n  [2. 0. 2.]]\n\n [[6. 6. 0.]\n  [8. 8. 0.]]]");
+}
+
+TEST_CASE("vmap: inside make_jaxpr it records the batched program (golden text)") {
+  auto f = [](auto x, auto w) { return dyn::sin(x) * w; };
+  auto bf = dyn::vmap(f, {1, dyn::none});
+  const auto cj = dyn::make_jaxpr(bf)(dyn::ones<double>({3, 2}), dyn::ones<double>({3}));
+  CHECK(str(cj) ==
+        "{ lambda ; a:f64[3,2] b:f64[3]. let\n"
+        "    c:f64[3,2] = sin a\n"
+        "    d:f64[2,3] = transpose[permutation=(1, 0)] c\n"
+        "    e:f64[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] b\n"
+        "    f:f64[2,3] = mul d e\n"
+        "  in (f,) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  // Symbolic batch size: one program for every batch.
+  auto g = [](auto x) { return dyn::sum(x * 2.0); };
+  const auto cs = dyn::make_jaxpr(dyn::vmap(g), dyn::polymorphic_shapes{"(b, 3)"})(dyn::ones<double>({2, 3}));
+  CHECK(str(cs) ==
+        "{ lambda ; a:i64[] b:f64[a,3]. let\n"
+        "    c:f64[a,3] = mul b 2.0:f64[]\n"
+        "    d:f64[a] = reduce_sum[axes=(1,)] c\n"
+        "  in (d,) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(cs));
+  const Array<double> x({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(str(dyn::eval_jaxpr(cs, {AnyArray(x)}).back()) == "[12. 30. 48. 66.]");
+}
+
+TEST_CASE("vmap: errors name the argument, its type and the axes") {
+  auto f = [](auto x, auto y) { return x + y; };
+  const Array<double> a({2, 3}), b({3, 3}), c({3});
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::vmap(f, {0})(a, a); }) ==
+        "dyn::vmap: in_axes has 1 entries but the function is called with 2 arguments; give one axis (or dyn::none) "
+        "per argument");
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap(f, {0, 2})(a, a); }) ==
+        "dyn::vmap: in_axes entry 2 of argument #1 is out of range for its value of type f64[2,3] (rank 2); an axis "
+        "is in [-2, 2)");
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap(f, {0, 0})(a, b); }) ==
+        "dyn::vmap: argument #0 of type f64[2,3] has batch size 2 but argument #1 of type f64[3,3] has batch size 3 "
+        "along axis 0; the batched arguments have one batch size");
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::vmap(f, dyn::none)(c, c); }) ==
+        "dyn::vmap: no argument is batched (every in_axes entry is dyn::none); batch at least one");
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap([](auto x) { return x; }, 0, 2)(c); }) ==
+        "dyn::vmap: out_axes 2 is out of range for result #0, of rank 1 with its batch axis");
+  // A size that differs per lane would make the lanes' shapes differ.
+  CHECK(message_of<dyn::ShapeError>([&] {
+          (void)dyn::vmap([](auto n) { return dyn::arange<double>(n); })(Array<std::int64_t>({2}, {2, 3}));
+        }) == "vmap: operand #0 of iota is a size that differs between the batch's lanes; the lanes of a vmapped "
+              "array have one shape (compute the size outside vmap, or pad to the largest)");
+  // A loop whose bounds differ per lane is not batched (a while_loop is).
+  CHECK(message_of<dyn::TypeError>([&] {
+          (void)dyn::vmap([](auto n) { return dyn::for_loop(0, n, 1)([](auto, auto v) { return v * 2.0; })(1.0); })(
+              Array<std::int64_t>({2}, {1, 2}));
+        }) == "vmap: cannot batch for_loop: its bounds differ between the batch's lanes; write it as a while_loop "
+              "over a batched counter");
+}
+
+TEST_CASE("vmap of control flow: for_loop, while_loop (lanes finishing apart), cond and switch_ (batched or not), scan") {
+  const Array<double> x({3}, {1, 5, 40});
+  // for_loop: the carry batched, the bounds shared.
+  auto dbl = [](auto v) { return dyn::for_loop(0, 3, 1)([](auto, auto c) { return c * 2.0; })(v); };
+  CHECK(str(dyn::vmap(dbl)(x)) == "[  8.  40. 320.]");
+  // while_loop: each lane doubles until it passes 30; the first lane needs 5
+  // steps, the last none: the loop runs 5 times, finished lanes frozen.
+  auto grow = [](auto v) { return dyn::while_loop([](auto c) { return c < 30.0; })([](auto c) { return c * 2.0; })(v); };
+  CHECK(str(dyn::vmap(grow)(x)) == "[32. 40. 40.]");
+  // cond with a batched predicate: both branches, a select per lane.
+  auto pick = [](auto v) { return dyn::cond(v > 2.0, [](auto c) { return c * 10.0; }, [](auto c) { return -c; })(v); };
+  CHECK(str(dyn::vmap(pick)(x)) == "[ -1.  50. 400.]");
+  // cond with a shared predicate: the cond stays, its branches batched.
+  auto pick2 = [](auto v, auto p) { return dyn::cond(p > 0.0, [](auto c) { return c * 10.0; }, [](auto c) { return -c; })(v); };
+  CHECK(str(dyn::vmap(pick2, {0, dyn::none})(x, 1.0)) == "[ 10.  50. 400.]");
+  CHECK(str(dyn::vmap(pick2, {0, dyn::none})(x, -1.0)) == "[ -1.  -5. -40.]");
+  // switch_ with a batched index (out of range clamps to the last branch).
+  auto sw = [](auto i, auto v) {
+    return dyn::switch_(i, [](auto c) { return c + 1.0; }, [](auto c) { return c * 3.0; }, [](auto c) { return -c; })(v);
+  };
+  CHECK(str(dyn::vmap(sw)(Array<std::int32_t>({3}, {0, 1, 2}), x)) == "[  2.  15. -40.]");
+  // scan: a running sum of each lane's rows (xs batched along axis 1 here).
+  auto cum = [](auto xs) {
+    return dyn::scan([](auto c, auto r) { return std::tuple{c + r, c}; }, 0.0, xs);
+  };
+  const Array<double> m({3, 2}, {1, 10, 2, 20, 3, 30});  // lanes are the columns
+  const auto [tot, ys] = dyn::vmap(cum, {1})(m);
+  CHECK(str(tot) == "[ 6. 60.]");
+  CHECK(str(ys) == "[[ 0.  1.  3.]\n [ 0. 10. 30.]]");
+  // Nested: a while_loop batched twice; a scan over shared xs with a batched carry.
+  const Array<double> x2({2, 3}, {1, 5, 40, 3, 0.5, 31});
+  CHECK(str(dyn::vmap(dyn::vmap(grow))(x2)) == "[[32. 40. 40.]\n [48. 32. 31.]]");
+  auto from = [](auto c0, auto xs) { return std::get<0>(dyn::scan([](auto c, auto r) { return std::tuple{c * r, c}; }, c0, xs)); };
+  CHECK(str(dyn::vmap(from, {0, dyn::none})(Array<double>({2}, {1, -2}), Array<double>({3}, {2, 3, 4}))) == "[ 24. -48.]");
+  // Under make_jaxpr the batched loop is a while_loop whose predicate is any lane's.
+  const auto cj = dyn::make_jaxpr(dyn::vmap(grow))(x);
+  CHECK(str(cj) ==
+        "{ lambda ; a:f64[3]. let\n"
+        "    b:f64[3] = while_loop[\n"
+        "      body_jaxpr={ lambda ; c:f64[3]. let\n"
+        "          d:bool[3] = lt c 30.0:f64[]\n"
+        "          e:f64[3] = mul c 2.0:f64[]\n"
+        "          f:f64[3] = select_n d c e\n"
+        "        in (f,) }\n"
+        "      body_nconsts=0\n"
+        "      cond_jaxpr={ lambda ; g:f64[3]. let\n"
+        "          h:bool[3] = lt g 30.0:f64[]\n"
+        "          i:bool[] = reduce_or[axes=(0,)] h\n"
+        "        in (i,) }\n"
+        "      cond_nconsts=0\n"
+        "      nimplicit=0\n"
+        "      preserve_dimensions=True\n"
+        "    ] a\n"
+        "  in (b,) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+}
+
+TEST_CASE("vmap with a symbolic batch size: the layout, indexing and loop rules pass it as an operand") {
+  // Per lane (a row of 6): reshape, slice, a dynamic slice at a lane's own
+  // start, a gather, pad, concatenate, a matrix product, a cumulative sum,
+  // a sort and a while loop; one program for every batch size b.
+  auto f = [](auto x, auto i) {
+    auto m = dyn::reshape(x, {2, 3});
+    auto s = dyn::slice_in_dim(m, 0, 3, 2, 1);                         // 2x2
+    auto d = dyn::dynamic_slice(x, {i}, {3});                          // 3
+    auto g = dyn::take(x, dyn::astype<std::int32_t>(d) % 6, 0);        // 3
+    auto p = dyn::pad(d, {{1, 2, 0}}, 0.5);                            // 6
+    auto c = dyn::concatenate({p, x}, 0);                              // 12
+    auto mm = dyn::matmul(m, dyn::transpose(m));                       // 2x2
+    auto w = dyn::while_loop([](auto v) { return dyn::sum(v) < 50.0; })([](auto v) { return v * 2.0; })(s);
+    return dyn::sum(c) + dyn::sum(mm) + dyn::sum(dyn::cumsum(g, 0)) + dyn::sum(dyn::sort(w, 0));
+  };
+  auto bf = dyn::vmap(f);
+  const auto cj = dyn::make_jaxpr(bf, dyn::polymorphic_shapes{"(b, 6)", "(b,)"})(dyn::ones<double>({2, 6}),
+                                                                                  Array<std::int64_t>({2}, {0, 1}));
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  CHECK(str(cj).starts_with("{ lambda ; a:i64[] b:f64[a,6] c:i64[a]. let"));
+  for (std::int64_t b : {1, 4}) {
+    const Array<double> x = dyn::reshape(dyn::linspace<double>(0.5, 3.0, 6 * b), {b, 6});
+    Array<std::int64_t> i({b});
+    for (std::int64_t k = 0; k < b; ++k) i.mutable_data()[k] = k % 5;
+    const auto want = bf(x, i);
+    for (std::int64_t k = 0; k < b; ++k) {  // lane by lane
+      const Array<double> row = dyn::squeeze(dyn::slice_in_dim(x, k, k + 1, 1, 0), {0});
+      CHECK(want(k) == doctest::Approx(f(row, Array<std::int64_t>::scalar(i(k)))()).epsilon(1e-13));
+    }
+    const auto got = dyn::eval_jaxpr(cj, {AnyArray(x), AnyArray(i)});
+    CHECK(dyn::allclose(got.back().get<double>(), want, 1e-13));
+  }
+}
