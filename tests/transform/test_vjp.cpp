@@ -335,3 +335,19 @@ TEST_CASE("grad with symbolic shapes: slices with symbolic bounds transpose into
     }
   }
 }
+
+TEST_CASE("vmap of grad: per-example gradients equal grad of each example; grad of vmap sums them") {
+  auto loss = [](auto w, auto x) { return dyn::sum(dyn::tanh(x * w)); };  // one example x: f64[3]
+  const Array<double> w({3}, {0.5, -1.0, 2.0});
+  const Array<double> xs({2, 3}, {1.0, 2.0, 3.0, -1.0, 0.5, 0.25});
+  const Array<double> per = dyn::vmap(dyn::grad(loss), {dyn::none, 0})(w, xs);
+  REQUIRE(per.shape() == std::vector<std::int64_t>{2, 3});
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t i = 0; i < 3; ++i) {
+      const double t = std::tanh(xs(b, i) * w(i));
+      CHECK(per(b, i) == doctest::Approx((1 - t * t) * xs(b, i)).epsilon(1e-14));
+    }
+  // grad of the batch's total: the per-example gradients summed.
+  auto total = [&](auto w_) { return dyn::sum(dyn::vmap(loss, {dyn::none, 0})(w_, xs)); };
+  CHECK(dyn::allclose(dyn::grad(total)(w), dyn::sum(per, {0}), 1e-14));
+}

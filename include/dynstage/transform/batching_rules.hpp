@@ -202,10 +202,10 @@ Value dim_scalar(const Dim& d, DType dt) {
   return v.dtype() == dt ? v : bind1(Prim::convert_element_type, {v}, ConvertParams{dt, false});
 }
 
-// Indices [size, ..., K] with the lane number as a new first component:
+// Indices [size, ..., K] (batch axis first) with the lane number as a new first component:
 // [size, ..., 1 + K] (JAX's _batch_dynamic_slice_indices / the iota that
 // gather's and scatter's batching rules concatenate).
-Value with_lane(const Value& idx, const Dim& size) {
+Value with_lane(const Value& idx) {
   Shape s = idx.shape();
   s.back() = Dim(1);
   const Value lane = iota(idx.dtype(), s, 0, symbolic(s) || idx.is_tracer());
@@ -358,7 +358,7 @@ BatchOut structural(Prim p, const std::vector<Value>& x, const std::vector<BDim>
       if (!dims[0]) {  // the indices' batch axis is one more batch axis of the output
         ops = {x[0], to_front(x[1], dims[1], size)};
       } else {         // each lane gathers from its own operand: the lane is an index component
-        ops = {to_front(x[0], dims[0], size), with_lane(to_front(x[1], dims[1], size), size)};
+        ops = {to_front(x[0], dims[0], size), with_lane(to_front(x[1], dims[1], size))};
         g.collapsed_slice_dims = shifted(g.collapsed_slice_dims);
         g.collapsed_slice_dims.insert(g.collapsed_slice_dims.begin(), 0);
         g.start_index_map = shifted(g.start_index_map);
@@ -387,7 +387,7 @@ BatchOut scatter_rule(Prim p, const std::vector<Value>& x, const std::vector<BDi
   s.scatter_dims_to_operand_dims = shifted(s.scatter_dims_to_operand_dims);
   s.scatter_dims_to_operand_dims.insert(s.scatter_dims_to_operand_dims.begin(), 0);
   const Value op = to_front(x[0], dims[0], size);
-  const Value idx = with_lane(to_front(x[1], dims[1], size), size);
+  const Value idx = with_lane(to_front(x[1], dims[1], size));
   return {{bind1(p, {op, idx, to_front(x[2], dims[2], size)}, s)}, {0}};
 }
 
