@@ -15,6 +15,7 @@
 
 #include "../ir/prim_samples.hpp"
 #include "../test_util.hpp"
+#include "differences.hpp"
 
 using dyn::AnyArray;
 using dyn::Array;
@@ -22,51 +23,7 @@ using namespace dyn;
 using namespace dyn::detail;
 using test_util::message_of;
 using test_util::str;
-
-namespace {
-
-// A deterministic direction in [-1, 1] of x's type.
-AnyArray direction(const AnyArray& x, int salt) {
-  return visit_dtype(x.dtype(), [&](auto z) -> AnyArray {
-    using T = decltype(z);
-    Array<T> a(x.shape());
-    T* p = a.mutable_data();
-    for (std::int64_t i = 0; i < a.size(); ++i)
-      p[i] = static_cast<T>(std::sin(1.7 * static_cast<double>(i + 1) + 0.9 * salt));
-    return AnyArray(a);
-  });
-}
-
-// x + h * v, elementwise, in x's dtype.
-AnyArray shifted(const AnyArray& x, const AnyArray& v, double h) {
-  return visit_dtype(x.dtype(), [&](auto z) -> AnyArray {
-    using T = decltype(z);
-    Array<T> a(x.shape());
-    const T* xp = static_cast<const T*>(x.data());
-    const T* vp = static_cast<const T*>(v.data());
-    for (std::int64_t i = 0; i < a.size(); ++i) a.mutable_data()[i] = static_cast<T>(xp[i] + h * vp[i]);
-    return AnyArray(a);
-  });
-}
-
-double at(const AnyArray& a, std::int64_t i) {
-  return visit_dtype(a.dtype(), [&](auto z) { return static_cast<double>(static_cast<const decltype(z)*>(a.data())[i]); });
-}
-
-// Samples whose operands sit on a kink of the function (equal operands of
-// max, min; x on clamp's bound) get operands off it.
-void off_kinks(Prim p, std::vector<AnyArray>& args) {
-  if (prim_info(p).kind == Kind::binary && args.size() == 2 && is_float(args[1].dtype()))
-    args[1] = shifted(args[1], AnyArray(dyn::ones<double>(args[1].shape())), 0.37);
-  if (p == Prim::clamp) {
-    args[0] = AnyArray(Array<double>::scalar(0.35));
-    Array<double> hi = args[2].get<double>();
-    for (std::int64_t i = 0; i < hi.size(); ++i) hi.mutable_data()[i] += (i % 2 ? 0.3 : -0.3);
-    args[2] = AnyArray(hi);
-  }
-}
-
-}  // namespace
+using namespace transform_test;
 
 TEST_CASE("jvp rules: every primitive's JVP against central finite differences of eval_jaxpr (f64: 1e-6)") {
   int checked = 0, missing = 0, no_tangent = 0;

@@ -17,6 +17,7 @@
 
 #include "../ir/prim_samples.hpp"
 #include "../test_util.hpp"
+#include "differences.hpp"
 
 using dyn::AnyArray;
 using dyn::Array;
@@ -24,29 +25,9 @@ using namespace dyn;
 using namespace dyn::detail;
 using test_util::message_of;
 using test_util::str;
+using namespace transform_test;
 
 namespace {
-
-AnyArray direction(const AnyArray& x, int salt) {
-  return visit_dtype(x.dtype(), [&](auto z) -> AnyArray {
-    using T = decltype(z);
-    Array<T> a(x.shape());
-    for (std::int64_t i = 0; i < a.size(); ++i)
-      a.mutable_data()[i] = static_cast<T>(std::sin(1.3 * static_cast<double>(i + 1) + 0.7 * salt));
-    return AnyArray(a);
-  });
-}
-
-AnyArray shifted(const AnyArray& x, const AnyArray& v, double h) {
-  return visit_dtype(x.dtype(), [&](auto z) -> AnyArray {
-    using T = decltype(z);
-    Array<T> a(x.shape());
-    const T* xp = static_cast<const T*>(x.data());
-    const T* vp = static_cast<const T*>(v.data());
-    for (std::int64_t i = 0; i < a.size(); ++i) a.mutable_data()[i] = static_cast<T>(xp[i] + h * vp[i]);
-    return AnyArray(a);
-  });
-}
 
 double dot(const AnyArray& a, const AnyArray& b) {
   REQUIRE(a.shape() == b.shape());
@@ -57,18 +38,6 @@ double dot(const AnyArray& a, const AnyArray& b) {
       s += static_cast<double>(static_cast<const T*>(a.data())[i]) * static_cast<double>(static_cast<const T*>(b.data())[i]);
     return s;
   });
-}
-
-// Operands off the kinks of max, min and clamp (as the JVP test does).
-void off_kinks(Prim p, std::vector<AnyArray>& args) {
-  if (prim_info(p).kind == Kind::binary && args.size() == 2 && is_float(args[1].dtype()))
-    args[1] = shifted(args[1], AnyArray(dyn::ones<double>(args[1].shape())), 0.37);
-  if (p == Prim::clamp) {
-    args[0] = AnyArray(Array<double>::scalar(0.35));
-    Array<double> hi = args[2].get<double>();
-    for (std::int64_t i = 0; i < hi.size(); ++i) hi.mutable_data()[i] += (i % 2 ? 0.3 : -0.3);
-    args[2] = AnyArray(hi);
-  }
 }
 
 Value cval(const AnyArray& a) { return Value{a, nullptr, false}; }
