@@ -181,6 +181,32 @@ inline void push_tangents(std::vector<Value>& ops, const std::vector<Value>& x, 
     if (f[k]) ops.push_back(jvp_detail::instantiate(t.at(from + k), x.at(from + k)));
 }
 
+// A loop body's JVP with its invars in the loop's layout: the JVP's own
+// m constants, the body's nc constants and their nct tangents first (all
+// body constants), then implicit values, index and carries, then the
+// carries' tangents (jvp_jaxpr puts every tangent after the primals).
+inline void constants_first(LoopJvp& l, std::size_t nc, std::size_t nct, std::size_t body_invars) {
+  const std::size_t m = l.jj.consts.size(), n = body_invars;
+  std::vector<std::size_t> order = range(0, m + nc);
+  append(order, range(m + n, m + n + nct));
+  append(order, range(m + nc, m + n));
+  append(order, range(m + n + nct, l.jj.jaxpr->invars.size()));
+  reorder_invars(*l.jj.jaxpr, order);
+}
+
+// A loop's outputs (implicit values, carries, then the tangents of the
+// carries that have one) as primals and tangents.
+inline JvpOut loop_results(const std::vector<Value>& outs, std::size_t ni, std::size_t ncar,
+                           const std::vector<bool>& carried) {
+  JvpOut r;
+  r.primals.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(ni + ncar));
+  r.tangents.assign(ni + ncar, std::nullopt);
+  std::size_t next = ni + ncar;
+  for (std::size_t c = 0; c < ncar; ++c)
+    if (carried[c]) r.tangents[ni + c] = outs.at(next++);
+  return r;
+}
+
 inline JvpOut for_loop_jvp(const std::vector<Value>& x, const std::vector<Tangent>& t, const ForLoopParams& p) {
   const Jaxpr& body = *p.body_jaxpr;
   const auto nc = static_cast<std::size_t>(p.body_nconsts), ni = static_cast<std::size_t>(p.nimplicit);
@@ -191,12 +217,8 @@ inline JvpOut for_loop_jvp(const std::vector<Value>& x, const std::vector<Tangen
   LoopJvp l = loop_fixpoint(body, cnz, ni + 1, inz, {}, ni, 0);
   // jj's invars: m new consts, consts, implicit, index, carried, then tangents
   // of the consts and of the carries.
-  const std::size_t m = l.jj.consts.size(), n = body.invars.size(), nct = count(cnz);
-  std::vector<std::size_t> order = range(0, m + nc);
-  append(order, range(m + n, m + n + nct));
-  append(order, range(m + nc, m + n));
-  append(order, range(m + n + nct, l.jj.jaxpr->invars.size()));
-  reorder_invars(*l.jj.jaxpr, order);
+  const std::size_t m = l.jj.consts.size(), nct = count(cnz);
+  constants_first(l, nc, nct, body.invars.size());
   ForLoopParams q{l.jj.jaxpr, static_cast<int>(m + nc + nct), p.nimplicit, p.preserve_dimensions};
   std::vector<Value> ops = l.jj.consts;
   ops.insert(ops.end(), x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nc));
@@ -204,13 +226,7 @@ inline JvpOut for_loop_jvp(const std::vector<Value>& x, const std::vector<Tangen
   ops.insert(ops.end(), x.begin() + static_cast<std::ptrdiff_t>(nc), x.end());
   push_tangents(ops, x, t, first_carried, l.carried);
   std::vector<Value> outs = bind(Prim::for_loop, ops, q);
-  JvpOut r;
-  r.primals.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(ni + ncar));
-  r.tangents.assign(ni + ncar, std::nullopt);
-  std::size_t next = ni + ncar;
-  for (std::size_t c = 0; c < ncar; ++c)
-    if (l.carried[c]) r.tangents[ni + c] = outs.at(next++);
-  return r;
+  return loop_results(outs, ni, ncar, l.carried);
 }
 
 inline JvpOut while_loop_jvp(const std::vector<Value>& x, const std::vector<Tangent>& t, const WhileLoopParams& p) {
@@ -222,12 +238,8 @@ inline JvpOut while_loop_jvp(const std::vector<Value>& x, const std::vector<Tang
   for (std::size_t k = 0; k < bnc; ++k) cnz.push_back(has_tangent(t[cnc + k], x[cnc + k]));
   for (std::size_t c = 0; c < ncar; ++c) inz.push_back(has_tangent(t[first_carried + c], x[first_carried + c]));
   LoopJvp l = loop_fixpoint(body, cnz, ni, inz, {}, ni, 0);
-  const std::size_t m = l.jj.consts.size(), n = body.invars.size(), nct = count(cnz);
-  std::vector<std::size_t> order = range(0, m + bnc);
-  append(order, range(m + n, m + n + nct));
-  append(order, range(m + bnc, m + n));
-  append(order, range(m + n + nct, l.jj.jaxpr->invars.size()));
-  reorder_invars(*l.jj.jaxpr, order);
+  const std::size_t m = l.jj.consts.size(), nct = count(cnz);
+  constants_first(l, bnc, nct, body.invars.size());
   // The predicate reads primals only: the carries' tangents are unused inputs.
   auto cj = std::make_shared<Jaxpr>(*p.cond_jaxpr);
   for (std::size_t c = 0; c < ncar; ++c)
@@ -245,13 +257,7 @@ inline JvpOut while_loop_jvp(const std::vector<Value>& x, const std::vector<Tang
   ops.insert(ops.end(), x.begin() + static_cast<std::ptrdiff_t>(cnc + bnc), x.end());
   push_tangents(ops, x, t, first_carried, l.carried);
   std::vector<Value> outs = bind(Prim::while_loop, ops, q);
-  JvpOut r;
-  r.primals.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(ni + ncar));
-  r.tangents.assign(ni + ncar, std::nullopt);
-  std::size_t next = ni + ncar;
-  for (std::size_t c = 0; c < ncar; ++c)
-    if (l.carried[c]) r.tangents[ni + c] = outs.at(next++);
-  return r;
+  return loop_results(outs, ni, ncar, l.carried);
 }
 
 inline JvpOut cond_jvp(const std::vector<Value>& x, const std::vector<Tangent>& t, const CondParams& p) {
