@@ -328,6 +328,16 @@ auto value_and_grad(F f, std::source_location loc = std::source_location::curren
   return detail::GradFn<true, F, 0>(std::move(f), loc);
 }
 
+// checkpoint(f): jax.checkpoint's name and contract for derivatives:
+// checkpoint(f) computes what f computes and has f's derivatives. What
+// checkpointing is for, recomputing f's forward pass in the backward pass
+// instead of keeping its residuals, is not built yet (issue 20): today the
+// residuals are kept, as for f (docs/transformations.md).
+template <class F>
+auto checkpoint(F f) {
+  return f;
+}
+
 // jacfwd(f)(x, ...): the Jacobian of f's (one array) result with respect to
 // x (one array or scalar), shape result.shape + x.shape, by one forward
 // pass of the linearized f per element of x (static sizes).
