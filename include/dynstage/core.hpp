@@ -73,4 +73,5 @@
 #include "transform/jvp.hpp"
 #include "transform/jvp_control.hpp"
 #include "transform/vjp.hpp"
+#include "transform/scan_reverse.hpp"
 #include "transform/vmap.hpp"

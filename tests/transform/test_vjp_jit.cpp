@@ -58,3 +58,27 @@ TEST_CASE("grad under jit: grad of grad, and vjp with a traced cotangent, compil
   // cumsum's transpose is the reverse cumsum: 2 x_i * sum_{j >= i} ct_j.
   CHECK(test_util::str(pull(x, ct)) == "[-8.  0.  3.  4.]");
 }
+
+TEST_CASE("grad through scan under jit: the forward scan and the reversed scan compile, for every length") {
+  using dyn::Array;
+  auto f = [](auto w, auto xs) {
+    auto [c, ys] = dyn::scan(
+        [&](auto c, auto x) {
+          auto next = c * dyn::sin(x * w) + x;
+          return std::tuple{next, c * w};
+        },
+        1.0, xs);
+    return dyn::sum(ys) + c;
+  };
+  auto g = dyn::grad(f, dyn::argnums<0, 1>{});
+  auto jg = dyn::jit(g, dyn::polymorphic_shapes{"()", "(n,)"});
+  for (std::int64_t n : {1, 6}) {
+    Array<double> xs({n});
+    for (std::int64_t i = 0; i < n; ++i) xs.mutable_data()[i] = 0.3 * static_cast<double>(i) - 0.5;
+    const auto [wj, xj] = jg(0.8, xs);
+    const auto [we, xe] = g(0.8, xs);
+    CHECK(dyn::allclose(wj, we, 1e-13));
+    CHECK(dyn::allclose(xj, xe, 1e-13));
+  }
+  CHECK(jg.stats().compiles == 1);
+}

@@ -18,6 +18,7 @@
 //      also run forwards (jacfwd: one pass per basis tangent).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,15 +31,57 @@ namespace dyn::detail {
 
 // f linearized at a point: the linear program and its residuals.
 struct Linearized {
-  std::shared_ptr<const Jaxpr> jvp;   // invars: primals, then one tangent per differentiated primal
-  std::vector<std::size_t> lin_eqns;  // the equations of jvp that depend on a tangent, in order
-  std::vector<char> linear;           // per variable of jvp: depends on a tangent
-  std::vector<Shape> shapes;          // per linear variable: its shape (dims of the caller)
+  std::vector<Type> types;        // the JVP program's variables, then those partial evaluation added
+  std::vector<Eqn> lin;           // the linear program: equations each with a linear operand, in order
+  std::vector<char> linear;       // per variable: depends on a tangent
+  std::vector<Shape> shapes;      // per linear variable: its shape (dims of the caller)
   std::vector<std::optional<Value>> residuals;  // per variable: the values the linear equations read
-  std::vector<int> tangent_in;        // per primal leaf: its tangent invar, or -1 (not differentiated)
-  std::vector<Value> primals_out;     // f's results
-  std::vector<Atom> tangents_out;     // per result: its tangent (a var of jvp), or a literal: zero
+  std::vector<int> tangent_in;    // per primal leaf: its tangent invar, or -1 (not differentiated)
+  std::vector<Value> primals_out; // f's results
+  std::vector<Atom> tangents_out; // per result: its tangent (a variable), or a literal: zero
 };
+
+// Partial evaluation in progress (linearize and the control-flow rules).
+struct PartialEval {
+  Linearized& l;
+  std::vector<std::optional<Value>> env;  // the value of every known variable so far
+  std::vector<char> residual;             // known variables the linear program reads
+
+  bool is_linear(const Atom& a) const { return a.is_var() && l.linear[static_cast<std::size_t>(a.var)]; }
+  Value read(const Atom& a) const {
+    return a.is_var() ? *env.at(static_cast<std::size_t>(a.var)) : scalar_value(a.lit, a.weak);
+  }
+  Shape shape_of(int v) const {
+    Shape s;
+    for (const JDim& d : l.types.at(static_cast<std::size_t>(v)).shape)
+      s.push_back(d.is_static() ? Dim(d.value) : dim_of(*env.at(static_cast<std::size_t>(d.var)), "vjp"));
+    return s;
+  }
+  // A known atom the linear program reads.
+  void keep(const Atom& a) {
+    if (a.is_var() && !l.linear[static_cast<std::size_t>(a.var)]) residual[static_cast<std::size_t>(a.var)] = 1;
+  }
+  void define_linear(int v) {
+    l.linear[static_cast<std::size_t>(v)] = 1;
+    l.shapes[static_cast<std::size_t>(v)] = shape_of(v);
+  }
+  // A new known variable of type t holding v (a residual partial evaluation made).
+  int new_residual(Type t, Value v) {
+    l.types.push_back(std::move(t));
+    l.linear.push_back(0);
+    l.shapes.emplace_back();
+    env.emplace_back(std::move(v));
+    residual.push_back(1);
+    return static_cast<int>(l.types.size()) - 1;
+  }
+};
+
+// The control-flow rules (transform/scan_reverse.hpp): a scan's JVP split
+// into a known scan, run now, and a linear scan, kept; and the transpose of
+// such a linear scan.
+void partial_eval_scan(PartialEval& pe, const Eqn& q);
+std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
+                                    const std::vector<Shape>& out_shapes);
 
 // Linearize the traced function `t` at `xs`; `wrt[k]`: leaf k is
 // differentiated (it must be floating point).
@@ -52,12 +95,22 @@ std::vector<Tangent> linear_apply(const Linearized& l, const std::vector<Tangent
 // cotangents of the leaves (nullopt: zero or not differentiated).
 std::vector<Tangent> linear_transpose(const Linearized& l, const std::vector<Tangent>& cts);
 
+// The backward pass over linear equations `eqns` of the variable table
+// `types`: `known` reads a known atom, `linear` marks the linear variables
+// and `shapes` gives their shapes; `ct` holds the cotangents of the
+// variables, those of the program's results on entry, of every linear
+// variable on exit (nullopt: zero). Top level and loop bodies alike.
+void backward_pass(const std::vector<Eqn>& eqns, const std::vector<Type>& types,
+                   const std::function<Value(const Atom&)>& known, const std::vector<char>& linear,
+                   const std::vector<Shape>& shapes, std::vector<Tangent>& ct);
+
 #ifdef DYNSTAGE_IMPLEMENTATION
 
 Linearized linearize(const TracedFn& t, const std::vector<Value>& xs, const std::vector<char>& wrt) {
   Linearized l;
   // 1. The JVP program.
   std::vector<Value> jconsts;
+  std::shared_ptr<Jaxpr> jvp;
   {
     TraceScope scope;
     std::vector<Value> ps;
@@ -72,73 +125,60 @@ Linearized linearize(const TracedFn& t, const std::vector<Value>& xs, const std:
       tangent_pos.push_back(tg ? static_cast<int>(outs.size()) : -1);
       if (tg) outs.push_back(*tg);
     }
-    auto j = scope.finish(outs, /*implicit_results=*/false);
+    jvp = scope.finish(outs, /*implicit_results=*/false);
     jconsts = scope.const_sources();
-    // Which invars are tangents: new_arg numbered them in order.
-    std::size_t next = xs.size();
-    for (std::size_t k = 0; k < xs.size(); ++k) l.tangent_in.push_back(wrt[k] ? j->invars.at(next++) : -1);
+    std::size_t next = xs.size();  // new_arg numbered the tangents after the primals
+    for (std::size_t k = 0; k < xs.size(); ++k) l.tangent_in.push_back(wrt[k] ? jvp->invars.at(next++) : -1);
     for (int pos : tangent_pos)
-      l.tangents_out.push_back(pos < 0 ? Atom::literal(Scalar{}) : j->outvars.at(static_cast<std::size_t>(pos)));
-    j->outvars.resize(o.primals.size());
-    l.jvp = std::move(j);
+      l.tangents_out.push_back(pos < 0 ? Atom::literal(Scalar{}) : jvp->outvars.at(static_cast<std::size_t>(pos)));
+    jvp->outvars.resize(o.primals.size());
   }
   // 2. Partial evaluation: known equations now, the others kept.
-  const Jaxpr& j = *l.jvp;
-  std::vector<std::optional<Value>> env(j.types.size());
+  const Jaxpr& j = *jvp;
+  l.types = j.types;
   l.linear.assign(j.types.size(), 0);
   l.shapes.resize(j.types.size());
-  for (std::size_t i = 0; i < jconsts.size(); ++i) env.at(static_cast<std::size_t>(j.constvars.at(i))) = jconsts[i];
-  for (std::size_t k = 0; k < xs.size(); ++k) env.at(static_cast<std::size_t>(j.invars.at(k))) = xs[k];
-  auto read = [&](const Atom& a) { return a.is_var() ? *env[static_cast<std::size_t>(a.var)] : scalar_value(a.lit, a.weak); };
-  auto shape_of = [&](int v) {
-    Shape s;
-    for (const JDim& d : j.types[static_cast<std::size_t>(v)].shape)
-      s.push_back(d.is_static() ? Dim(d.value) : dim_of(*env.at(static_cast<std::size_t>(d.var)), "vjp"));
-    return s;
-  };
+  PartialEval pe{l, std::vector<std::optional<Value>>(j.types.size()), std::vector<char>(j.types.size(), 0)};
+  for (std::size_t i = 0; i < jconsts.size(); ++i) pe.env.at(static_cast<std::size_t>(j.constvars.at(i))) = jconsts[i];
+  for (std::size_t k = 0; k < xs.size(); ++k) pe.env.at(static_cast<std::size_t>(j.invars.at(k))) = xs[k];
   for (std::size_t k = 0; k < xs.size(); ++k)
     if (l.tangent_in[k] >= 0) {
       l.linear[static_cast<std::size_t>(l.tangent_in[k])] = 1;
       l.shapes[static_cast<std::size_t>(l.tangent_in[k])] = xs[k].shape();
     }
-  std::vector<char> residual(j.types.size(), 0);
-  for (std::size_t e = 0; e < j.eqns.size(); ++e) {
-    const Eqn& q = j.eqns[e];
+  for (const Eqn& q : j.eqns) {
     bool lin = false;
-    for (const Atom& a : q.inputs) lin = lin || (a.is_var() && l.linear[static_cast<std::size_t>(a.var)]);
+    for (const Atom& a : q.inputs) lin = lin || pe.is_linear(a);
     if (!lin) {
       std::vector<Value> in;
-      for (const Atom& a : q.inputs) in.push_back(read(a));
+      for (const Atom& a : q.inputs) in.push_back(pe.read(a));
       // Staged when tracing, as the equation was (an iota stays an iota, not a constant).
       const std::vector<Value> out = bind(q.prim, in, q.params, current_trace() != nullptr);
-      for (std::size_t o = 0; o < q.outputs.size(); ++o) env[static_cast<std::size_t>(q.outputs[o])] = out.at(o);
+      for (std::size_t o = 0; o < q.outputs.size(); ++o) pe.env[static_cast<std::size_t>(q.outputs[o])] = out.at(o);
       continue;
     }
-    // A control-flow equation's JVP carries primal and tangent values
-    // together; splitting it (a known loop saving residuals, a linear loop
-    // run backwards) is not built yet.
+    if (q.prim == Prim::scan) {
+      partial_eval_scan(pe, q);
+      continue;
+    }
+    // The other control-flow equations' JVPs carry primal and tangent values
+    // together; their splits are not built yet.
     if (prim_info(q.prim).kind == Kind::control)
       fail<TypeError>("vjp: cannot differentiate through " + std::string(prim_name(q.prim)) +
                       " in reverse mode yet (forward mode, dyn::jvp, works through it)");
-    l.lin_eqns.push_back(e);
-    for (const Atom& a : q.inputs)
-      if (a.is_var() && !l.linear[static_cast<std::size_t>(a.var)]) residual[static_cast<std::size_t>(a.var)] = 1;
-    for (int v : q.outputs) {
-      l.linear[static_cast<std::size_t>(v)] = 1;
-      l.shapes[static_cast<std::size_t>(v)] = shape_of(v);
-    }
+    l.lin.push_back(q);
+    for (const Atom& a : q.inputs) pe.keep(a);
+    for (int v : q.outputs) pe.define_linear(v);
   }
   for (const Atom& a : j.outvars) {
-    if (a.is_var() && l.linear[static_cast<std::size_t>(a.var)])
-      internal_error("vjp: a primal result of the JVP program depends on a tangent");
-    l.primals_out.push_back(read(a));
+    if (pe.is_linear(a)) internal_error("vjp: a primal result of the JVP program depends on a tangent");
+    l.primals_out.push_back(pe.read(a));
   }
   // Keep only the residuals (a tangent result may also be a known value: a zero).
-  for (const Atom& a : l.tangents_out)
-    if (a.is_var() && !l.linear[static_cast<std::size_t>(a.var)]) residual[static_cast<std::size_t>(a.var)] = 1;
-  l.residuals.resize(j.types.size());
-  for (std::size_t v = 0; v < j.types.size(); ++v)
-    if (residual[v]) l.residuals[v] = env[v];
+  for (const Atom& a : l.tangents_out) pe.keep(a);
+  l.residuals.resize(l.types.size());
+  for (std::size_t v = 0; v < l.types.size(); ++v)
+    if (pe.residual[v]) l.residuals[v] = pe.env[v];
   return l;
 }
 
@@ -146,6 +186,10 @@ namespace linearize_detail {
 
 inline Value read_known(const Linearized& l, const Atom& a) {
   return a.is_var() ? *l.residuals.at(static_cast<std::size_t>(a.var)) : scalar_value(a.lit, a.weak);
+}
+
+inline DType atom_dtype(const std::vector<Type>& types, const Atom& a) {
+  return a.is_var() ? types.at(static_cast<std::size_t>(a.var)).dtype : a.lit.dtype;
 }
 
 // Add a cotangent (or tangent) into slot v.
@@ -158,12 +202,10 @@ inline void accumulate(std::vector<Tangent>& env, int v, const Value& x) {
 
 std::vector<Tangent> linear_apply(const Linearized& l, const std::vector<Tangent>& tangents) {
   using namespace linearize_detail;
-  const Jaxpr& j = *l.jvp;
-  std::vector<Tangent> env(j.types.size());
+  std::vector<Tangent> env(l.types.size());
   for (std::size_t k = 0; k < tangents.size(); ++k)
     if (l.tangent_in[k] >= 0 && tangents[k]) env[static_cast<std::size_t>(l.tangent_in[k])] = tangents[k];
-  for (std::size_t e : l.lin_eqns) {
-    const Eqn& q = j.eqns[e];
+  for (const Eqn& q : l.lin) {
     std::vector<Value> in;
     bool any = false;
     for (const Atom& a : q.inputs) {
@@ -171,7 +213,7 @@ std::vector<Tangent> linear_apply(const Linearized& l, const std::vector<Tangent
         const Tangent& t = env[static_cast<std::size_t>(a.var)];
         any = any || t.has_value();
         in.push_back(t ? *t
-                       : broadcast_to_shape(jvp_detail::lit(j.type_of(a).dtype, 0),
+                       : broadcast_to_shape(jvp_detail::lit(atom_dtype(l.types, a), 0),
                                             l.shapes[static_cast<std::size_t>(a.var)], "jacfwd",
                                             current_trace() != nullptr));
       } else {
@@ -189,37 +231,46 @@ std::vector<Tangent> linear_apply(const Linearized& l, const std::vector<Tangent
   return r;
 }
 
-std::vector<Tangent> linear_transpose(const Linearized& l, const std::vector<Tangent>& cts) {
+void backward_pass(const std::vector<Eqn>& eqns, const std::vector<Type>& types,
+                   const std::function<Value(const Atom&)>& known, const std::vector<char>& linear,
+                   const std::vector<Shape>& shapes, std::vector<Tangent>& ct) {
   using namespace linearize_detail;
-  const Jaxpr& j = *l.jvp;
-  std::vector<Tangent> ct(j.types.size());
-  for (std::size_t k = 0; k < l.tangents_out.size(); ++k) {
-    const Atom& a = l.tangents_out[k];
-    if (cts.at(k) && a.is_var() && l.linear[static_cast<std::size_t>(a.var)]) accumulate(ct, a.var, *cts[k]);
-  }
-  for (auto it = l.lin_eqns.rbegin(); it != l.lin_eqns.rend(); ++it) {
-    const Eqn& q = j.eqns[*it];
+  for (auto it = eqns.rbegin(); it != eqns.rend(); ++it) {
+    const Eqn& q = *it;
     std::vector<Tangent> out;
+    std::vector<Shape> out_shapes;
     bool any = false;
     for (int v : q.outputs) {
       out.push_back(ct[static_cast<std::size_t>(v)]);
+      out_shapes.push_back(shapes[static_cast<std::size_t>(v)]);
       any = any || out.back().has_value();
       ct[static_cast<std::size_t>(v)].reset();  // no longer needed: free it early
     }
     if (!any) continue;
     std::vector<LinArg> in;
     for (const Atom& a : q.inputs) {
-      if (a.is_var() && l.linear[static_cast<std::size_t>(a.var)])
-        in.push_back(LinArg{std::nullopt, j.type_of(a).dtype, l.shapes[static_cast<std::size_t>(a.var)]});
-      else {
-        const Value v = read_known(l, a);
+      if (a.is_var() && linear[static_cast<std::size_t>(a.var)]) {
+        in.push_back(LinArg{std::nullopt, atom_dtype(types, a), shapes[static_cast<std::size_t>(a.var)]});
+      } else {
+        const Value v = known(a);
         in.push_back(LinArg{v, v.dtype(), v.shape()});
       }
     }
-    const std::vector<Tangent> r = transpose_rule(q.prim, in, out, q.params);
+    const std::vector<Tangent> r =
+        q.prim == Prim::scan ? transpose_scan(q, in, out, out_shapes) : transpose_rule(q.prim, in, out, q.params);
     for (std::size_t k = 0; k < q.inputs.size(); ++k)
       if (in[k].linear() && r.at(k)) accumulate(ct, q.inputs[k].var, *r[k]);
   }
+}
+
+std::vector<Tangent> linear_transpose(const Linearized& l, const std::vector<Tangent>& cts) {
+  using namespace linearize_detail;
+  std::vector<Tangent> ct(l.types.size());
+  for (std::size_t k = 0; k < l.tangents_out.size(); ++k) {
+    const Atom& a = l.tangents_out[k];
+    if (cts.at(k) && a.is_var() && l.linear[static_cast<std::size_t>(a.var)]) accumulate(ct, a.var, *cts[k]);
+  }
+  backward_pass(l.lin, l.types, [&](const Atom& a) { return read_known(l, a); }, l.linear, l.shapes, ct);
   std::vector<Tangent> res;
   for (int v : l.tangent_in) res.push_back(v >= 0 ? ct[static_cast<std::size_t>(v)] : std::nullopt);
   return res;

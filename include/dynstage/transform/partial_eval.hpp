@@ -3,35 +3,21 @@
 // flow needs: a loop body's JVP is split into the part that computes primal
 // values (known: it runs in the forward pass, as a loop of its own that also
 // emits the residuals) and the part that is linear in the tangents (unknown:
-// the loop the backward pass transposes). WORK IN PROGRESS (issue 20, branch
-// i20-revcf): not included by core.hpp yet.
+// the loop the backward pass transposes; transform/scan_reverse.hpp).
 //
-// Plan (next steps, in this order):
-//  1. partial_eval_jaxpr as an interpreter with one rule per primitive: the
-//     default keeps an equation whole (unknown if an operand is); scan's rule
-//     splits the equation into a known scan (its body: the known part, the
-//     per-iteration residuals as extra ys) and a linear scan (its body: the
-//     unknown part, the stacked residuals as extra xs, loop-invariant
-//     residuals as consts), with a fixed point on which carries are unknown;
-//     for_loop becomes a scan of length trip_count(lower, upper, step) with
-//     the index carried; while_loop runs once known to count its trips N,
-//     then as a scan of dynamic length N (the iterates' buffer, a dynamic
-//     dimension); cond splits each branch, residuals the union (zeros in the
-//     branches that do not compute one). Nested loops recurse.
-//  2. linearize on top of it: the JVP jaxpr split once; its known part run
-//     with bind (the forward pass; residual values), its unknown part kept.
-//  3. backward_pass(U, residual values, cotangents): linear_transpose's loop
-//     over any linear jaxpr; scan's transpose rule traces backward_pass over
-//     its body into the body of a reverse scan (carry: the cotangents of the
-//     carries and accumulators for the linear consts; xs: the stacked
-//     residuals and the ys' cotangents; ys: the xs' cotangents), JAX's
-//     _scan_transpose.
+// Next (issue 20): the same split for for_loop (as a scan of length
+// trip_count(lower, upper, step), the index carried), while_loop (run once
+// to count its trips N, then as a scan of dynamic length N: the iterates'
+// buffer is a dynamic dimension), cond (each branch split, the residuals
+// their union) and loops nested in a loop body (a rule per primitive here,
+// called recursively).
 #pragma once
 
 #include <algorithm>
 #include <memory>
 #include <vector>
 
+#include "../errors.hpp"
 #include "../ir/jaxpr.hpp"
 
 namespace dyn::detail {
