@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 namespace transform_test {
@@ -54,5 +55,17 @@ inline void off_kinks(Prim p, std::vector<AnyArray>& args) {
     args[2] = AnyArray(hi);
   }
 }
+
+// A scan for the reverse-mode tests (test_vjp_control.cpp, test_vjp_jit.cpp):
+// c_{t+1} = c_t sin(x_t w) + x_t, y_t = c_t w; the loss is sum(ys) + c_final.
+inline const auto scan_loss = [](auto w, auto xs) {
+  auto [c, ys] = dyn::scan(
+      [&](auto c, auto x) {
+        auto next = c * dyn::sin(x * w) + x;
+        return std::tuple{next, c * w};
+      },
+      1.0, xs);
+  return dyn::sum(ys) + c;
+};
 
 }  // namespace transform_test

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../test_util.hpp"
+#include "differences.hpp"
 
 using dyn::Array;
 using test_util::message_of;
@@ -20,16 +21,7 @@ using test_util::str;
 
 namespace {
 
-// c_{t+1} = c_t sin(x_t w) + x_t, y_t = c_t w; f = sum(ys) + c_final.
-const auto scan_fn = [](auto w, auto xs) {
-  auto [c, ys] = dyn::scan(
-      [&](auto c, auto x) {
-        auto next = c * dyn::sin(x * w) + x;
-        return std::tuple{next, c * w};
-      },
-      1.0, xs);
-  return dyn::sum(ys) + c;
-};
+const auto& scan_fn = transform_test::scan_loss;
 
 double fd(const std::function<double(double)>& g, double x) { return (g(x + 1e-6) - g(x - 1e-6)) / 2e-6; }
 

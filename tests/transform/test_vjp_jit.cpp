@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "../test_util.hpp"
+#include "differences.hpp"
 
 TEST_CASE("grad under jit: one compiled kernel for every batch size, the numbers of eager grad") {
   using dyn::Array;
@@ -61,16 +62,7 @@ TEST_CASE("grad under jit: grad of grad, and vjp with a traced cotangent, compil
 
 TEST_CASE("grad through scan under jit: the forward scan and the reversed scan compile, for every length") {
   using dyn::Array;
-  auto f = [](auto w, auto xs) {
-    auto [c, ys] = dyn::scan(
-        [&](auto c, auto x) {
-          auto next = c * dyn::sin(x * w) + x;
-          return std::tuple{next, c * w};
-        },
-        1.0, xs);
-    return dyn::sum(ys) + c;
-  };
-  auto g = dyn::grad(f, dyn::argnums<0, 1>{});
+  auto g = dyn::grad(transform_test::scan_loss, dyn::argnums<0, 1>{});
   auto jg = dyn::jit(g, dyn::polymorphic_shapes{"()", "(n,)"});
   for (std::int64_t n : {1, 6}) {
     Array<double> xs({n});

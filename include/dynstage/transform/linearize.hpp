@@ -41,6 +41,15 @@ struct Linearized {
   std::vector<Atom> tangents_out; // per result: its tangent (a variable), or a literal: zero
 };
 
+// The shape of a variable of type `t` whose dimension variables have the
+// values `env` (known i64[] values: dims of the caller or of a body's scope).
+inline Shape type_shape(const Type& t, const std::vector<std::optional<Value>>& env) {
+  Shape s;
+  for (const JDim& d : t.shape)
+    s.push_back(d.is_static() ? Dim(d.value) : dim_of(*env.at(static_cast<std::size_t>(d.var)), "vjp"));
+  return s;
+}
+
 // Partial evaluation in progress (linearize and the control-flow rules).
 struct PartialEval {
   Linearized& l;
@@ -51,12 +60,7 @@ struct PartialEval {
   Value read(const Atom& a) const {
     return a.is_var() ? *env.at(static_cast<std::size_t>(a.var)) : scalar_value(a.lit, a.weak);
   }
-  Shape shape_of(int v) const {
-    Shape s;
-    for (const JDim& d : l.types.at(static_cast<std::size_t>(v)).shape)
-      s.push_back(d.is_static() ? Dim(d.value) : dim_of(*env.at(static_cast<std::size_t>(d.var)), "vjp"));
-    return s;
-  }
+  Shape shape_of(int v) const { return type_shape(l.types.at(static_cast<std::size_t>(v)), env); }
   // A known atom the linear program reads.
   void keep(const Atom& a) {
     if (a.is_var() && !l.linear[static_cast<std::size_t>(a.var)]) residual[static_cast<std::size_t>(a.var)] = 1;
@@ -212,10 +216,7 @@ std::vector<Tangent> linear_apply(const Linearized& l, const std::vector<Tangent
       if (a.is_var() && l.linear[static_cast<std::size_t>(a.var)]) {
         const Tangent& t = env[static_cast<std::size_t>(a.var)];
         any = any || t.has_value();
-        in.push_back(t ? *t
-                       : broadcast_to_shape(jvp_detail::lit(atom_dtype(l.types, a), 0),
-                                            l.shapes[static_cast<std::size_t>(a.var)], "jacfwd",
-                                            current_trace() != nullptr));
+        in.push_back(t ? *t : transpose_detail::zeros(l.shapes[static_cast<std::size_t>(a.var)], atom_dtype(l.types, a)));
       } else {
         in.push_back(read_known(l, a));
       }

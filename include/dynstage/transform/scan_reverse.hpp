@@ -181,8 +181,7 @@ std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in,
   const auto nc = static_cast<std::size_t>(p.num_consts), ncar = static_cast<std::size_t>(p.num_carry);
   const std::size_t nin = body.invars.size(), ny = body.outvars.size() - ncar;
   const bool dynamic_length = in.size() == nin + 1;
-  const bool stage = current_trace() != nullptr;
-  auto zeros = [&](const Shape& s, DType dt) { return broadcast_to_shape(jvp_detail::lit(dt, 0), s, "vjp", stage); };
+  using transpose_detail::zeros;
   std::vector<std::size_t> kc, lc, kx, lx;
   for (std::size_t k = 0; k < nc; ++k) (in[k].linear() ? lc : kc).push_back(k);
   for (std::size_t k = nc + ncar; k < nin; ++k) (in[k].linear() ? lx : kx).push_back(k);
@@ -210,12 +209,6 @@ std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in,
     // The body's linear variables and their shapes (dims: known invars).
     std::vector<char> linear(body.types.size(), 0);
     std::vector<Shape> shapes(body.types.size());
-    auto shape_of = [&](int v) {
-      Shape s;
-      for (const JDim& d : body.types.at(static_cast<std::size_t>(v)).shape)
-        s.push_back(d.is_static() ? Dim(d.value) : dim_of(*env.at(static_cast<std::size_t>(d.var)), "vjp"));
-      return s;
-    };
     for (std::size_t k = 0; k < nin; ++k)
       if (in[k].linear() || (k >= nc && k < nc + ncar)) {
         const int v = body.invars[k];
@@ -225,7 +218,7 @@ std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in,
     for (const Eqn& e : body.eqns)
       for (int v : e.outputs) {
         linear[static_cast<std::size_t>(v)] = 1;
-        shapes[static_cast<std::size_t>(v)] = shape_of(v);
+        shapes[static_cast<std::size_t>(v)] = type_shape(body.types.at(static_cast<std::size_t>(v)), env);
       }
     std::vector<Tangent> cts(body.types.size());
     auto seed = [&](const Atom& a, const Value& c) {

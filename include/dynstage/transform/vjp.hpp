@@ -285,14 +285,11 @@ auto vjp(const F& f, const P&... primals) {
   const std::tuple<const P&...> args(primals...);
   const std::vector<Value> xs = leaves_of(primals...);
   const std::vector<std::size_t> offsets = leaf_offsets(primals...);
-  std::vector<std::size_t> which;
-  for (std::size_t k = 0; k < sizeof...(P); ++k)
-    for (std::size_t i = offsets[k]; i < offsets[k + 1]; ++i)
-      if (is_float(xs[i].dtype()) && (which.empty() || which.back() != k)) which.push_back(k);
-  // Arguments with integer leaves are not differentiated (their cotangents are zero).
+  // Arguments with a leaf that is not floating point are not differentiated
+  // (their cotangents are zero).
   std::vector<std::size_t> float_args;
-  for (std::size_t k : which) {
-    bool all = true;
+  for (std::size_t k = 0; k < sizeof...(P); ++k) {
+    bool all = offsets[k] < offsets[k + 1];
     for (std::size_t i = offsets[k]; i < offsets[k + 1]; ++i) all = all && is_float(xs[i].dtype());
     if (all) float_args.push_back(k);
   }
