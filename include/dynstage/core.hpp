@@ -74,4 +74,5 @@
 #include "transform/jvp_control.hpp"
 #include "transform/vjp.hpp"
 #include "transform/scan_reverse.hpp"
+#include "transform/control_reverse.hpp"
 #include "transform/vmap.hpp"

@@ -102,9 +102,3 @@ TEST_CASE("grad through scan: make_jaxpr prints a forward scan saving residuals 
     CHECK(dyn::allclose(got, want, 1e-14));
   }
 }
-
-TEST_CASE("reverse mode through for_loop, while_loop and cond is not built yet: a TypeError naming it") {
-  auto loop = [](auto x) { return dyn::for_loop(0, 3, 1)([](auto, auto c) { return c * c; })(x); };
-  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::grad(loop)(1.5); }) ==
-        "vjp: cannot differentiate through for_loop in reverse mode yet (forward mode, dyn::jvp, works through it)");
-}

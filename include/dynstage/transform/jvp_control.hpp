@@ -260,6 +260,43 @@ inline JvpOut while_loop_jvp(const std::vector<Value>& x, const std::vector<Tang
   return loop_results(outs, ni, ncar, l.carried);
 }
 
+// A cond's branches, each with its own captured constants as leading
+// invars (values consts[b]): every branch takes the constants of all of
+// them, its own in its place (each has a static shape: a concrete array).
+// Returns all the constants' values in order.
+inline std::vector<Value> join_branch_constants(const std::vector<std::shared_ptr<Jaxpr>>& branches,
+                                                const std::vector<std::vector<Value>>& own) {
+  std::vector<Value> consts;
+  for (const std::vector<Value>& c : own) consts.insert(consts.end(), c.begin(), c.end());
+  std::size_t before = 0;
+  for (std::size_t b = 0; b < branches.size(); ++b) {
+    Jaxpr& j = *branches[b];
+    const std::size_t m = own[b].size();
+    std::vector<int> cv;
+    for (std::size_t c = 0; c < consts.size(); ++c) {
+      if (c >= before && c < before + m) {
+        cv.push_back(j.invars[c - before]);
+        continue;
+      }
+      const Aval a = consts[c].aval();
+      Type ty{a.dtype, {}, false};
+      for (const Dim& d : a.shape) {
+        if (!d.is_static()) internal_error("cond: a captured constant of a dynamic shape");
+        ty.shape.push_back(JDim{d.value(), -1});
+      }
+      cv.push_back(j.new_var(std::move(ty)));
+    }
+    j.invars.erase(j.invars.begin(), j.invars.begin() + static_cast<std::ptrdiff_t>(m));
+    j.invars.insert(j.invars.begin(), cv.begin(), cv.end());
+    if (!j.in_explicit.empty()) {
+      j.in_explicit.erase(j.in_explicit.begin(), j.in_explicit.begin() + static_cast<std::ptrdiff_t>(m));
+      j.in_explicit.insert(j.in_explicit.begin(), consts.size(), true);
+    }
+    before += m;
+  }
+  return consts;
+}
+
 inline JvpOut cond_jvp(const std::vector<Value>& x, const std::vector<Tangent>& t, const CondParams& p) {
   const std::size_t nin = x.size() - 1, nb = p.branches.size();
   const std::size_t nout = p.branches[0]->outvars.size();
@@ -275,38 +312,15 @@ inline JvpOut cond_jvp(const std::vector<Value>& x, const std::vector<Tangent>& 
   }
   for (std::size_t b = 0; b < nb; ++b)
     if (br[b].nonzero_out != out) br[b] = jvp_jaxpr(*p.branches[b], in, out);
-  // Every branch takes the constants of all of them (each has static shapes:
-  // concrete arrays), its own in its place.
-  std::vector<Value> consts;
-  for (const JvpJaxpr& b : br) consts.insert(consts.end(), b.consts.begin(), b.consts.end());
-  CondParams q{{}, p.nimplicit_outputs, p.indexed};
-  std::size_t before = 0;
+  std::vector<std::shared_ptr<Jaxpr>> js;
+  std::vector<std::vector<Value>> cs;
   for (JvpJaxpr& b : br) {
-    Jaxpr& j = *b.jaxpr;
-    const std::size_t m = b.consts.size();
-    std::vector<int> cv;
-    for (std::size_t c = 0; c < consts.size(); ++c) {
-      if (c >= before && c < before + m) {
-        cv.push_back(j.invars[c - before]);
-        continue;
-      }
-      const Aval a = consts[c].aval();
-      Type ty{a.dtype, {}, false};
-      for (const Dim& d : a.shape) {
-        if (!d.is_static()) internal_error("cond jvp: a captured constant of a dynamic shape");
-        ty.shape.push_back(JDim{d.value(), -1});
-      }
-      cv.push_back(j.new_var(std::move(ty)));
-    }
-    j.invars.erase(j.invars.begin(), j.invars.begin() + static_cast<std::ptrdiff_t>(m));
-    j.invars.insert(j.invars.begin(), cv.begin(), cv.end());
-    if (!j.in_explicit.empty()) {
-      j.in_explicit.erase(j.in_explicit.begin(), j.in_explicit.begin() + static_cast<std::ptrdiff_t>(m));
-      j.in_explicit.insert(j.in_explicit.begin(), consts.size(), true);
-    }
-    before += m;
-    q.branches.push_back(b.jaxpr);
+    js.push_back(b.jaxpr);
+    cs.push_back(b.consts);
   }
+  const std::vector<Value> consts = join_branch_constants(js, cs);
+  CondParams q{{}, p.nimplicit_outputs, p.indexed};
+  for (JvpJaxpr& b : br) q.branches.push_back(b.jaxpr);
   std::vector<Value> ops{x[0]};
   ops.insert(ops.end(), consts.begin(), consts.end());
   ops.insert(ops.end(), x.begin() + 1, x.end());

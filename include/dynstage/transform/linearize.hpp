@@ -69,6 +69,16 @@ struct PartialEval {
     l.linear[static_cast<std::size_t>(v)] = 1;
     l.shapes[static_cast<std::size_t>(v)] = shape_of(v);
   }
+  // A new known variable of type t (an output of an equation partial
+  // evaluation made).
+  int new_known(Type t) {
+    l.types.push_back(std::move(t));
+    l.linear.push_back(0);
+    l.shapes.emplace_back();
+    env.emplace_back();
+    residual.push_back(0);
+    return static_cast<int>(l.types.size()) - 1;
+  }
   // A new known variable of type t holding v (a residual partial evaluation made).
   int new_residual(Type t, Value v) {
     l.types.push_back(std::move(t));
@@ -80,11 +90,17 @@ struct PartialEval {
   }
 };
 
-// The control-flow rules (transform/scan_reverse.hpp): a scan's JVP split
-// into a known scan, run now, and a linear scan, kept; and the transpose of
-// such a linear scan.
+// The control-flow rules: a control equation's JVP split into a known
+// part, run now, and a linear part, kept (transform/scan_reverse.hpp for
+// scan; transform/control_reverse.hpp: for_loop and while_loop as scans,
+// cond); and the transposes of the linear parts (scans and conds).
 void partial_eval_scan(PartialEval& pe, const Eqn& q);
+void partial_eval_for_loop(PartialEval& pe, const Eqn& q);
+void partial_eval_while_loop(PartialEval& pe, const Eqn& q);
+void partial_eval_cond(PartialEval& pe, const Eqn& q);
 std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
+                                    const std::vector<Shape>& out_shapes);
+std::vector<Tangent> transpose_cond(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
                                     const std::vector<Shape>& out_shapes);
 
 // Linearize the traced function `t` at `xs`; `wrt[k]`: leaf k is
@@ -161,15 +177,16 @@ Linearized linearize(const TracedFn& t, const std::vector<Value>& xs, const std:
       for (std::size_t o = 0; o < q.outputs.size(); ++o) pe.env[static_cast<std::size_t>(q.outputs[o])] = out.at(o);
       continue;
     }
-    if (q.prim == Prim::scan) {
-      partial_eval_scan(pe, q);
+    if (prim_info(q.prim).kind == Kind::control) {
+      switch (q.prim) {
+        case Prim::scan: partial_eval_scan(pe, q); break;
+        case Prim::for_loop: partial_eval_for_loop(pe, q); break;
+        case Prim::while_loop: partial_eval_while_loop(pe, q); break;
+        case Prim::cond: partial_eval_cond(pe, q); break;
+        default: internal_error("vjp: no partial evaluation rule for " + std::string(prim_name(q.prim)));
+      }
       continue;
     }
-    // The other control-flow equations' JVPs carry primal and tangent values
-    // together; their splits are not built yet.
-    if (prim_info(q.prim).kind == Kind::control)
-      fail<TypeError>("vjp: cannot differentiate through " + std::string(prim_name(q.prim)) +
-                      " in reverse mode yet (forward mode, dyn::jvp, works through it)");
     l.lin.push_back(q);
     for (const Atom& a : q.inputs) pe.keep(a);
     for (int v : q.outputs) pe.define_linear(v);
@@ -257,8 +274,9 @@ void backward_pass(const std::vector<Eqn>& eqns, const std::vector<Type>& types,
         in.push_back(LinArg{v, v.dtype(), v.shape()});
       }
     }
-    const std::vector<Tangent> r =
-        q.prim == Prim::scan ? transpose_scan(q, in, out, out_shapes) : transpose_rule(q.prim, in, out, q.params);
+    const std::vector<Tangent> r = q.prim == Prim::scan   ? transpose_scan(q, in, out, out_shapes)
+                                   : q.prim == Prim::cond ? transpose_cond(q, in, out, out_shapes)
+                                                          : transpose_rule(q.prim, in, out, q.params);
     for (std::size_t k = 0; k < q.inputs.size(); ++k)
       if (in[k].linear() && r.at(k)) accumulate(ct, q.inputs[k].var, *r[k]);
   }

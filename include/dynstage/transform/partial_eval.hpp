@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../errors.hpp"
@@ -38,6 +39,16 @@ struct SplitJaxpr {
 // it, even if this iteration computed it from known values alone).
 SplitJaxpr partial_eval_jaxpr(const Jaxpr& j, const std::vector<bool>& in_unknown,
                               const std::vector<bool>& force_unknown);
+
+// A loop body (carries: invars [first_carry, first_carry + ncar), the first
+// ncar outvars) split at the fixed point of its unknown carries: a carry
+// whose new value is unknown is unknown on entry too, until nothing changes
+// (as for the JVP). `uk` (per invar) is updated to the fixed point.
+SplitJaxpr split_loop_body(const Jaxpr& body, std::vector<bool>& uk, std::size_t first_carry, std::size_t ncar);
+
+// Reverse mode does not split a loop or cond nested in the unknown part of
+// a body yet: a TypeError naming both (`where`: "a scan", "a cond branch").
+void check_no_nested_control(const Jaxpr& unknown, const std::string& where);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 SplitJaxpr partial_eval_jaxpr(const Jaxpr& j, const std::vector<bool>& in_unknown,
@@ -95,6 +106,25 @@ SplitJaxpr partial_eval_jaxpr(const Jaxpr& j, const std::vector<bool>& in_unknow
   for (std::size_t k = 0; k < j.outvars.size(); ++k) (r.out_unknown[k] ? r.unknown : r.known)->outvars.push_back(j.outvars[k]);
   for (int v : r.residuals) r.known->outvars.push_back(Atom::of_var(v));
   return r;
+}
+
+SplitJaxpr split_loop_body(const Jaxpr& body, std::vector<bool>& uk, std::size_t first_carry, std::size_t ncar) {
+  for (;;) {
+    std::vector<bool> force(body.outvars.size(), false);
+    for (std::size_t i = 0; i < ncar; ++i) force[i] = uk[first_carry + i];
+    SplitJaxpr sp = partial_eval_jaxpr(body, uk, force);
+    bool changed = false;
+    for (std::size_t i = 0; i < ncar; ++i)
+      if (sp.out_unknown[i] && !uk[first_carry + i]) changed = uk[first_carry + i] = true;
+    if (!changed) return sp;
+  }
+}
+
+void check_no_nested_control(const Jaxpr& unknown, const std::string& where) {
+  for (const Eqn& e : unknown.eqns)
+    if (prim_info(e.prim).kind == Kind::control)
+      fail<TypeError>("vjp: cannot differentiate through a " + std::string(prim_name(e.prim)) + " inside " + where +
+                      " in reverse mode yet");
 }
 #endif
 

@@ -66,23 +66,8 @@ void partial_eval_scan(PartialEval& pe, const Eqn& q) {
   std::vector<bool> uk(nin);
   for (std::size_t k = 0; k < nin; ++k) uk[k] = pe.is_linear(q.inputs[k]);
   // Which carries are unknown: a fixed point.
-  SplitJaxpr sp;
-  for (;;) {
-    std::vector<bool> force(nout, false);
-    for (std::size_t i = 0; i < ncar; ++i) force[i] = uk[nc + i];
-    sp = partial_eval_jaxpr(body, uk, force);
-    bool changed = false;
-    for (std::size_t i = 0; i < ncar; ++i)
-      if (sp.out_unknown[i] && !uk[nc + i]) {
-        uk[nc + i] = true;
-        changed = true;
-      }
-    if (!changed) break;
-  }
-  for (const Eqn& e : sp.unknown->eqns)
-    if (prim_info(e.prim).kind == Kind::control)
-      fail<TypeError>("vjp: cannot differentiate through a " + std::string(prim_name(e.prim)) +
-                      " inside a scan in reverse mode yet");
+  const SplitJaxpr sp = split_loop_body(body, uk, nc, ncar);
+  check_no_nested_control(*sp.unknown, "a scan");
   // Residuals: the body's known constants are passed as they are; every
   // other residual is returned per iteration by the known scan.
   std::vector<int> const_res, row_res;

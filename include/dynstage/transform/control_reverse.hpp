@@ -1,0 +1,403 @@
+// dynstage: reverse mode through for_loop, while_loop, cond and switch_
+// (issue 20, API.md section 14).
+//
+// Loops become scans, whose split and transpose transform/scan_reverse.hpp
+// builds:
+//   - for_loop(lower, upper, step) is a scan of trip_count(lower, upper,
+//     step) iterations carrying the index (index + step each iteration); the
+//     trip count is static when the bounds are concrete, else a dynamic
+//     scan length computed in the program.
+//   - while_loop runs twice forwards: a loop over the body's known part (the
+//     primal computation) counts the iterations N, then the body runs as a
+//     scan of length N, which keeps each iteration's residuals in buffers of
+//     N rows: N is a dynamic dimension under jit, concrete in eager code.
+//     The backward pass is the transposed scan: the iterations in reverse.
+//     (JAX cannot do this: its while_loop has no reverse-mode rule.)
+//   A loop whose carried sizes change from one iteration to the next
+//   (implicit loop variables) has iterates of different shapes, which no
+//   buffer stacks: a TypeError.
+// cond (and switch_, an indexed cond) follows JAX's _cond_partial_eval and
+// _cond_transpose: every branch is split with the same unknown inputs (an
+// output unknown in one branch is unknown in all); the known cond returns
+// the known outputs and the residuals of every branch (each branch its own,
+// zeros for the others'); the linear cond takes all residuals, each branch
+// reading its own; its transpose is a cond over the branches' backward
+// passes. A residual's sizes must be static or sizes of the cond's operands.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jvp_control.hpp"
+#include "scan_reverse.hpp"
+
+namespace dyn::detail {
+
+#ifdef DYNSTAGE_IMPLEMENTATION
+
+namespace control_reverse {
+
+inline void no_changing_sizes(int nimplicit, const char* prim) {
+  if (nimplicit > 0)
+    fail<TypeError>(std::string("vjp: cannot differentiate through a ") + prim +
+                    " whose carried sizes change from one iteration to the next in reverse mode (each "
+                    "iteration's values would need a buffer row of a different shape); give the carries fixed "
+                    "sizes (preserve_dimensions=true) or use forward mode (dyn::jvp, dyn::jacfwd)");
+}
+
+// The number of iterations of for_loop(lo, hi, step) as a traced i64[]:
+// for_loop_trip_count's formula in the program (a step of 0 divides by 1).
+inline Value trip_count_value(const Value& lo, const Value& hi, const Value& st) {
+  const Value zero = i64_literal(0), one = i64_literal(1);
+  const Value pos = bind1(Prim::gt, {st, zero}), is0 = bind1(Prim::eq, {st, zero});
+  const Value safe = bind1(Prim::select_n, {is0, st, one});
+  const Value span = bind1(Prim::select_n, {pos, bind1(Prim::sub, {lo, hi}), bind1(Prim::sub, {hi, lo})});
+  const Value mag = bind1(Prim::select_n, {pos, bind1(Prim::neg, {safe}), safe});
+  const Value n = bind1(Prim::div, {bind1(Prim::sub, {bind1(Prim::add, {span, mag}), one}), mag});
+  return bind1(Prim::select_n, {is0, bind1(Prim::max, {n, zero}), zero});
+}
+
+// The scan length of a loop of n iterations: static when n is concrete,
+// else -1 with n's variable appended to `inputs` (a new known variable).
+inline std::int64_t scan_length(PartialEval& pe, const Value& n, std::vector<Atom>& inputs) {
+  if (!n.is_tracer()) return scalar_of(n.array).as<std::int64_t>();
+  (void)dim_of(n, "vjp");  // a dimension: the length of the residuals' buffers
+  inputs.push_back(Atom::of_var(pe.new_residual(Type{DType::i64, {}, false}, n)));
+  return -1;
+}
+
+inline std::shared_ptr<Jaxpr> copy_body(const Jaxpr& b) {
+  auto r = std::make_shared<Jaxpr>(b);
+  r->in_explicit.clear();
+  r->out_explicit.clear();
+  return r;
+}
+
+}  // namespace control_reverse
+
+void partial_eval_for_loop(PartialEval& pe, const Eqn& q) {
+  using namespace control_reverse;
+  const ForLoopParams& p = std::get<ForLoopParams>(q.params);
+  no_changing_sizes(p.nimplicit, "for_loop");
+  const auto nc = static_cast<std::size_t>(p.body_nconsts);
+  // Operands: consts, lower, upper, step, index0, carried. The scan body:
+  // (consts, step; index, carried) -> (index + step, carried).
+  auto b = copy_body(*p.body_jaxpr);
+  const int index = b->invars.at(nc);
+  const Type it = b->types.at(static_cast<std::size_t>(index));
+  const int step = b->new_var(it), next = b->new_var(it);
+  b->eqns.push_back(Eqn{Prim::add, {Atom::of_var(index), Atom::of_var(step)}, {next}, NoParams{}});
+  b->invars.insert(b->invars.begin() + static_cast<std::ptrdiff_t>(nc), step);
+  b->outvars.insert(b->outvars.begin(), Atom::of_var(next));
+  Eqn s;
+  s.prim = Prim::scan;
+  s.inputs.assign(q.inputs.begin(), q.inputs.begin() + static_cast<std::ptrdiff_t>(nc));
+  s.inputs.push_back(q.inputs.at(nc + 2));                                                    // step
+  s.inputs.insert(s.inputs.end(), q.inputs.begin() + static_cast<std::ptrdiff_t>(nc + 3), q.inputs.end());  // index0, carried
+  const Value lo = pe.read(q.inputs.at(nc)), hi = pe.read(q.inputs.at(nc + 1)), st = pe.read(q.inputs.at(nc + 2));
+  const Value n = lo.is_tracer() || hi.is_tracer() || st.is_tracer()
+                      ? trip_count_value(lo, hi, st)
+                      : i64_literal(for_loop_trip_count(scalar_of(lo.array).as<std::int64_t>(),
+                                                        scalar_of(hi.array).as<std::int64_t>(),
+                                                        scalar_of(st.array).as<std::int64_t>()));
+  const std::int64_t length = scan_length(pe, n, s.inputs);
+  s.outputs.push_back(pe.new_known(it));  // the final index
+  s.outputs.insert(s.outputs.end(), q.outputs.begin(), q.outputs.end());
+  s.params = ScanParams{b, length, false, static_cast<int>(nc + 1), static_cast<int>(b->outvars.size())};
+  partial_eval_scan(pe, s);
+}
+
+void partial_eval_while_loop(PartialEval& pe, const Eqn& q) {
+  using namespace control_reverse;
+  const WhileLoopParams& p = std::get<WhileLoopParams>(q.params);
+  no_changing_sizes(p.nimplicit, "while_loop");
+  const auto cnc = static_cast<std::size_t>(p.cond_nconsts), bnc = static_cast<std::size_t>(p.body_nconsts);
+  const Jaxpr& body = *p.body_jaxpr;
+  const std::size_t ncar = body.invars.size() - bnc;
+  std::vector<bool> uk(body.invars.size());
+  for (std::size_t k = 0; k < uk.size(); ++k) uk[k] = pe.is_linear(q.inputs.at(cnc + k));
+  const SplitJaxpr sp = split_loop_body(body, uk, bnc, ncar);
+  // 1. Count the iterations: a while loop over the known carries and a
+  // counter, its body the known part of the body (residuals dropped), its
+  // predicate the loop's (which reads primals only).
+  const Type i64{DType::i64, {}, false};
+  auto kb = copy_body(*sp.known);
+  kb->outvars.resize(kb->outvars.size() - sp.residuals.size());
+  std::size_t nkc = 0;
+  for (std::size_t k = 0; k < bnc; ++k) nkc += uk[k] ? 0 : 1;
+  const int count = kb->new_var(i64), count1 = kb->new_var(i64);
+  kb->eqns.push_back(Eqn{Prim::add, {Atom::of_var(count), Atom::literal(Scalar::of<std::int64_t>(1))}, {count1}, NoParams{}});
+  kb->invars.insert(kb->invars.begin() + static_cast<std::ptrdiff_t>(nkc), count);
+  kb->outvars.insert(kb->outvars.begin(), Atom::of_var(count1));
+  auto cj = copy_body(*p.cond_jaxpr);
+  {
+    std::vector<int> invars(cj->invars.begin(), cj->invars.begin() + static_cast<std::ptrdiff_t>(cnc));
+    invars.push_back(cj->new_var(i64));
+    for (std::size_t c = 0; c < ncar; ++c)
+      if (!uk[bnc + c]) invars.push_back(cj->invars.at(cnc + c));
+    cj->invars = std::move(invars);
+  }
+  std::vector<Value> ops;
+  for (std::size_t k = 0; k < cnc; ++k) ops.push_back(pe.read(q.inputs[k]));
+  for (std::size_t k = 0; k < bnc; ++k)
+    if (!uk[k]) ops.push_back(pe.read(q.inputs[cnc + k]));
+  ops.push_back(i64_literal(0));
+  for (std::size_t c = 0; c < ncar; ++c)
+    if (!uk[bnc + c]) ops.push_back(pe.read(q.inputs[cnc + bnc + c]));
+  const WhileLoopParams cp{cj, kb, p.cond_nconsts, static_cast<int>(nkc), 0, p.preserve_dimensions};
+  const Value n = bind(Prim::while_loop, ops, cp, current_trace() != nullptr).at(0);
+  // 2. The loop as a scan of n iterations.
+  Eqn s;
+  s.prim = Prim::scan;
+  s.inputs.assign(q.inputs.begin() + static_cast<std::ptrdiff_t>(cnc), q.inputs.end());
+  const std::int64_t length = scan_length(pe, n, s.inputs);
+  s.outputs = q.outputs;
+  s.params = ScanParams{copy_body(body), length, false, static_cast<int>(bnc), static_cast<int>(ncar)};
+  partial_eval_scan(pe, s);
+}
+
+namespace control_reverse {
+
+// The shape of `t` (a type of a branch) in a scope where the branch's
+// invars have the values `in` (one per invar; only the i64[] dimension
+// invars are read); `where` names the value in the error for a size the
+// branch computes.
+inline Shape branch_shape(const Jaxpr& br, const Type& t, const std::vector<std::optional<Value>>& in) {
+  Shape s;
+  for (const JDim& d : t.shape) {
+    if (d.is_static()) {
+      s.push_back(Dim(d.value));
+      continue;
+    }
+    const int k = scan_reverse::position(br.invars, d.var);
+    if (k < 0 || !in.at(static_cast<std::size_t>(k)))
+      fail<TypeError>("vjp: a value the backward pass of a cond needs has a size computed inside a branch; "
+                      "reverse mode cannot pass it out of the cond yet");
+    s.push_back(dim_of(*in[static_cast<std::size_t>(k)], "vjp"));
+  }
+  return s;
+}
+
+// A traced branch body with its captured constants as leading invars.
+struct Body {
+  std::shared_ptr<Jaxpr> jaxpr;
+  std::vector<Value> consts;
+};
+
+// Every branch takes the constants of all (jvp_control's join): their values.
+inline std::vector<Value> join_bodies(std::vector<Body>& bodies) {
+  std::vector<std::shared_ptr<Jaxpr>> js;
+  std::vector<std::vector<Value>> cs;
+  for (Body& b : bodies) {
+    js.push_back(b.jaxpr);
+    cs.push_back(b.consts);
+  }
+  return jvp_control::join_branch_constants(js, cs);
+}
+
+}  // namespace control_reverse
+
+void partial_eval_cond(PartialEval& pe, const Eqn& q) {
+  using namespace control_reverse;
+  const CondParams& p = std::get<CondParams>(q.params);
+  if (p.nimplicit_outputs > 0)
+    fail<TypeError>("vjp: cannot differentiate through a cond whose results' sizes depend on the branch in "
+                    "reverse mode yet");
+  const std::size_t nb = p.branches.size(), nin = q.inputs.size() - 1, nout = q.outputs.size();
+  std::vector<bool> uk(nin);
+  for (std::size_t k = 0; k < nin; ++k) uk[k] = pe.is_linear(q.inputs[1 + k]);
+  // An output unknown in one branch is unknown in all: a fixed point.
+  std::vector<bool> force(nout, false);
+  std::vector<SplitJaxpr> sp(nb);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t b = 0; b < nb; ++b) {
+      sp[b] = partial_eval_jaxpr(*p.branches[b], uk, force);
+      for (std::size_t o = 0; o < nout; ++o)
+        if (sp[b].out_unknown[o] && !force[o]) changed = force[o] = true;
+    }
+  }
+  // Residuals: operands (by position, shared by the branches) and values a
+  // branch computes (each branch's own).
+  std::vector<bool> res_in(nin, false);
+  std::vector<std::vector<int>> computed(nb);
+  for (std::size_t b = 0; b < nb; ++b) {
+    check_no_nested_control(*sp[b].unknown, "a cond branch");
+    for (int v : sp[b].residuals) {
+      const int k = scan_reverse::position(p.branches[b]->invars, v);
+      if (k >= 0) res_in[static_cast<std::size_t>(k)] = true;
+      else computed[b].push_back(v);
+    }
+  }
+  // The known cond: known outputs, then every branch's computed residuals.
+  std::vector<Value> kin;  // the known operands
+  std::vector<std::optional<Value>> outer(nin);
+  for (std::size_t k = 0; k < nin; ++k)
+    if (!uk[k]) kin.push_back(*(outer[k] = pe.read(q.inputs[1 + k])));
+  std::vector<Body> known(nb);
+  for (std::size_t b = 0; b < nb; ++b) {
+    TraceScope scope;
+    std::vector<std::optional<Value>> in(nin);
+    std::vector<Value> args;
+    for (std::size_t k = 0; k < nin; ++k)
+      if (!uk[k]) args.push_back(*(in[k] = scope.new_arg(outer[k]->aval())));
+    const std::vector<Value> all = jvp_eval(*sp[b].known, {}, args, std::vector<Tangent>(args.size())).primals;
+    const std::size_t nk = all.size() - sp[b].residuals.size();
+    std::vector<Value> outs(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(nk));
+    std::vector<std::optional<Value>> env(p.branches[b]->types.size());
+    for (std::size_t r = 0; r < sp[b].residuals.size(); ++r)
+      env[static_cast<std::size_t>(sp[b].residuals[r])] = all[nk + r];
+    for (std::size_t c = 0; c < nb; ++c)
+      for (int v : computed[c]) {
+        const Type& t = p.branches[c]->types.at(static_cast<std::size_t>(v));
+        outs.push_back(c == b ? *env[static_cast<std::size_t>(v)]
+                              : transpose_detail::zeros(branch_shape(*p.branches[c], t, in), t.dtype));
+      }
+    known[b] = Body{scan_reverse::constants_as_invars(scope.finish(outs, /*implicit_results=*/false)),
+                    scope.const_sources()};
+  }
+  std::vector<Value> ops{pe.read(q.inputs[0])};
+  {
+    const std::vector<Value> consts = join_bodies(known);
+    ops.insert(ops.end(), consts.begin(), consts.end());
+    ops.insert(ops.end(), kin.begin(), kin.end());
+  }
+  CondParams kp{{}, 0, p.indexed};
+  for (const Body& k : known) kp.branches.push_back(k.jaxpr);
+  const std::vector<Value> outs = bind(Prim::cond, ops, kp, current_trace() != nullptr);
+  std::size_t o = 0;
+  for (std::size_t i = 0; i < nout; ++i)
+    if (!force[i]) pe.env[static_cast<std::size_t>(q.outputs[i])] = outs.at(o++);
+  // The computed residuals as known variables of the linear program: their
+  // sizes are the cond's operands'.
+  auto outer_type = [&](std::size_t c, int v) {
+    Type t = p.branches[c]->types.at(static_cast<std::size_t>(v));
+    for (JDim& d : t.shape)
+      if (!d.is_static()) {
+        const Atom& a = q.inputs.at(1 + static_cast<std::size_t>(scan_reverse::position(p.branches[c]->invars, d.var)));
+        d = a.is_var() ? JDim::of_var(a.var) : JDim{a.lit.i, -1};
+      }
+    return t;
+  };
+  std::vector<int> res_vars;
+  for (std::size_t c = 0; c < nb; ++c)
+    for (int v : computed[c]) {
+      (void)branch_shape(*p.branches[c], p.branches[c]->types.at(static_cast<std::size_t>(v)), outer);
+      res_vars.push_back(pe.new_residual(outer_type(c, v), outs.at(o++)));
+    }
+  // The linear cond: (pred; operand residuals, computed residuals, unknown
+  // operands) -> unknown outputs; each branch reads its own residuals.
+  Eqn e;
+  e.prim = Prim::cond;
+  e.inputs.push_back(q.inputs[0]);
+  for (std::size_t k = 0; k < nin; ++k)
+    if (res_in[k]) e.inputs.push_back(q.inputs[1 + k]);
+  for (int v : res_vars) e.inputs.push_back(Atom::of_var(v));
+  for (std::size_t k = 0; k < nin; ++k)
+    if (uk[k]) e.inputs.push_back(q.inputs[1 + k]);
+  CondParams lp{{}, 0, p.indexed};
+  for (std::size_t b = 0; b < nb; ++b) {
+    const Jaxpr& br = *p.branches[b];
+    std::shared_ptr<Jaxpr> lj = control_reverse::copy_body(*sp[b].unknown);
+    std::vector<int> invars;
+    for (std::size_t k = 0; k < nin; ++k)
+      if (res_in[k]) invars.push_back(br.invars[k]);
+    for (std::size_t c = 0; c < nb; ++c)
+      for (int v : computed[c]) {
+        if (c == b) {
+          invars.push_back(v);
+          continue;
+        }
+        Type t = p.branches[c]->types.at(static_cast<std::size_t>(v));  // another branch's: sizes by position
+        for (JDim& d : t.shape)
+          if (!d.is_static()) d = JDim::of_var(br.invars.at(static_cast<std::size_t>(
+                                  scan_reverse::position(p.branches[c]->invars, d.var))));
+        invars.push_back(lj->new_var(std::move(t)));
+      }
+    invars.insert(invars.end(), lj->invars.begin() + static_cast<std::ptrdiff_t>(sp[b].residuals.size()),
+                  lj->invars.end());
+    lj->invars = std::move(invars);
+    lp.branches.push_back(lj);
+  }
+  e.params = std::move(lp);
+  for (std::size_t i = 0; i < nout; ++i)
+    if (force[i]) e.outputs.push_back(q.outputs[i]);
+  for (const Atom& a : e.inputs) pe.keep(a);
+  for (int v : e.outputs) pe.define_linear(v);
+  pe.l.lin.push_back(std::move(e));
+}
+
+std::vector<Tangent> transpose_cond(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
+                                    const std::vector<Shape>& out_shapes) {
+  using namespace control_reverse;
+  using linearize_detail::atom_dtype;
+  const CondParams& p = std::get<CondParams>(q.params);
+  const std::size_t nin = in.size() - 1, nout = ct.size();
+  std::vector<DType> out_dtypes;
+  for (const Atom& a : p.branches[0]->outvars) out_dtypes.push_back(atom_dtype(p.branches[0]->types, a));
+  // Each branch's backward pass: (known operands, the outputs' cotangents)
+  // -> the linear operands' cotangents.
+  std::vector<Body> tb;
+  for (const auto& bp : p.branches) {
+    const Jaxpr& br = *bp;
+    TraceScope scope;
+    std::vector<std::optional<Value>> env(br.types.size());
+    std::vector<char> linear(br.types.size(), 0);
+    std::vector<Shape> shapes(br.types.size());
+    for (std::size_t k = 0; k < nin; ++k) {
+      const auto v = static_cast<std::size_t>(br.invars[k]);
+      if (in[1 + k].linear()) {
+        linear[v] = 1;
+        shapes[v] = in[1 + k].shape;
+      } else {
+        env[v] = scope.new_arg(in[1 + k].value->aval());
+      }
+    }
+    std::vector<Value> ct_args;
+    for (std::size_t o = 0; o < nout; ++o)
+      ct_args.push_back(scope.new_arg(Aval{out_dtypes[o], out_shapes.at(o), false, std::nullopt}));
+    for (const Eqn& e : br.eqns)
+      for (int v : e.outputs) {
+        linear[static_cast<std::size_t>(v)] = 1;
+        shapes[static_cast<std::size_t>(v)] = type_shape(br.types.at(static_cast<std::size_t>(v)), env);
+      }
+    std::vector<Tangent> cts(br.types.size());
+    for (std::size_t o = 0; o < nout; ++o) {
+      const Atom& a = br.outvars[o];
+      if (a.is_var() && linear[static_cast<std::size_t>(a.var)]) linearize_detail::accumulate(cts, a.var, ct_args[o]);
+    }
+    auto known = [&](const Atom& a) {
+      return a.is_var() ? *env.at(static_cast<std::size_t>(a.var)) : scalar_value(a.lit, a.weak);
+    };
+    backward_pass(br.eqns, br.types, known, linear, shapes, cts);
+    std::vector<Value> outs;
+    for (std::size_t k = 0; k < nin; ++k)
+      if (in[1 + k].linear()) {
+        const Tangent& c = cts[static_cast<std::size_t>(br.invars[k])];
+        outs.push_back(c ? jvp_detail::fit(*c, in[1 + k].shape) : transpose_detail::zeros(in[1 + k].shape, in[1 + k].dtype));
+      }
+    tb.push_back(Body{scan_reverse::constants_as_invars(scope.finish(outs, /*implicit_results=*/false)),
+                      scope.const_sources()});
+  }
+  std::vector<Value> ops{*in[0].value};
+  const std::vector<Value> consts = join_bodies(tb);
+  ops.insert(ops.end(), consts.begin(), consts.end());
+  for (std::size_t k = 0; k < nin; ++k)
+    if (!in[1 + k].linear()) ops.push_back(*in[1 + k].value);
+  for (std::size_t o = 0; o < nout; ++o)
+    ops.push_back(ct[o] ? jvp_detail::fit(*ct[o], out_shapes[o]) : transpose_detail::zeros(out_shapes[o], out_dtypes[o]));
+  CondParams tp{{}, 0, p.indexed};
+  for (const Body& b : tb) tp.branches.push_back(b.jaxpr);
+  const std::vector<Value> outs = bind(Prim::cond, ops, tp);
+  std::vector<Tangent> r(in.size());
+  std::size_t o = 0;
+  for (std::size_t k = 0; k < nin; ++k)
+    if (in[1 + k].linear()) r[1 + k] = outs.at(o++);
+  return r;
+}
+
+#endif  // DYNSTAGE_IMPLEMENTATION
+
+}  // namespace dyn::detail
