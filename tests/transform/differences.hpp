@@ -68,4 +68,28 @@ inline const auto scan_loss = [](auto w, auto xs) {
   return dyn::sum(ys) + c;
 };
 
+// Loops for the reverse-mode tests (test_vjp_loops.cpp, test_vjp_jit.cpp).
+// c -> c * c three times: x^8.
+inline const auto pow8 = [](auto x) { return dyn::for_loop(0, 3, 1)([](auto, auto c) { return c * c; })(x); };
+
+// c -> c w while c < 10, from c = x: x w^N with N the number of iterations.
+inline const auto grow = [](auto x, auto w) {
+  return dyn::while_loop([](auto c) { return c < 10.0; })([&](auto c) { return c * w; })(x);
+};
+
+// A damped spring stepped until t >= 1 (dt = 0.05: 20 steps); the loss is
+// the final position's square plus the velocity.
+inline const auto spring = [](auto k, auto x0) {
+  auto [x, v, t] = dyn::while_loop([](auto, auto, auto t) { return t < 0.999; })([&](auto x, auto v, auto t) {
+    auto a = -k * x - 0.3 * v;
+    return std::tuple{x + 0.05 * v, v + 0.05 * a, t + 0.05};
+  })(x0, 0.0 * x0 + 0.2, 0.0 * x0);
+  return x * x + v;
+};
+
+// sin(x) y for x > 0, x^3 otherwise: the branches keep different residuals.
+inline const auto branchy = [](auto x, auto y) {
+  return dyn::cond(x > 0.0, [&](auto v) { return dyn::sin(v) * y; }, [&](auto v) { return v * v * v; })(x);
+};
+
 }  // namespace transform_test

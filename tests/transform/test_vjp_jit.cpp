@@ -74,3 +74,32 @@ TEST_CASE("grad through scan under jit: the forward scan and the reversed scan c
   }
   CHECK(jg.stats().compiles == 1);
 }
+
+TEST_CASE("grad through for_loop, while_loop and cond under jit: the numbers of eager grad; a while loop's "
+          "count is a dynamic length in one kernel for every count") {
+  using dyn::Array;
+  using namespace transform_test;
+  auto jp = dyn::jit(dyn::grad(pow8));
+  CHECK(jp(1.1)() == doctest::Approx(8 * std::pow(1.1, 7)).epsilon(1e-13));
+  auto jg = dyn::jit(dyn::grad(grow, dyn::argnums<0, 1>{}));
+  for (double x : {1.3, 0.2, 12.0}) {  // 4, 8 and 0 iterations
+    const auto [gx, gw] = jg(x, 1.7);
+    const auto [ex, ew] = dyn::grad(grow, dyn::argnums<0, 1>{})(x, 1.7);
+    CAPTURE(x);
+    CHECK(gx() == doctest::Approx(ex()).epsilon(1e-14));
+    CHECK(gw() == doctest::Approx(ew()).epsilon(1e-14));
+  }
+  CHECK(jg.stats().compiles == 1);
+  auto js = dyn::jit(dyn::grad(spring, dyn::argnums<0, 1>{}));
+  const auto [sk, sx] = js(2.0, 0.5);
+  const auto [ek, ex] = dyn::grad(spring, dyn::argnums<0, 1>{})(2.0, 0.5);
+  CHECK(sk() == doctest::Approx(ek()).epsilon(1e-13));
+  CHECK(sx() == doctest::Approx(ex()).epsilon(1e-13));
+  auto jc = dyn::jit(dyn::grad(branchy, dyn::argnums<0, 1>{}));
+  for (double x : {0.4, -0.4}) {
+    const auto [a, b] = jc(x, 3.0);
+    CAPTURE(x);
+    CHECK(a() == doctest::Approx(x > 0 ? std::cos(x) * 3.0 : 3 * x * x).epsilon(1e-14));
+    CHECK(b() == doctest::Approx(x > 0 ? std::sin(x) : 0.0).epsilon(1e-14));
+  }
+}

@@ -14,36 +14,23 @@
 #include <tuple>
 
 #include "../test_util.hpp"
+#include "differences.hpp"
 
 using dyn::Array;
 using test_util::message_of;
 using test_util::str;
+using transform_test::branchy;
+using transform_test::grow;
+using transform_test::pow8;
+using transform_test::spring;
 
 namespace {
 
 double fd(const std::function<double(double)>& g, double x) { return (g(x + 1e-6) - g(x - 1e-6)) / 2e-6; }
 
-// c -> c * c three times: x^8.
-auto pow8 = [](auto x) { return dyn::for_loop(0, 3, 1)([](auto, auto c) { return c * c; })(x); };
-
 // Iterations i = 5, 3, 1 of c -> c x + i from c = 1: x^3 + 5 x^2 + 3 x + 1.
 auto down = [](auto x) {
   return dyn::for_loop(5, 0, -2)([&](auto i, auto c) { return c * x + dyn::astype<double>(i); })(1.0);
-};
-
-// c -> c w while c < 10, from c = x: x w^N with N the number of iterations.
-auto grow = [](auto x, auto w) {
-  return dyn::while_loop([](auto c) { return c < 10.0; })([&](auto c) { return c * w; })(x);
-};
-
-// A damped spring stepped until t >= 1 (dt = 0.05: 20 steps); the loss is
-// the final position's square plus the velocity.
-auto spring = [](auto k, auto x0) {
-  auto [x, v, t] = dyn::while_loop([](auto, auto, auto t) { return t < 0.999; })([&](auto x, auto v, auto t) {
-    auto a = -k * x - 0.3 * v;
-    return std::tuple{x + 0.05 * v, v + 0.05 * a, t + 0.05};
-  })(x0, 0.0 * x0 + 0.2, 0.0 * x0);
-  return x * x + v;
 };
 
 }  // namespace
@@ -124,9 +111,7 @@ TEST_CASE("grad through while_loop: a spring simulation against central differen
 }
 
 TEST_CASE("grad through cond: each branch's derivative, residuals of different branches; hessian") {
-  auto f = [](auto x, auto y) {
-    return dyn::cond(x > 0.0, [&](auto v) { return dyn::sin(v) * y; }, [&](auto v) { return v * v * v; })(x);
-  };
+  const auto& f = branchy;
   const auto [a, b] = dyn::grad(f, dyn::argnums<0, 1>{})(0.4, 3.0);
   CHECK(a() == doctest::Approx(std::cos(0.4) * 3.0).epsilon(1e-14));
   CHECK(b() == doctest::Approx(std::sin(0.4)).epsilon(1e-14));
@@ -175,4 +160,68 @@ TEST_CASE("reverse mode through a loop whose carried sizes change: a TypeError n
         "vjp: cannot differentiate through a for_loop whose carried sizes change from one iteration to the next in "
         "reverse mode (each iteration's values would need a buffer row of a different shape); give the carries "
         "fixed sizes (preserve_dimensions=true) or use forward mode (dyn::jvp, dyn::jacfwd)");
+}
+
+TEST_CASE("grad through nested control flow: a loop in a loop, a cond in a scan, a loop in a cond, a for loop "
+          "of substeps in a while loop (hand-computed and central differences)") {
+  // Two iterations of (two iterations of c -> c * c): x^16.
+  auto nest = [](auto x) {
+    return dyn::for_loop(0, 2, 1)([](auto, auto c) {
+      return dyn::for_loop(0, 2, 1)([](auto, auto d) { return d * d; })(c);
+    })(x);
+  };
+  CHECK(dyn::grad(nest)(1.05)() == doctest::Approx(16 * std::pow(1.05, 15)).epsilon(1e-12));
+  CHECK(dyn::grad(dyn::grad(nest))(1.05)() == doctest::Approx(240 * std::pow(1.05, 14)).epsilon(1e-11));
+  // A leaky relu chosen per step by cond inside a scan.
+  auto leaky = [](auto w, auto xs) {
+    auto [c, ys] = dyn::scan(
+        [&](auto c, auto x) {
+          auto h = c * w + x;
+          auto r = dyn::cond(h > 0.0, [](auto v) { return v; }, [](auto v) { return 0.1 * v; })(h);
+          return std::tuple{r, r * r};
+        },
+        0.5, xs);
+    return dyn::sum(ys) + c;
+  };
+  const Array<double> xs({4}, {0.3, -1.2, 0.8, -0.1});
+  CHECK(dyn::grad(leaky)(0.9, xs)() ==
+        doctest::Approx(fd([&](double w) { return leaky(w, xs)(); }, 0.9)).epsilon(1e-8));
+  // A for loop inside one branch of a cond.
+  auto branch_loop = [](auto x) {
+    return dyn::cond(x > 1.0, [](auto v) { return dyn::for_loop(0, 3, 1)([&](auto, auto c) { return c * v; })(v); },
+                     [](auto v) { return dyn::sin(v); })(x);
+  };
+  CHECK(dyn::grad(branch_loop)(1.2)() == doctest::Approx(4 * std::pow(1.2, 3)).epsilon(1e-12));
+  CHECK(dyn::grad(branch_loop)(0.7)() == doctest::Approx(std::cos(0.7)).epsilon(1e-14));
+  // A spring whose while loop runs 4 substeps per step.
+  auto substeps = [](auto k) {
+    auto [x, v, t] = dyn::while_loop([](auto, auto, auto t) { return t < 0.999; })([&](auto x, auto v, auto t) {
+      auto [x2, v2] = dyn::for_loop(0, 4, 1)([&](auto, auto x, auto v) {
+        return std::tuple{x + 0.025 * v, v - 0.025 * k * x};
+      })(x, v);
+      return std::tuple{x2, v2, t + 0.1};
+    })(1.0 + 0.0 * k, 0.0 * k, 0.0 * k);
+    return x + v * v;
+  };
+  CHECK(dyn::grad(substeps)(3.0)() == doctest::Approx(fd([&](double k) { return substeps(k)(); }, 3.0)).epsilon(1e-7));
+  const auto cj = dyn::make_jaxpr(dyn::grad(substeps))(3.0);
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  CHECK(dyn::eval_jaxpr(cj, {dyn::AnyArray(Array<double>::scalar(3.0))}).at(0).get<double>()() ==
+        doctest::Approx(dyn::grad(substeps)(3.0)()).epsilon(1e-14));
+}
+
+TEST_CASE("a while loop inside a scan: each iteration's buffer has its own length, a TypeError") {
+  auto f = [](auto w, auto xs) {
+    auto [c, ys] = dyn::scan(
+        [&](auto c, auto x) {
+          auto r = dyn::while_loop([](auto v) { return v < 4.0; })([&](auto v) { return v * w; })(c + x);
+          return std::tuple{r * 0.1, r};
+        },
+        1.0, xs);
+    return dyn::sum(ys);
+  };
+  const Array<double> xs({3}, {0.5, 0.2, 0.9});
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::grad(f)(1.5, xs); }) ==
+        "vjp: a value the backward pass of a scan needs has a size computed inside the scan's body; reverse mode "
+        "cannot stack it yet");
 }

@@ -119,34 +119,58 @@ void partial_eval_while_loop(PartialEval& pe, const Eqn& q) {
   std::vector<bool> uk(body.invars.size());
   for (std::size_t k = 0; k < uk.size(); ++k) uk[k] = pe.is_linear(q.inputs.at(cnc + k));
   const SplitJaxpr sp = split_loop_body(body, uk, bnc, ncar);
-  // 1. Count the iterations: a while loop over the known carries and a
-  // counter, its body the known part of the body (residuals dropped), its
-  // predicate the loop's (which reads primals only).
+  // 1. Count the iterations: a while loop of the predicate and the part of
+  // the body's known part the predicate needs (dead code eliminated to a
+  // fixed point over the carries: a loop `while t < T` counts by stepping t
+  // alone), with a counter. Effects are left to the scan (printed once).
   const Type i64{DType::i64, {}, false};
-  auto kb = copy_body(*sp.known);
-  kb->outvars.resize(kb->outvars.size() - sp.residuals.size());
+  std::vector<std::size_t> kcar;  // the known carries
+  for (std::size_t c = 0; c < ncar; ++c)
+    if (!uk[bnc + c]) kcar.push_back(c);
   std::size_t nkc = 0;
   for (std::size_t k = 0; k < bnc; ++k) nkc += uk[k] ? 0 : 1;
+  const Jaxpr& known = *sp.known;  // invars: known consts, known carries; outvars: known carries, residuals
+  std::vector<bool> need(kcar.size());
+  {
+    const std::vector<bool> read = dce_jaxpr(*p.cond_jaxpr, {true}).used_in;
+    for (std::size_t i = 0; i < kcar.size(); ++i) need[i] = read.at(cnc + kcar[i]);
+  }
+  DceResult d;
+  for (bool changed = true; changed;) {
+    std::vector<bool> used_out(need);
+    used_out.resize(known.outvars.size(), false);
+    d = dce_jaxpr(known, used_out);
+    changed = false;
+    for (std::size_t i = 0; i < kcar.size(); ++i)
+      if (d.used_in.at(nkc + i) && !need[i]) changed = need[i] = true;
+  }
+  auto kb = std::make_shared<Jaxpr>();
+  kb->types = known.types;
+  kb->eqns = std::move(d.eqns);
   const int count = kb->new_var(i64), count1 = kb->new_var(i64);
   kb->eqns.push_back(Eqn{Prim::add, {Atom::of_var(count), Atom::literal(Scalar::of<std::int64_t>(1))}, {count1}, NoParams{}});
-  kb->invars.insert(kb->invars.begin() + static_cast<std::ptrdiff_t>(nkc), count);
-  kb->outvars.insert(kb->outvars.begin(), Atom::of_var(count1));
+  kb->invars = known.constvars;  // the split's constants, then the known body constants
+  kb->invars.insert(kb->invars.end(), known.invars.begin(), known.invars.begin() + static_cast<std::ptrdiff_t>(nkc));
+  kb->invars.push_back(count);
+  kb->outvars.push_back(Atom::of_var(count1));
   auto cj = copy_body(*p.cond_jaxpr);
-  {
-    std::vector<int> invars(cj->invars.begin(), cj->invars.begin() + static_cast<std::ptrdiff_t>(cnc));
-    invars.push_back(cj->new_var(i64));
-    for (std::size_t c = 0; c < ncar; ++c)
-      if (!uk[bnc + c]) invars.push_back(cj->invars.at(cnc + c));
-    cj->invars = std::move(invars);
-  }
+  cj->invars.resize(cnc);
+  cj->invars.push_back(cj->new_var(i64));
   std::vector<Value> ops;
   for (std::size_t k = 0; k < cnc; ++k) ops.push_back(pe.read(q.inputs[k]));
+  ops.insert(ops.end(), sp.known_consts.begin(), sp.known_consts.end());
   for (std::size_t k = 0; k < bnc; ++k)
     if (!uk[k]) ops.push_back(pe.read(q.inputs[cnc + k]));
   ops.push_back(i64_literal(0));
-  for (std::size_t c = 0; c < ncar; ++c)
-    if (!uk[bnc + c]) ops.push_back(pe.read(q.inputs[cnc + bnc + c]));
-  const WhileLoopParams cp{cj, kb, p.cond_nconsts, static_cast<int>(nkc), 0, p.preserve_dimensions};
+  for (std::size_t i = 0; i < kcar.size(); ++i)
+    if (need[i]) {
+      kb->invars.push_back(known.invars.at(nkc + i));
+      kb->outvars.push_back(known.outvars.at(i));
+      cj->invars.push_back(p.cond_jaxpr->invars.at(cnc + kcar[i]));
+      ops.push_back(pe.read(q.inputs[cnc + bnc + kcar[i]]));
+    }
+  const WhileLoopParams cp{cj, kb, p.cond_nconsts, static_cast<int>(sp.known_consts.size() + nkc), 0,
+                          p.preserve_dimensions};
   const Value n = bind(Prim::while_loop, ops, cp, current_trace() != nullptr).at(0);
   // 2. The loop as a scan of n iterations.
   Eqn s;
@@ -214,7 +238,7 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t b = 0; b < nb; ++b) {
-      sp[b] = partial_eval_jaxpr(*p.branches[b], uk, force);
+      sp[b] = split_body(*p.branches[b], uk, force);
       for (std::size_t o = 0; o < nout; ++o)
         if (sp[b].out_unknown[o] && !force[o]) changed = force[o] = true;
     }
@@ -224,7 +248,6 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
   std::vector<bool> res_in(nin, false);
   std::vector<std::vector<int>> computed(nb);
   for (std::size_t b = 0; b < nb; ++b) {
-    check_no_nested_control(*sp[b].unknown, "a cond branch");
     for (int v : sp[b].residuals) {
       const int k = scan_reverse::position(p.branches[b]->invars, v);
       if (k >= 0) res_in[static_cast<std::size_t>(k)] = true;
@@ -243,15 +266,16 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
     std::vector<Value> args;
     for (std::size_t k = 0; k < nin; ++k)
       if (!uk[k]) args.push_back(*(in[k] = scope.new_arg(outer[k]->aval())));
-    const std::vector<Value> all = jvp_eval(*sp[b].known, {}, args, std::vector<Tangent>(args.size())).primals;
+    const std::vector<Value> all =
+        jvp_eval(*sp[b].known, sp[b].known_consts, args, std::vector<Tangent>(args.size())).primals;
     const std::size_t nk = all.size() - sp[b].residuals.size();
     std::vector<Value> outs(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(nk));
-    std::vector<std::optional<Value>> env(p.branches[b]->types.size());
+    std::vector<std::optional<Value>> env(sp[b].unknown->types.size());
     for (std::size_t r = 0; r < sp[b].residuals.size(); ++r)
       env[static_cast<std::size_t>(sp[b].residuals[r])] = all[nk + r];
     for (std::size_t c = 0; c < nb; ++c)
       for (int v : computed[c]) {
-        const Type& t = p.branches[c]->types.at(static_cast<std::size_t>(v));
+        const Type& t = sp[c].unknown->types.at(static_cast<std::size_t>(v));
         outs.push_back(c == b ? *env[static_cast<std::size_t>(v)]
                               : transpose_detail::zeros(branch_shape(*p.branches[c], t, in), t.dtype));
       }
@@ -273,7 +297,7 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
   // The computed residuals as known variables of the linear program: their
   // sizes are the cond's operands'.
   auto outer_type = [&](std::size_t c, int v) {
-    Type t = p.branches[c]->types.at(static_cast<std::size_t>(v));
+    Type t = sp[c].unknown->types.at(static_cast<std::size_t>(v));
     for (JDim& d : t.shape)
       if (!d.is_static()) {
         const Atom& a = q.inputs.at(1 + static_cast<std::size_t>(scan_reverse::position(p.branches[c]->invars, d.var)));
@@ -284,7 +308,7 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
   std::vector<int> res_vars;
   for (std::size_t c = 0; c < nb; ++c)
     for (int v : computed[c]) {
-      (void)branch_shape(*p.branches[c], p.branches[c]->types.at(static_cast<std::size_t>(v)), outer);
+      (void)branch_shape(*p.branches[c], sp[c].unknown->types.at(static_cast<std::size_t>(v)), outer);
       res_vars.push_back(pe.new_residual(outer_type(c, v), outs.at(o++)));
     }
   // The linear cond: (pred; operand residuals, computed residuals, unknown
@@ -310,7 +334,7 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
           invars.push_back(v);
           continue;
         }
-        Type t = p.branches[c]->types.at(static_cast<std::size_t>(v));  // another branch's: sizes by position
+        Type t = sp[c].unknown->types.at(static_cast<std::size_t>(v));  // another branch's: sizes by position
         for (JDim& d : t.shape)
           if (!d.is_static()) d = JDim::of_var(br.invars.at(static_cast<std::size_t>(
                                   scan_reverse::position(p.branches[c]->invars, d.var))));

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "jvp.hpp"
+#include "partial_eval.hpp"
 #include "transpose_rules.hpp"
 
 namespace dyn::detail {
@@ -103,6 +104,25 @@ std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in,
 std::vector<Tangent> transpose_cond(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
                                     const std::vector<Shape>& out_shapes);
 
+// Partial evaluation of `eqns` in order: an equation none of whose operands
+// is linear is bound now (staged when tracing, as it was), a control-flow
+// equation is split by its rule, any other is kept in the linear program.
+void partial_eval_eqns(PartialEval& pe, const std::vector<Eqn>& eqns);
+
+// A body (a jaxpr without constvars) split by which of its invars are
+// unknown (linear): the known part traced, in a scope nested in the current
+// trace, by partial evaluation, so control flow nested in the body is split
+// by its own rule, recursively; the unknown part is the linear equations.
+// Outvars with force_unknown[k] are unknown even when known (a loop carry
+// whose value entering the body is unknown).
+SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const std::vector<bool>& force_unknown);
+
+// A loop body (carries: invars [first_carry, first_carry + ncar), the first
+// ncar outvars) split at the fixed point of its unknown carries: a carry
+// whose new value is unknown is unknown on entry too, until nothing changes
+// (as for the JVP). `uk` (per invar) is updated to the fixed point.
+SplitJaxpr split_loop_body(const Jaxpr& body, std::vector<bool>& uk, std::size_t first_carry, std::size_t ncar);
+
 // Linearize the traced function `t` at `xs`; `wrt[k]`: leaf k is
 // differentiated (it must be floating point).
 Linearized linearize(const TracedFn& t, const std::vector<Value>& xs, const std::vector<char>& wrt);
@@ -166,7 +186,21 @@ Linearized linearize(const TracedFn& t, const std::vector<Value>& xs, const std:
       l.linear[static_cast<std::size_t>(l.tangent_in[k])] = 1;
       l.shapes[static_cast<std::size_t>(l.tangent_in[k])] = xs[k].shape();
     }
-  for (const Eqn& q : j.eqns) {
+  partial_eval_eqns(pe, j.eqns);
+  for (const Atom& a : j.outvars) {
+    if (pe.is_linear(a)) internal_error("vjp: a primal result of the JVP program depends on a tangent");
+    l.primals_out.push_back(pe.read(a));
+  }
+  // Keep only the residuals (a tangent result may also be a known value: a zero).
+  for (const Atom& a : l.tangents_out) pe.keep(a);
+  l.residuals.resize(l.types.size());
+  for (std::size_t v = 0; v < l.types.size(); ++v)
+    if (pe.residual[v]) l.residuals[v] = pe.env[v];
+  return l;
+}
+
+void partial_eval_eqns(PartialEval& pe, const std::vector<Eqn>& eqns) {
+  for (const Eqn& q : eqns) {
     bool lin = false;
     for (const Atom& a : q.inputs) lin = lin || pe.is_linear(a);
     if (!lin) {
@@ -187,20 +221,93 @@ Linearized linearize(const TracedFn& t, const std::vector<Value>& xs, const std:
       }
       continue;
     }
-    l.lin.push_back(q);
+    pe.l.lin.push_back(q);
     for (const Atom& a : q.inputs) pe.keep(a);
     for (int v : q.outputs) pe.define_linear(v);
   }
-  for (const Atom& a : j.outvars) {
-    if (pe.is_linear(a)) internal_error("vjp: a primal result of the JVP program depends on a tangent");
-    l.primals_out.push_back(pe.read(a));
+}
+
+SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const std::vector<bool>& force_unknown) {
+  if (!j.constvars.empty()) internal_error("split_body: a body with constvars");
+  const std::size_t n = j.types.size();
+  Linearized l;
+  l.types = j.types;
+  l.linear.assign(n, 0);
+  l.shapes.resize(n);
+  PartialEval pe{l, std::vector<std::optional<Value>>(n), std::vector<char>(n, 0)};
+  TraceScope scope;
+  // The known invars as arguments, their dimensions earlier arguments'.
+  std::vector<std::optional<Dim>> dim(n);
+  for (std::size_t k = 0; k < j.invars.size(); ++k) {
+    if (in_unknown.at(k)) continue;
+    const auto v = static_cast<std::size_t>(j.invars[k]);
+    Aval a{l.types[v].dtype, {}, false, std::nullopt};
+    for (const JDim& d : l.types[v].shape) {
+      if (d.is_static()) {
+        a.shape.push_back(Dim(d.value));
+        continue;
+      }
+      const std::optional<Dim>& e = dim.at(static_cast<std::size_t>(d.var));
+      if (!e) internal_error("split_body: a known input's dimension is not an earlier known input");
+      a.shape.push_back(*e);
+    }
+    const Value x = scope.new_arg(a);
+    if (x.tracer->dim) dim[v] = *x.tracer->dim;
+    pe.env[v] = x;
   }
-  // Keep only the residuals (a tangent result may also be a known value: a zero).
-  for (const Atom& a : l.tangents_out) pe.keep(a);
-  l.residuals.resize(l.types.size());
+  for (std::size_t k = 0; k < j.invars.size(); ++k)
+    if (in_unknown[k]) pe.define_linear(j.invars[k]);
+  partial_eval_eqns(pe, j.eqns);
+  SplitJaxpr r;
+  std::vector<Value> known_out;
+  std::vector<Atom> unknown_out;
+  for (std::size_t k = 0; k < j.outvars.size(); ++k) {
+    const Atom& a = j.outvars[k];
+    const bool u = pe.is_linear(a) || force_unknown.at(k);
+    r.out_unknown.push_back(u);
+    if (u) {
+      pe.keep(a);  // a known value the unknown part returns: a residual
+      unknown_out.push_back(a);
+    } else {
+      known_out.push_back(pe.read(a));
+    }
+  }
+  // The residuals' dimension variables are residuals too.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (std::size_t v = 0; v < l.types.size(); ++v)
+      if (pe.residual[v])
+        for (const JDim& d : l.types[v].shape)
+          if (!d.is_static() && !pe.residual[static_cast<std::size_t>(d.var)])
+            grew = pe.residual[static_cast<std::size_t>(d.var)] = 1;
+  }
   for (std::size_t v = 0; v < l.types.size(); ++v)
-    if (pe.residual[v]) l.residuals[v] = pe.env[v];
-  return l;
+    if (pe.residual[v]) {
+      r.residuals.push_back(static_cast<int>(v));
+      known_out.push_back(*pe.env[v]);
+    }
+  r.known = scope.finish(known_out, /*implicit_results=*/false);
+  r.known_consts = scope.const_sources();
+  r.unknown = std::make_shared<Jaxpr>();
+  r.unknown->types = std::move(l.types);
+  r.unknown->eqns = std::move(l.lin);
+  r.unknown->invars = r.residuals;
+  for (std::size_t k = 0; k < j.invars.size(); ++k)
+    if (in_unknown[k]) r.unknown->invars.push_back(j.invars[k]);
+  r.unknown->outvars = std::move(unknown_out);
+  return r;
+}
+
+SplitJaxpr split_loop_body(const Jaxpr& body, std::vector<bool>& uk, std::size_t first_carry, std::size_t ncar) {
+  for (;;) {
+    std::vector<bool> force(body.outvars.size(), false);
+    for (std::size_t i = 0; i < ncar; ++i) force[i] = uk[first_carry + i];
+    SplitJaxpr sp = split_body(body, uk, force);
+    bool changed = false;
+    for (std::size_t i = 0; i < ncar; ++i)
+      if (sp.out_unknown[i] && !uk[first_carry + i]) changed = uk[first_carry + i] = true;
+    if (!changed) return sp;
+  }
 }
 
 namespace linearize_detail {

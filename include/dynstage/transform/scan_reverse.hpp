@@ -67,27 +67,46 @@ void partial_eval_scan(PartialEval& pe, const Eqn& q) {
   for (std::size_t k = 0; k < nin; ++k) uk[k] = pe.is_linear(q.inputs[k]);
   // Which carries are unknown: a fixed point.
   const SplitJaxpr sp = split_loop_body(body, uk, nc, ncar);
-  check_no_nested_control(*sp.unknown, "a scan");
+  const Jaxpr& lin_body = *sp.unknown;
   // Residuals: the body's known constants are passed as they are; every
-  // other residual is returned per iteration by the known scan.
-  std::vector<int> const_res, row_res;
-  std::vector<std::size_t> const_pos;
-  for (int v : sp.residuals) {
+  // other residual is returned per iteration by the known scan, stacked
+  // (its sizes must be loop-invariant: static or the body's constants').
+  std::vector<int> const_res;
+  std::vector<std::size_t> const_pos, row_idx;
+  std::vector<Type> row_types;
+  for (std::size_t r = 0; r < sp.residuals.size(); ++r) {
+    const int v = sp.residuals[r];
     const int k = position(body.invars, v);
     if (k >= 0 && static_cast<std::size_t>(k) < nc) {
       const_res.push_back(v);
       const_pos.push_back(static_cast<std::size_t>(k));
-    } else {
-      row_res.push_back(v);
+      continue;
     }
+    row_idx.push_back(r);
+    Type t = lin_body.types.at(static_cast<std::size_t>(v));
+    for (JDim& d : t.shape)
+      if (!d.is_static()) {
+        const int c = position(body.invars, d.var);
+        if (c < 0 || static_cast<std::size_t>(c) >= nc)
+          fail<TypeError>("vjp: a value the backward pass of a scan needs has a size computed inside the scan's "
+                          "body; reverse mode cannot stack it yet");
+        const Atom& a = q.inputs[static_cast<std::size_t>(c)];
+        d = a.is_var() ? JDim::of_var(a.var) : JDim{a.lit.i, -1};
+      }
+    t.shape.insert(t.shape.begin(), dynamic_length ? JDim::of_var(q.inputs.back().var) : JDim{p.length, -1});
+    row_types.push_back(std::move(t));
   }
-  // The known scan: known outputs, then the residual rows.
-  auto known = sp.known;
+  // The known scan (the split's constants first): known outputs, then the
+  // residual rows.
+  auto known = constants_as_invars(sp.known);
   const std::size_t nknown_out = known->outvars.size() - sp.residuals.size();
-  known->outvars.resize(nknown_out);
-  for (int v : row_res) known->outvars.push_back(Atom::of_var(v));
-  int kc = 0, kcar = 0;
-  std::vector<Value> ops;
+  {
+    std::vector<Atom> outvars(known->outvars.begin(), known->outvars.begin() + static_cast<std::ptrdiff_t>(nknown_out));
+    for (std::size_t r : row_idx) outvars.push_back(known->outvars[nknown_out + r]);
+    known->outvars = std::move(outvars);
+  }
+  int kc = static_cast<int>(sp.known_consts.size()), kcar = 0;
+  std::vector<Value> ops = sp.known_consts;
   for (std::size_t k = 0; k < nin; ++k)
     if (!uk[k]) {
       ops.push_back(pe.read(q.inputs[k]));
@@ -101,20 +120,10 @@ void partial_eval_scan(PartialEval& pe, const Eqn& q) {
   for (std::size_t i = 0; i < nout; ++i)
     if (!sp.out_unknown[i]) pe.env[static_cast<std::size_t>(q.outputs[i])] = outs.at(o++);
   // The residual rows as new known variables of the linear program.
-  std::vector<int> row_vars;
-  for (int v : row_res) {
-    Type t = body.types.at(static_cast<std::size_t>(v));
-    for (JDim& d : t.shape)
-      if (!d.is_static()) {
-        const int k = position(body.invars, d.var);
-        if (k < 0 || static_cast<std::size_t>(k) >= nc || !q.inputs[static_cast<std::size_t>(k)].is_var())
-          fail<TypeError>("vjp: a value the backward pass of a scan needs has a size computed inside the scan's "
-                          "body; reverse mode cannot stack it yet");
-        d = JDim::of_var(q.inputs[static_cast<std::size_t>(k)].var);
-      }
-    const JDim n = dynamic_length ? JDim::of_var(q.inputs.back().var) : JDim{p.length, -1};
-    t.shape.insert(t.shape.begin(), n);
-    row_vars.push_back(pe.new_residual(std::move(t), outs.at(o++)));
+  std::vector<int> row_vars, row_res;
+  for (std::size_t i = 0; i < row_idx.size(); ++i) {
+    row_res.push_back(sp.residuals[row_idx[i]]);
+    row_vars.push_back(pe.new_residual(std::move(row_types[i]), outs.at(o++)));
   }
   // The linear scan: consts = constant residuals, unknown consts; carries =
   // unknown carries; xs = residual rows, unknown xs.
