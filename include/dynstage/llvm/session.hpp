@@ -40,6 +40,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "../eager/kernels_sort.hpp"
+#include "../runtime/block_cache.hpp"
 #include "../errors.hpp"
 #include "../ir/prims.hpp"
 
@@ -317,6 +318,9 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   }
   syms[jit.mangleAndIntern("lgamma")] = {llvm::orc::ExecutorAddr::fromPtr(&lgamma_entry), flags};
   syms[jit.mangleAndIntern("lgammaf")] = {llvm::orc::ExecutorAddr::fromPtr(&lgammaf_entry), flags};
+  // Large temporaries are reused across calls (runtime/block_cache.hpp).
+  syms[jit.mangleAndIntern("aligned_alloc")] = {llvm::orc::ExecutorAddr::fromPtr(&block_cache::alloc_entry), flags};
+  syms[jit.mangleAndIntern("free")] = {llvm::orc::ExecutorAddr::fromPtr(&block_cache::free_entry), flags};
   syms[jit.mangleAndIntern(kParallelForRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&parallel_for_entry), flags};
   syms[jit.mangleAndIntern(kCountBytesRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&count_bytes_entry), flags};
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
