@@ -6,6 +6,7 @@
 #include <dynstage/core.hpp>
 #include <dynstage/llvm/backend.hpp>
 #include <dynstage/llvm/fusion.hpp>
+#include <dynstage/runtime/block_cache.hpp>
 
 #include <doctest/doctest.h>
 
@@ -1338,4 +1339,23 @@ TEST_CASE("backend: runtime dims: allocation failure frees the runtime-sized tem
   const struct mallinfo2 after = mallinfo2();
   const auto in_use = [](const struct mallinfo2& m) { return static_cast<double>(m.uordblks + m.hblkhd); };
   CHECK(std::fabs(in_use(after) - in_use(before)) < 64 * 1024);
+}
+
+TEST_CASE("the kernels' block cache: a freed large block serves the next allocation it fits; a much smaller "
+          "request does not take it") {
+  namespace bc = dyn::detail::block_cache;
+  void* a = bc::alloc_entry(64, std::size_t{1} << 20);
+  REQUIRE(a != nullptr);
+  CHECK(reinterpret_cast<std::uintptr_t>(a) % 64 == 0);
+  bc::free_entry(a);
+  void* b = bc::alloc_entry(64, std::size_t{1} << 20);
+  CHECK(b == a);  // the cached block
+  void* c = bc::alloc_entry(64, std::size_t{1} << 20);
+  CHECK(c != b);  // the cache held one
+  bc::free_entry(c);
+  void* d = bc::alloc_entry(64, std::size_t{1} << 19);  // half the size: more than an eighth smaller
+  CHECK(d != c);
+  bc::free_entry(b);
+  bc::free_entry(d);
+  bc::free_entry(nullptr);
 }

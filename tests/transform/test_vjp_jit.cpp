@@ -103,3 +103,34 @@ TEST_CASE("grad through for_loop, while_loop and cond under jit: the numbers of 
     CHECK(b() == doctest::Approx(x > 0 ? std::sin(x) : 0.0).epsilon(1e-14));
   }
 }
+
+TEST_CASE("grad of a while loop under jit, its residual buffers changing size from call to call (the kernels' "
+          "block cache hands freed blocks back): eager's numbers every time") {
+  using dyn::Array;
+  auto f = [](auto c0, auto w) {
+    auto [c, v] = dyn::while_loop([](auto c, auto) { return c < 10.0; })(
+        [&](auto c, auto v) { return std::tuple{c * 1.5, dyn::sin(v * w)}; })(c0, w);
+    return dyn::sum(v);
+  };
+  auto jg = dyn::jit(dyn::grad(f, dyn::argnums<1>{}));
+  const Array<double> w = dyn::linspace<double>(0.5, 1.5, 50000);
+  for (double c0 : {9.0, 1.0, 9.5, 1.0, 2.0}) {  // 1, 6, 1, 6 and 4 iterations
+    CAPTURE(c0);
+    CHECK(dyn::allclose(jg(c0, w), dyn::grad(f, dyn::argnums<1>{})(c0, w), 1e-13));
+  }
+  CHECK(jg.stats().compiles == 1);
+}
+
+TEST_CASE("jit(vmap(grad)) through a while loop whose count differs per lane: lane by lane eager grad") {
+  using dyn::Array;
+  using transform_test::grow;
+  auto jv = dyn::jit(dyn::vmap(dyn::grad(grow, dyn::argnums<0, 1>{}), {0, dyn::none}));
+  const Array<double> xs({4}, {1.3, 0.2, 12.0, 5.0});  // 4, 8, 0 and 2 iterations
+  const auto [gx, gw] = jv(xs, 1.7);
+  for (std::int64_t i = 0; i < 4; ++i) {
+    const auto [ex, ew] = dyn::grad(grow, dyn::argnums<0, 1>{})(xs(i), 1.7);
+    CAPTURE(i);
+    CHECK(gx(i) == doctest::Approx(ex()).epsilon(1e-14));
+    CHECK(gw(i) == doctest::Approx(ew()).epsilon(1e-14));
+  }
+}

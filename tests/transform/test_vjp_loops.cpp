@@ -225,3 +225,20 @@ TEST_CASE("a while loop inside a scan: each iteration's buffer has its own lengt
         "vjp: a value the backward pass of a scan needs has a size computed inside the scan's body; reverse mode "
         "cannot stack it yet");
 }
+
+TEST_CASE("vmap of grad through a while loop whose count differs per lane: the scans run the longest lane's count, "
+          "each lane its own (against grad lane by lane)") {
+  const Array<double> xs({4}, {1.3, 0.2, 12.0, 5.0});  // 4, 8, 0 and 2 iterations
+  const auto [gx, gw] = dyn::vmap(dyn::grad(grow, dyn::argnums<0, 1>{}), {0, dyn::none})(xs, 1.7);
+  for (std::int64_t i = 0; i < 4; ++i) {
+    const auto [ex, ew] = dyn::grad(grow, dyn::argnums<0, 1>{})(xs(i), 1.7);
+    CAPTURE(i);
+    CHECK(gx(i) == doctest::Approx(ex()).epsilon(1e-14));
+    CHECK(gw(i) == doctest::Approx(ew()).epsilon(1e-14));
+  }
+  const auto cj = dyn::make_jaxpr(dyn::vmap(dyn::grad(grow), {0, dyn::none}))(xs, 1.7);
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  const Array<double> got =
+      dyn::eval_jaxpr(cj, {dyn::AnyArray(xs), dyn::AnyArray(Array<double>::scalar(1.7))}).at(0).get<double>();
+  CHECK(dyn::allclose(got, gx, 1e-14));
+}

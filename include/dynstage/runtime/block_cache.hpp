@@ -17,11 +17,21 @@
 // malloc settings are untouched. Objects exported ahead of time call the C
 // library's aligned_alloc and free.
 #pragma once
+
+#include <cstddef>
+
+namespace dyn::detail::block_cache {
+
+// aligned_alloc(align, size) and free(p) as the kernels see them.
+void* alloc_entry(std::size_t align, std::size_t size);
+void free_entry(void* p);
+
+}  // namespace dyn::detail::block_cache
+
 #ifdef DYNSTAGE_IMPLEMENTATION
 
 #include <malloc.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -43,7 +53,7 @@ inline Cache& cache() {
   return *c;
 }
 
-inline void* alloc_entry(std::size_t align, std::size_t size) {
+void* alloc_entry(std::size_t align, std::size_t size) {
   if (size >= kMinBytes && align <= 64) {
     Cache& c = cache();
     std::lock_guard<std::mutex> g(c.m);
@@ -58,7 +68,7 @@ inline void* alloc_entry(std::size_t align, std::size_t size) {
   return std::aligned_alloc(align, size);
 }
 
-inline void free_entry(void* p) {
+void free_entry(void* p) {
   if (p == nullptr) return;
   const std::size_t n = malloc_usable_size(p);
   if (n >= kMinBytes && reinterpret_cast<std::uintptr_t>(p) % 64 == 0) {

@@ -19,7 +19,10 @@
 //               a batched one runs every branch and selects each lane's
 //               results, as JAX turns cond into select;
 //   scan        the carry is batched at 0, a batched xs at axis 1 (axis 0
-//               is the scanned one), and the ys come out batched at 1.
+//               is the scanned one), and the ys come out batched at 1; a
+//               dynamic length that differs per lane runs the longest
+//               lane's count, inactive lanes keeping their carries
+//               (scan_ragged_rule: vmap of grad of a while loop).
 // Loops whose carried sizes change (nimplicit > 0) and conds with dynamic
 // result sizes are not batched (a TypeError saying so).
 // With no enclosing trace (eager vmap) the batched loop is staged in a
@@ -208,12 +211,64 @@ BatchOut cond_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
   return {outs, std::vector<BDim>(outs.size(), BDim{0})};
 }
 
+// A scan whose dynamic length differs per lane (reverse mode's scans of a
+// while loop's count, batched): it runs the longest lane's count of
+// iterations, over the row index t as an extra xs; a lane is active while
+// t < its length (in either direction: a reversed scan's lane starts once
+// t is below its length), and an inactive lane keeps its carry and emits
+// rows of zeros, so its buffers hold its own rows first, then zeros.
+BatchOut scan_ragged_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const ScanParams& sp,
+                          const Dim& size) {
+  const std::size_t nc = static_cast<std::size_t>(sp.num_consts), ncar = static_cast<std::size_t>(sp.num_carry);
+  std::vector<Value> operands(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nc));
+  const std::vector<BDim> cdims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(nc));
+  for (std::size_t k = nc; k < nc + ncar; ++k) operands.push_back(to_front(x[k], dims[k], size));
+  std::vector<BDim> xdims;
+  for (std::size_t k = nc + ncar; k + 1 < x.size(); ++k) {
+    operands.push_back(dims[k] ? moveaxis(x[k], *dims[k], 1) : x[k]);
+    xdims.push_back(dims[k] ? BDim{0} : BDim{});
+  }
+  operands.push_back(to_front(x.back(), dims.back(), size));
+  std::size_t ncarry = ncar;
+  const auto run = [&](const std::vector<Value>& ops) {
+    const std::vector<Value> cs(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(nc));
+    const std::vector<Value> init(ops.begin() + static_cast<std::ptrdiff_t>(nc),
+                                  ops.begin() + static_cast<std::ptrdiff_t>(nc + ncar));
+    std::vector<Value> xs(ops.begin() + static_cast<std::ptrdiff_t>(nc + ncar), ops.end() - 1);
+    const Value lengths = ops.back();
+    // The longest lane's length: the xs' rows when there are xs (a reversed
+    // scan over the buffers a forward one made), else computed.
+    const Dim n = !xs.empty() ? xs[0].shape()[0] : dim_of(bind1(Prim::reduce_max, {lengths}, ReduceParams{{0}}), "vmap");
+    xs.push_back(iota(DType::i64, Shape{n}, 0, current_trace() != nullptr));
+    auto body = [&](const std::vector<Value>& args) {  // carry, x, t
+      std::vector<Value> in = cs;
+      std::vector<BDim> d = cdims;
+      for (std::size_t k = 0; k + 1 < args.size(); ++k) {
+        in.push_back(args[k]);
+        d.push_back(k < ncar ? BDim{0} : xdims[k - ncar]);
+      }
+      std::vector<Value> outs = all_front(*sp.jaxpr, in, d, size);
+      const Value active = bind1(Prim::lt, {args.back(), lengths});
+      for (std::size_t k = 0; k < outs.size(); ++k)
+        outs[k] = lane_select(active, outs[k],
+                               k < ncar ? args[k]
+                                        : full(outs[k].shape(), scalar_value(Scalar::of<std::int64_t>(0), true),
+                                               outs[k].dtype(), current_trace() != nullptr));
+      return outs;
+    };
+    return bind_scan(init, xs, n, sp.reverse, body, ncarry);
+  };
+  const std::vector<Value> outs = staged_or_run(operands, run);
+  std::vector<BDim> od(outs.size(), BDim{1});
+  for (std::size_t k = 0; k < ncar; ++k) od[k] = 0;
+  return {outs, od};
+}
+
 BatchOut scan_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const ScanParams& sp) {
   const Dim size = batch_size(x, dims);
   const std::size_t nc = static_cast<std::size_t>(sp.num_consts), ncar = static_cast<std::size_t>(sp.num_carry);
   const std::size_t nxs = x.size() - nc - ncar - (sp.length < 0 ? 1 : 0);
-  if (sp.length < 0 && dims.back())
-    unsupported(Prim::scan, "its length differs between the batch's lanes");
+  if (sp.length < 0 && dims.back()) return scan_ragged_rule(x, dims, sp, size);
   std::vector<Value> operands(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(nc));
   const std::vector<BDim> cdims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(nc));
   for (std::size_t k = nc; k < nc + ncar; ++k) operands.push_back(to_front(x[k], dims[k], size));
