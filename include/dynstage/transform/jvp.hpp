@@ -79,6 +79,26 @@ JvpOut jvp_eval(const Jaxpr& j, const std::vector<Value>& consts, const std::vec
 }
 #endif
 
+// A new argument of `scope` for invar v of the body `j`: its dimensions are
+// earlier arguments' (a body's types name its dimension invars); `dim`
+// records the dimension each i64[] argument stands for.
+inline Value new_body_arg(TraceScope& scope, const Jaxpr& j, int v, std::vector<std::optional<Dim>>& dim) {
+  const Type& ty = j.types.at(static_cast<std::size_t>(v));
+  Aval a{ty.dtype, {}, false, std::nullopt};
+  for (const JDim& d : ty.shape) {
+    if (d.is_static()) {
+      a.shape.push_back(Dim(d.value));
+      continue;
+    }
+    const std::optional<Dim>& e = dim.at(static_cast<std::size_t>(d.var));
+    if (!e) internal_error("a body input's dimension is not an earlier input");
+    a.shape.push_back(*e);
+  }
+  Value x = scope.new_arg(a);
+  if (x.tracer->dim) dim[static_cast<std::size_t>(v)] = *x.tracer->dim;
+  return x;
+}
+
 // The tangent of argument k must have the primal's type, and only
 // floating-point primals have tangents.
 void check_tangent(const char* fn, std::size_t k, const Value& x, const Value& t);

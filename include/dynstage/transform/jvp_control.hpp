@@ -56,30 +56,12 @@ JvpJaxpr jvp_jaxpr(const Jaxpr& j, const std::vector<bool>& nonzero_in, const st
 JvpJaxpr jvp_jaxpr(const Jaxpr& j, const std::vector<bool>& nonzero_in, const std::vector<bool>& instantiate) {
   if (!j.constvars.empty()) internal_error("jvp_jaxpr: a body with constvars");
   TraceScope scope;
-  TraceState& s = scope.state();
   std::vector<std::optional<Dim>> dim(j.types.size());  // the dimension each i64[] invar stands for
-  auto aval = [&](int v) {
-    const Type& ty = j.types.at(static_cast<std::size_t>(v));
-    Aval a{ty.dtype, {}, false, std::nullopt};
-    for (const JDim& d : ty.shape) {
-      if (d.is_static()) {
-        a.shape.push_back(Dim(d.value));
-        continue;
-      }
-      const std::optional<Dim>& e = dim.at(static_cast<std::size_t>(d.var));
-      if (!e) internal_error("jvp_jaxpr: a body input's dimension is not an earlier input");
-      a.shape.push_back(*e);
-    }
-    return a;
-  };
   std::vector<Value> args;
-  for (int v : j.invars) {
-    args.push_back(s.new_arg(aval(v)));
-    if (args.back().tracer->dim) dim[static_cast<std::size_t>(v)] = *args.back().tracer->dim;
-  }
+  for (int v : j.invars) args.push_back(new_body_arg(scope, j, v, dim));
   std::vector<Tangent> targs;
   for (std::size_t k = 0; k < j.invars.size(); ++k)
-    targs.push_back(nonzero_in.at(k) ? Tangent(s.new_arg(aval(j.invars[k]))) : std::nullopt);
+    targs.push_back(nonzero_in.at(k) ? Tangent(scope.new_arg(args[k].aval())) : std::nullopt);
   const JvpOut o = jvp_eval(j, {}, args, targs);
   JvpJaxpr r;
   std::vector<Value> outs = o.primals;

@@ -238,23 +238,8 @@ SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const
   TraceScope scope;
   // The known invars as arguments, their dimensions earlier arguments'.
   std::vector<std::optional<Dim>> dim(n);
-  for (std::size_t k = 0; k < j.invars.size(); ++k) {
-    if (in_unknown.at(k)) continue;
-    const auto v = static_cast<std::size_t>(j.invars[k]);
-    Aval a{l.types[v].dtype, {}, false, std::nullopt};
-    for (const JDim& d : l.types[v].shape) {
-      if (d.is_static()) {
-        a.shape.push_back(Dim(d.value));
-        continue;
-      }
-      const std::optional<Dim>& e = dim.at(static_cast<std::size_t>(d.var));
-      if (!e) internal_error("split_body: a known input's dimension is not an earlier known input");
-      a.shape.push_back(*e);
-    }
-    const Value x = scope.new_arg(a);
-    if (x.tracer->dim) dim[v] = *x.tracer->dim;
-    pe.env[v] = x;
-  }
+  for (std::size_t k = 0; k < j.invars.size(); ++k)
+    if (!in_unknown.at(k)) pe.env[static_cast<std::size_t>(j.invars[k])] = new_body_arg(scope, j, j.invars[k], dim);
   for (std::size_t k = 0; k < j.invars.size(); ++k)
     if (in_unknown[k]) pe.define_linear(j.invars[k]);
   partial_eval_eqns(pe, j.eqns);
