@@ -180,8 +180,37 @@ std::set<dyn::detail::Prim> traced_primitives(const Case& c);
 // every primitive is among them).
 std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count, int max_nodes = 12);
 
+// p run on its parameters' values (concrete arrays, or with traced = true
+// values of the current trace, concrete ones lifted into it); its results.
+// The transformation checks call the program through this.
+std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<dyn::detail::Value>& params, bool traced);
+// "" if `got` matches `ref`: identical, or for an inexact float within the
+// jit-vs-eager tolerance (fuzz_run.cpp); otherwise what differs.
+std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp = false);
+
+// fuzz_transform.cpp: derivatives and batching of a case (docs/reliability.md,
+// "Transformations"). A check is `checked` (every comparison held),
+// `skipped` (what: why, e.g. "unsupported: vjp: cannot differentiate through
+// while_loop ...", "no floating-point input") or `failed`.
+struct Check {
+  enum Kind { checked, skipped, failed } kind = checked;
+  std::string what;
+  std::string detail;
+  // grad only: "checked" when the gradient was also compared with central
+  // differences, else why not ("non-smooth", "f32 involved", ...).
+  std::string fd;
+};
+// A deliberate error for the tests that show a check can fail: the eager
+// gradient (vmap result) is perturbed before it is compared.
+enum class Fault { none, grad, vmap };
+Check check_grad(const Case& c, std::uint64_t seed, Fault fault = Fault::none);
+Check check_vmap(const Case& c, std::uint64_t seed, Fault fault = Fault::none);
+
 // fuzz_gen.cpp
-Case generate(std::uint64_t seed, int max_nodes);
+// float_inputs: each input is f64 with probability 0.6 (else any dtype, as
+// by default): the programs whose gradients are checked (one in five
+// default programs has a float input).
+Case generate(std::uint64_t seed, int max_nodes, bool float_inputs = false);
 std::string to_cpp(const Case& c, std::uint64_t seed);
 std::string dtype_cpp(DType d);
 

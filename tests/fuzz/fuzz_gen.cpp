@@ -781,7 +781,7 @@ struct Gen {
 
 }  // namespace
 
-Case generate(std::uint64_t seed, int max_nodes) {
+Case generate(std::uint64_t seed, int max_nodes, bool float_inputs) {
   Gen g;
   g.r = Rng{seed * 0x2545F4914F6CDD1Dull + 1};
   Case c;
@@ -791,6 +791,7 @@ Case generate(std::uint64_t seed, int max_nodes) {
   std::vector<Ty> scope;
   for (i64 j = 0; j < ninputs; ++j) {
     Ty t{kDtypes[g.r.range(0, kLastDtype)], g.rand_shape(), false};
+    if (float_inputs && g.r.coin(0.6)) t.dt = DType::f64;  // (no draw otherwise: the default programs stay)
     bool poly = false;
     if (c.symbolic && (j == 0 || g.r.coin())) {
       if (t.shape.empty()) t.shape.push_back(D{});

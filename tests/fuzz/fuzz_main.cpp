@@ -1,11 +1,19 @@
 // dynstage_fuzz: the shrinker and the command-line driver.
 //
 //   dynstage_fuzz --seed S --count N [--max-nodes K] [--verbose] [--no-shrink] [--print] [--strict]
+//                 [--transforms all|grad|vmap|none] [--float-inputs] [--transform-seeds N]
+//                 [--known-bugs S1,S2,...]
 //
 // Runs the programs of seeds S .. S+N-1 eagerly, through make_jaxpr +
 // eval_jaxpr and through dyn::jit, prints `programs run, mismatches, errors
 // (consistent), crashes`, and for each failure the seed and a shrunk C++
-// reproduction; exits 1 on any mismatch or crash.
+// reproduction; then (--transforms, default all) checks grad and vmap of
+// each program that ran without error (fuzz_transform.cpp) and prints their
+// tallies: checked, failed, skipped by reason. Exits 1 on any mismatch,
+// crash or failed check. --float-inputs runs the programs the grad check
+// uses (generate's float_inputs) as the seeds' programs. --transform-seeds N
+// checks the transformations of the first N seeds only (CI's time bound);
+// --known-bugs skips them for seeds that crash on a known, reported bug.
 #include "fuzz.hpp"
 
 #include <chrono>
@@ -13,6 +21,8 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 
 namespace fuzz {
@@ -101,13 +111,13 @@ std::string key(const Verdict& v) {
 }
 
 // Greedy shrinking: every candidate edit that keeps the same kind of failure
-// is kept, until none applies.
-Case shrink(Case c, const Verdict& v0, bool verbose) {
-  const std::string want = key(v0);
+// (the same key_of) is kept, until none applies.
+Case shrink(Case c, const std::function<std::string(const Case&)>& key_of, bool verbose) {
+  const std::string want = key_of(c);
   int accepted = 0;
   auto still = [&](Case& cand) {
     dce(cand.prog, 0);
-    const bool ok = key(run_case(cand)) == want;
+    const bool ok = key_of(cand) == want;
     if (ok) ++accepted;
     return ok;
   };
@@ -186,6 +196,35 @@ Case shrink(Case c, const Verdict& v0, bool verbose) {
   return c;
 }
 
+// The tally of one transformation check over a run.
+struct Tally {
+  long checked = 0, failed = 0;
+  std::map<std::string, long> skipped, fd;  // by reason; grad: central differences by outcome
+  void add(const Check& k) {
+    if (k.kind == Check::checked) ++checked;
+    if (k.kind == Check::failed) ++failed;
+    if (k.kind == Check::skipped) ++skipped[k.what];
+    if (k.kind == Check::checked && !k.fd.empty()) ++fd[k.fd];
+  }
+  static std::string list(const std::map<std::string, long>& m) {
+    std::string r;
+    for (const auto& [why, n] : m) r += std::string(r.empty() ? "" : "; ") + why + ": " + std::to_string(n);
+    return r;
+  }
+  std::string str() const {
+    long sk = 0;
+    for (const auto& [why, n] : skipped) sk += n;
+    std::string r = "checked " + std::to_string(checked) + ", failed " + std::to_string(failed) + ", skipped " +
+                    std::to_string(sk);
+    if (!fd.empty()) r += "\n  central differences: " + list(fd);
+    if (!skipped.empty()) r += "\n  skipped: " + list(skipped);
+    return r;
+  }
+};
+
+// The key of a transformation check's failure, for the shrinker.
+std::string check_key(const Check& k) { return k.kind == Check::failed ? k.what : "ok"; }
+
 int count_nodes(const Program& p) {
   int n = 0;
   for (const Node& m : p.nodes) {
@@ -206,6 +245,9 @@ int main(int argc, char** argv) {
   long count = 100;
   int max_nodes = 12;
   bool verbose = false, do_shrink = true, print = false, strict = false;
+  bool do_grad = true, do_vmap = true, float_inputs = false;
+  long transform_seeds = -1;        // the transformation checks: the first N seeds only (-1: all)
+  std::set<std::uint64_t> known;    // seeds whose transformation checks hit a known bug (docs/reliability.md)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -219,16 +261,35 @@ int main(int argc, char** argv) {
     else if (a == "--no-shrink") do_shrink = false;
     else if (a == "--print") print = true;
     else if (a == "--strict") strict = true;
-    else {
-      std::cerr << "usage: dynstage_fuzz --seed S --count N [--max-nodes K] [--verbose] [--no-shrink] [--print] [--strict]\n";
+    else if (a == "--float-inputs") float_inputs = true;
+    else if (a == "--transform-seeds") transform_seeds = std::strtol(next(), nullptr, 10);
+    else if (a == "--known-bugs") {
+      std::string list = next();
+      for (std::size_t p = 0; p < list.size();) {
+        const std::size_t q = std::min(list.find(',', p), list.size());
+        known.insert(std::strtoull(list.substr(p, q - p).c_str(), nullptr, 10));
+        p = q + 1;
+      }
+    }
+    else if (a == "--transforms") {
+      const std::string t = next();
+      do_grad = t == "all" || t == "grad";
+      do_vmap = t == "all" || t == "vmap";
+    } else {
+      std::cerr << "usage: dynstage_fuzz --seed S --count N [--max-nodes K] [--verbose] [--no-shrink] [--print] [--strict]"
+                   " [--transforms all|grad|vmap|none] [--float-inputs]"
+                   " [--transform-seeds N] [--known-bugs S1,S2,...]\n";
       return 2;
     }
   }
   long run = 0, mismatches = 0, errors = 0, crashes = 0, elided = 0, nodes = 0;
+  Tally grads, vmaps;
+  long known_skipped = 0;
+  double transform_secs = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (long k = 0; k < count; ++k) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(k);
-    Case c = generate(s, max_nodes);
+    Case c = generate(s, max_nodes, float_inputs);
     // No dead code: tracing drops unused equations (as JAX does), so an
     // error in dead code (an integer 0 ** negative) is raised eagerly
     // only. That is by design, not a mismatch.
@@ -249,15 +310,67 @@ int main(int argc, char** argv) {
     if (v.kind == Verdict::mismatch || v.kind == Verdict::crash || (strict && v.kind == Verdict::elided)) {
       (v.kind == Verdict::crash ? crashes : mismatches)++;
       std::cout << "FAIL seed " << s << ": " << v.what << ": " << v.detail << "\n";
-      const Case m = do_shrink ? shrink(c, v, verbose) : c;
+      const Case m = do_shrink ? shrink(c, [](const Case& x) { return key(run_case(x)); }, verbose) : c;
       const Verdict vm = run_case(m);
       std::cout << "shrunk to " << count_nodes(m.prog) << " nodes (" << vm.what << ": " << vm.detail << ")\n"
                 << to_cpp(m, s) << std::endl;
     }
+    if (v.kind != Verdict::pass) continue;
+    if (transform_seeds >= 0 && k >= transform_seeds) continue;
+    if (known.count(s)) {
+      ++known_skipped;
+      continue;
+    }
+    // grad and vmap of the program (with this seed's directions and lanes).
+    const auto t1 = std::chrono::steady_clock::now();
+    for (int which = 0; which < 2; ++which) {
+      if (!(which == 0 ? do_grad : do_vmap)) continue;
+      auto check = [&](const Case& x) { return which == 0 ? check_grad(x, s) : check_vmap(x, s); };
+      // grad: this seed's program with float inputs more often (generate's
+      // float_inputs), run the three ways first; vmap: the program above.
+      Case cg;
+      if (which == 0) {
+        cg = generate(s, max_nodes, /*float_inputs=*/true);
+        dce(cg.prog, 0);
+        const Verdict vg = run_case(cg);
+        if (vg.kind == Verdict::mismatch || vg.kind == Verdict::crash) {
+          // A bug of the three ways: reported like the program's own.
+          ++grads.failed;
+          std::cout << "FAIL seed " << s << " (float inputs): " << vg.what << ": " << vg.detail << "\n"
+                    << to_cpp(cg, s) << std::endl;
+          continue;
+        }
+        if (vg.kind != Verdict::pass) {
+          grads.add(Check{Check::skipped, "the program raises", "", ""});
+          continue;
+        }
+      }
+      const Case& cc = which == 0 ? cg : c;
+      const Check k = check(cc);
+      (which == 0 ? grads : vmaps).add(k);
+      if (verbose)
+        std::cout << "seed " << s << ": " << (which == 0 ? "grad " : "vmap ")
+                  << (k.kind == Check::checked ? "checked" + (k.fd.empty() ? "" : " (central differences: " + k.fd + ")")
+                      : k.kind == Check::skipped ? "skipped, " + k.what
+                                                 : "FAILED")
+                  << "\n";
+      if (k.kind != Check::failed) continue;
+      std::cout << "FAIL seed " << s << ": " << k.what << ": " << k.detail << "\n";
+      const Case m = do_shrink ? shrink(cc, [&](const Case& x) { return check_key(check(x)); }, verbose) : cc;
+      const Check km = check(m);
+      std::cout << "shrunk to " << count_nodes(m.prog) << " nodes (" << km.what << ": " << km.detail << ")\n"
+                << to_cpp(m, s) << std::endl;
+    }
+    transform_secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "programs run " << run << ", mismatches " << mismatches << ", errors (consistent) " << errors
             << ", crashes " << crashes << ", faults elided by jit " << elided << " (seeds " << seed << ".." << seed + static_cast<std::uint64_t>(count) - 1
             << ", " << nodes << " nodes, " << secs << " s)\n";
-  return mismatches + crashes > 0 ? 1 : 0;
+  if (do_grad) std::cout << "grad: " << grads.str() << "\n";
+  if (do_vmap) std::cout << "vmap: " << vmaps.str() << "\n";
+  if (do_grad || do_vmap)
+    std::cout << "transformation checks: " << transform_secs << " s of the total"
+              << (known_skipped ? ", " + std::to_string(known_skipped) + " seeds skipped as known bugs" : "") << "\n";
+  return mismatches + crashes + grads.failed + vmaps.failed > 0 ? 1 : 0;
 }

@@ -612,7 +612,7 @@ constexpr double kUlps = 16;
 constexpr double kRel32 = 1e-4, kRel64 = 1e-11;
 
 // "" if `got` matches `ref`.
-std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp = false) {
+std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp) {
   if (got.dtype() != ref.dtype() || got.shape() != ref.shape())
     return "type " + dyn::detail::array_type_str(got) + " vs " + dyn::detail::array_type_str(ref);
   return dyn::visit_dtype(got.dtype(), [&](auto t) -> std::string {
@@ -776,6 +776,25 @@ std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count,
     r.insert(p.begin(), p.end());
   }
   return r;
+}
+
+std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<dyn::detail::Value>& params,
+                                           bool traced) {
+  auto go = [&](auto kind) {
+    using K = decltype(kind);
+    std::vector<typename K::V> ps;
+    for (const dyn::detail::Value& v : params)
+      ps.push_back(dyn::visit_dtype(v.dtype(), [&](auto t) -> typename K::V {
+        using T = decltype(t);
+        if constexpr (K::traced) return dyn::detail::from_value<Tracer<T>>(v);
+        else return dyn::detail::from_value<Array<T>>(v);
+      }));
+    std::vector<dyn::detail::Value> r;
+    for (const typename K::V& o : Interp<K>::run(p, {}, ps))
+      r.push_back(std::visit([](const auto& x) { return dyn::detail::to_value(x); }, o));
+    return r;
+  };
+  return traced ? go(Kind<Tracer>{}) : go(Kind<Array>{});
 }
 
 std::vector<dyn::AnyArray> eager_slots(const Case& c) {

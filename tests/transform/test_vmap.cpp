@@ -189,6 +189,22 @@ TEST_CASE("vmap: nested vmap maps over two axes") {
   CHECK(str(op(a, b)) == "[[[1. 0. 1.]\n  [2. 0. 2.]]\n\n [[6. 6. 0.]\n  [8. 8. 0.]]]");
 }
 
+// Found by the differential fuzzer's vmap check (dynstage_fuzz seeds 251 and
+// 364, docs/reliability.md): select_n's cases and clamp's operand have the
+// result's shape, so an unbatched rank-0 one is broadcast to the batch like
+// any other operand (the elementwise rule had left it rank 0).
+TEST_CASE("vmap: where and clamp of a batched scalar with unbatched scalars (fuzzer regression)") {
+  const Array<double> x({3}, {-2, 0.5, 7});
+  const auto no = Array<bool>::scalar(false);
+  const auto k = Array<double>::scalar(1.5), hi = Array<double>::scalar(4.0);
+  CHECK(dyn::allclose(dyn::vmap([&](auto v) { return dyn::where(no, v, k); })(x), Array<double>({3}, {1.5, 1.5, 1.5}), 0.0));
+  CHECK(dyn::allclose(dyn::vmap([&](auto v) { return dyn::where(no, k, v); })(x), x, 0.0));
+  const Array<bool> pred({3}, {true, false, true});
+  CHECK(dyn::allclose(dyn::vmap([&](auto b) { return dyn::where(b, k, hi); })(pred), Array<double>({3}, {1.5, 4, 1.5}), 0.0));
+  const Array<double> lows({3}, {0, 2, 3});
+  CHECK(dyn::allclose(dyn::vmap([&](auto lo) { return dyn::clamp(lo, k, hi); })(lows), Array<double>({3}, {1.5, 2, 3}), 0.0));
+}
+
 TEST_CASE("vmap: inside make_jaxpr it records the batched program (golden text)") {
   auto f = [](auto x, auto w) { return dyn::sin(x) * w; };
   auto bf = dyn::vmap(f, {1, dyn::none});

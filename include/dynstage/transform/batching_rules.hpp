@@ -169,7 +169,8 @@ inline std::size_t count_dynamic(const std::vector<std::int64_t>& v) {
 }
 
 // Elementwise: batch axes to the front, unbatched operands broadcast unless
-// rank 0 (the primitive broadcasts those), a batched rank-0 operand
+// rank 0 (the primitive broadcasts those; not select_n's cases nor clamp's
+// operand, found by the fuzzer: docs/reliability.md), a batched rank-0 operand
 // broadcast to [size] + the result's shape.
 BatchOut elementwise(Prim p, const std::vector<Value>& x, const std::vector<BDim>& dims, const Params& params) {
   if (x.size() == 1) return {{bind1(p, x, params)}, {dims[0]}};  // unary, convert: the axis stays
@@ -183,7 +184,10 @@ BatchOut elementwise(Prim p, const std::vector<Value>& x, const std::vector<BDim
   full.insert(full.end(), out.begin(), out.end());
   std::vector<Value> in;
   for (std::size_t k = 0; k < x.size(); ++k) {
-    if (!dims[k] && x[k].rank() == 0) {
+    // select_n's cases and clamp's operand have the result's shape (only the
+    // predicate and the bounds may be rank 0): broadcast even when rank 0.
+    const bool full_shape = (p == Prim::select_n && k > 0) || (p == Prim::clamp && k == 1);
+    if (!dims[k] && x[k].rank() == 0 && !full_shape) {
       in.push_back(x[k]);
       continue;
     }
