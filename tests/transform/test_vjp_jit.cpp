@@ -134,3 +134,19 @@ TEST_CASE("jit(vmap(grad)) through a while loop whose count differs per lane: la
     CHECK(gw(i) == doctest::Approx(ew()).epsilon(1e-14));
   }
 }
+
+TEST_CASE("a scatter of a literal at a computed index under jit (the fuzzer's seed 109: the gradient of an "
+          "element read, scatter-add of 1.0; and a direct .at(i).add/set of a scalar)") {
+  using dyn::Array;
+  auto f = [](auto v, auto i) { return v.at(i).get(); };
+  const Array<double> v({3}, {1.0, 2.0, 3.0});
+  auto jg = dyn::jit(dyn::grad(f));
+  for (std::int64_t i : {4, 1, -1}) {  // clamped, in range, from the end
+    CAPTURE(i);
+    CHECK(dyn::array_equal(jg(v, Array<std::int64_t>::scalar(i)), dyn::grad(f)(v, Array<std::int64_t>::scalar(i))));
+  }
+  auto add = dyn::jit([](auto x, auto i) { return x.at(i).add(1.0); });
+  CHECK(test_util::str(add(v, Array<std::int64_t>::scalar(2))) == "[1. 2. 4.]");
+  auto set = dyn::jit([](auto n, auto i) { return dyn::isnan(dyn::arange<double>(n)).at(i).set(true); });
+  CHECK(test_util::str(set(Array<std::int64_t>::scalar(3), Array<std::int64_t>::scalar(1))) == "[False  True False]");
+}

@@ -258,9 +258,11 @@ inline llvm::Value* Lowering::index_vector_component(const Eqn& e, const AxisMap
     }
     idx = cat.inputs[k];
   }
+  // (A scatter's updates may be a literal: rank 0.)
+  const Atom& upd = e.inputs.at(e.prim == Prim::gather ? 0 : 2);
   const IndexMap iv = e.prim == Prim::gather ? index_map(j_, e, 1)
                                               : index_vector_map(std::get<ScatterParams>(e.params).update_window_dims,
-                                                                 type(e.inputs[2].var).rank());
+                                                                 upd.is_var() ? type(upd.var).rank() : 0);
   Ix& r = new_ix(dims_of(idx.var));
   for (const AxisMap& a : iv.axes)
     r.multi.push_back(a.out_axis >= 0 ? axis(ix, static_cast<std::size_t>(a.out_axis)) : E.c64(c));
