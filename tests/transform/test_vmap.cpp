@@ -252,10 +252,16 @@ TEST_CASE("vmap: out_axes per result ({1, 0, -1}; dyn::none for a result that do
   CHECK(str(a) == "[[ 2.  6. 10.]\n [ 4.  8. 12.]]");  // lanes along axis 1
   CHECK(str(b) == "[ 3.  7. 11.]");
   CHECK(str(c) == "[[2. 4. 6.]\n [3. 5. 7.]]");  // -1: the last axis of the rank-2 result
-  // One out_axes for every result: as before (the int form of API.md).
-  const auto [a1, b1, c1] = dyn::vmap(f, 0, 1)(xs);
-  CHECK(str(a1) == str(a));
-  CHECK(str(b1) == str(b));
+  // One out_axes for every result: as before (the int form of API.md), and
+  // the same as one entry per result.
+  const auto [a0, b0, c0] = dyn::vmap(f, 0, 0)(xs);
+  const auto [a1, b1, c1] = dyn::vmap(f, 0, {0, 0, 0})(xs);
+  CHECK(str(a0) == "[[ 2.  4.]\n [ 6.  8.]\n [10. 12.]]");
+  CHECK(str(a1) == str(a0));
+  CHECK(str(b1) == str(b0));
+  CHECK(str(c1) == str(c0));
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap(f, 0, 1)(xs); }) ==
+        "dyn::vmap: out_axes 1 is out of range for result #1, of rank 1 with its batch axis");
   // dyn::none: the result that only reads the shared w comes back without a batch axis.
   auto g = [](auto x, auto w) { return std::tuple{x * w, w * 2.0}; };
   const Array<double> w({2}, {10, 100});
@@ -311,9 +317,9 @@ TEST_CASE("vmap: nested vmap with out_axes; under make_jaxpr (golden text)") {
   CHECK(str(cj) ==
         "{ lambda ; a:f64[3,2] b:f64[2]. let\n"
         "    c:f64[3,2] = sin a\n"
-        "    d:f64[2] = mul b 2.0:f64[]\n"
-        "    e:f64[2,3] = transpose[permutation=(1, 0)] c\n"
-        "  in (e, d) }");
+        "    d:f64[2,3] = transpose[permutation=(1, 0)] c\n"
+        "    e:f64[2] = mul b 2.0:f64[]\n"
+        "  in (d, e) }");
   CHECK_NOTHROW(dyn::check_jaxpr(cj));
 }
 
