@@ -69,7 +69,7 @@ enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log
              // the math of API.md section 13: float functions (computed as inexact), then
              // square and integer_pow (any numeric dtype), then the bool-valued tests
              u_expm1, u_exp2, u_cbrt, u_sinh, u_cosh, u_asin, u_acos, u_atan, u_asinh, u_acosh, u_atanh, u_erf,
-             u_erfc, u_lgamma, u_erf_inv, u_log2, u_log10, u_square, u_ipow, u_stop_gradient, u_isfinite, u_isnan, u_isinf, kUnaryCount };
+             u_erfc, u_lgamma, u_erf_inv, u_digamma, u_trigamma, u_log2, u_log10, u_square, u_ipow, u_stop_gradient, u_isfinite, u_isnan, u_isinf, kUnaryCount };
 // b_shr is `>>`: shift_right_arithmetic on signed, shift_right_logical on unsigned dtypes.
 enum Binary { b_add, b_sub, b_mul, b_div, b_rem, b_pow, b_max, b_min, b_atan2, b_and, b_or, b_xor, b_shl, b_shr,
               b_hypot, b_nextafter, b_logical_and, kBinaryCount };

@@ -217,7 +217,7 @@ struct Gen {
         } else {
           ks = {u_neg, u_abs, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos, u_tan, u_tanh, u_logistic,
                 u_sign, u_floor, u_ceil, u_round, u_expm1, u_exp2, u_cbrt, u_sinh, u_cosh, u_asin, u_acos,
-                u_atan, u_asinh, u_acosh, u_atanh, u_erf, u_erfc, u_lgamma, u_erf_inv, u_log2, u_log10, u_square, u_ipow, u_stop_gradient,
+                u_atan, u_asinh, u_acosh, u_atanh, u_erf, u_erfc, u_lgamma, u_erf_inv, u_digamma, u_trigamma, u_log2, u_log10, u_square, u_ipow, u_stop_gradient,
                 u_isfinite, u_isnan, u_isinf};
         }
         n.op = Op::unary, n.k = r.pick(ks);
@@ -898,7 +898,7 @@ struct Emitter {
                               "dyn::tan", "dyn::tanh", "dyn::logistic", "!", "dyn::population_count",
                               "dyn::clz", "dyn::expm1", "dyn::exp2", "dyn::cbrt", "dyn::sinh", "dyn::cosh",
                               "dyn::asin", "dyn::acos", "dyn::atan", "dyn::asinh", "dyn::acosh", "dyn::atanh",
-                              "dyn::erf", "dyn::erfc", "dyn::lgamma", "dyn::erf_inv", "dyn::log2", "dyn::log10", "dyn::square",
+                              "dyn::erf", "dyn::erfc", "dyn::lgamma", "dyn::erf_inv", "dyn::digamma", "dyn::trigamma", "dyn::log2", "dyn::log10", "dyn::square",
                               "dyn::integer_pow", "dyn::stop_gradient", "dyn::is_finite", "dyn::isnan", "dyn::isinf"};
     return n[k];
   }

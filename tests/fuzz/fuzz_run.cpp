@@ -133,6 +133,8 @@ struct Interp {
         case u_erfc: return as_v<K>(dyn::erfc(x));
         case u_lgamma: return as_v<K>(dyn::lgamma(x));
         case u_erf_inv: return as_v<K>(dyn::erf_inv(x));
+        case u_digamma: return as_v<K>(dyn::digamma(x));
+        case u_trigamma: return as_v<K>(dyn::trigamma(x));
         case u_log2: return as_v<K>(dyn::log2(x));
         case u_log10: return as_v<K>(dyn::log10(x));
         case u_square: return as_v<K>(dyn::square(x));

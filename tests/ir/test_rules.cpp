@@ -118,7 +118,7 @@ const Prim kFloatUnary[] = {Prim::floor, Prim::ceil, Prim::exp,  Prim::log, Prim
                             Prim::rsqrt, Prim::sin,  Prim::cos,  Prim::tan, Prim::tanh,  Prim::logistic,
                             Prim::expm1, Prim::exp2, Prim::cbrt, Prim::sinh, Prim::cosh, Prim::asin,
                             Prim::acos,  Prim::atan, Prim::asinh, Prim::acosh, Prim::atanh, Prim::erf,
-                            Prim::erfc,  Prim::lgamma, Prim::erf_inv};
+                            Prim::erfc,  Prim::lgamma, Prim::erf_inv, Prim::digamma, Prim::trigamma};
 
 }  // namespace
 

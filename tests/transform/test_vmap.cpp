@@ -259,6 +259,86 @@ TEST_CASE("vmap: errors name the argument, its type and the axes") {
               "over a batched counter");
 }
 
+TEST_CASE("vmap: out_axes per result ({1, 0, -1}; dyn::none for a result that does not depend on the batch)") {
+  // JAX's out_axes: an int for every result, or one entry per result (a
+  // prefix of the result tuple); None returns a result without a batch axis.
+  const Array<double> xs({3, 2}, {1, 2, 3, 4, 5, 6});  // 3 lanes of 2
+  auto f = [](auto x) { return std::tuple{x * 2.0, dyn::sum(x), x + 1.0}; };
+  const auto [a, b, c] = dyn::vmap(f, 0, {1, 0, -1})(xs);
+  CHECK(str(a) == "[[ 2.  6. 10.]\n [ 4.  8. 12.]]");  // lanes along axis 1
+  CHECK(str(b) == "[ 3.  7. 11.]");
+  CHECK(str(c) == "[[2. 4. 6.]\n [3. 5. 7.]]");  // -1: the last axis of the rank-2 result
+  // One out_axes for every result: as before (the int form of API.md), and
+  // the same as one entry per result.
+  const auto [a0, b0, c0] = dyn::vmap(f, 0, 0)(xs);
+  const auto [a1, b1, c1] = dyn::vmap(f, 0, {0, 0, 0})(xs);
+  CHECK(str(a0) == "[[ 2.  4.]\n [ 6.  8.]\n [10. 12.]]");
+  CHECK(str(a1) == str(a0));
+  CHECK(str(b1) == str(b0));
+  CHECK(str(c1) == str(c0));
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap(f, 0, 1)(xs); }) ==
+        "dyn::vmap: out_axes 1 is out of range for result #1, of rank 1 with its batch axis");
+  // dyn::none: the result that only reads the shared w comes back without a batch axis.
+  auto g = [](auto x, auto w) { return std::tuple{x * w, w * 2.0}; };
+  const Array<double> w({2}, {10, 100});
+  const auto [xw, w2] = dyn::vmap(g, {0, dyn::none}, {0, dyn::none})(xs, w);
+  CHECK(str(xw) == "[[ 10. 200.]\n [ 30. 400.]\n [ 50. 600.]]");
+  CHECK(str(w2) == "[ 20. 200.]");
+  // dyn::none for all results, and for a single result.
+  CHECK(str(dyn::vmap([](auto, auto v) { return v * 3.0; }, {0, dyn::none}, dyn::none)(xs, w)) == "[ 30. 300.]");
+  CHECK(str(dyn::vmap([](auto, auto v) { return v * 3.0; }, {0, dyn::none}, {dyn::none})(xs, w)) == "[ 30. 300.]");
+  // A pytree result: its entry applies to each of its leaves.
+  auto p = [](auto x, auto v) { return std::tuple{std::tuple{x, x * v}, v}; };
+  const auto [pr, v1] = dyn::vmap(p, {0, dyn::none}, {1, dyn::none})(xs, w);
+  CHECK(str(std::get<1>(pr)) == "[[ 10.  30.  50.]\n [200. 400. 600.]]");
+  CHECK(str(v1) == "[ 10. 100.]");
+}
+
+TEST_CASE("vmap: out_axes errors: a batched result with dyn::none (JAX: mapped output but out_axes is None), "
+          "the wrong number of entries, an axis out of range") {
+  const Array<double> xs({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto f = [](auto x) { return std::tuple{x, x * 2.0}; };
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap(f, 0, {0, dyn::none})(xs); }) ==
+        "dyn::vmap: result #1 (of type f64[2] per lane) depends on a batched argument, but its out_axes entry is "
+        "dyn::none; give it an out axis, or compute it from unbatched arguments only (JAX: vmap has mapped output "
+        "but out_axes is None)");
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap([](auto x) { return dyn::sum(x); }, 0, dyn::none)(xs); }) ==
+        "dyn::vmap: result #0 (of type f64[] per lane) depends on a batched argument, but its out_axes entry is "
+        "dyn::none; give it an out axis, or compute it from unbatched arguments only (JAX: vmap has mapped output "
+        "but out_axes is None)");
+  CHECK(message_of<dyn::TypeError>([&] { (void)dyn::vmap(f, 0, {0})(xs); }) ==
+        "dyn::vmap: out_axes has 1 entries but the function returns 2 results; give one axis (or dyn::none) per "
+        "result");
+  CHECK(message_of<dyn::ShapeError>([&] { (void)dyn::vmap(f, 0, {0, -3})(xs); }) ==
+        "dyn::vmap: out_axes -3 is out of range for result #1, of rank 2 with its batch axis");
+}
+
+TEST_CASE("vmap: nested vmap with out_axes; under make_jaxpr (golden text)") {
+  auto f = [](auto x, auto y) { return x * y + 1.0; };  // scalars
+  const Array<double> x({3}, {1, 2, 3}), y({2}, {10, 20});
+  // The outer batch axis (y's) last: t[j][i] = x[j] * y[i] + 1, shape [3, 2].
+  auto outer = dyn::vmap(dyn::vmap(f, {0, dyn::none}), {dyn::none, 0}, 1);
+  CHECK(str(outer(x, y)) == "[[11. 21.]\n [21. 41.]\n [31. 61.]]");
+  // The inner vmap's dyn::none result depends on the outer batch only (y):
+  // unbatched inside, batched by the outer vmap.
+  auto g = [](auto a, auto b) { return std::tuple{a * b, b * 2.0}; };
+  auto nested = dyn::vmap(dyn::vmap(g, {0, dyn::none}, {0, dyn::none}), {dyn::none, 0}, {1, 0});
+  const auto [ab, b2] = nested(x, y);
+  CHECK(str(ab) == "[[10. 20.]\n [20. 40.]\n [30. 60.]]");
+  CHECK(str(b2) == "[20. 40.]");
+  // The printed program: the batched sin moved to axis 1, the unbatched result as it is.
+  auto h = [](auto a, auto w) { return std::tuple{dyn::sin(a), w * 2.0}; };
+  const auto cj = dyn::make_jaxpr(dyn::vmap(h, {0, dyn::none}, {1, dyn::none}))(dyn::ones<double>({3, 2}),
+                                                                                 dyn::ones<double>({2}));
+  CHECK(str(cj) ==
+        "{ lambda ; a:f64[3,2] b:f64[2]. let\n"
+        "    c:f64[3,2] = sin a\n"
+        "    d:f64[2,3] = transpose[permutation=(1, 0)] c\n"
+        "    e:f64[2] = mul b 2.0:f64[]\n"
+        "  in (d, e) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+}
+
 TEST_CASE("vmap of control flow: for_loop, while_loop (lanes finishing apart), cond and switch_ (batched or not), scan") {
   const Array<double> x({3}, {1, 5, 40});
   // for_loop: the carry batched, the bounds shared.

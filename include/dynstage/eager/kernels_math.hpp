@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "kernel_util.hpp"
@@ -52,6 +53,34 @@ inline constexpr double kErfInv64Large[17] = {
     2.2900482228026654717e-07,  -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
     7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026, 1.0103004648645343977,
     4.8499064014085844221};
+
+// digamma (polygamma(0, x)) and trigamma (polygamma(1, x)). Neither is in
+// libm or SLEEF; one formula, evaluated by eager (polygamma_value, below) and
+// by the compiled kernel (llvm/lower_expr.hpp, Lowering::polygamma) with the
+// same operations in the same order, every branch a select:
+//   reflection for x < 1/2, on z = 1 - x (Euler's, as XLA's Digamma):
+//     psi(x) = psi(1 - x) - pi cos(pi f) / sin(pi f),
+//     psi1(x) = pi^2 / sin(pi f)^2 - psi1(1 - x), f = x - floor(x), less 1
+//     if above 1/2 (exact; the terms have period 1 in x): pi f keeps its
+//     precision for large |x|, and sin(pi f) near the poles, |f| small;
+//   then kPolygammaShift steps of the recurrence psi(z) = psi(z + 1) - 1/z,
+//     psi1(z) = psi1(z + 1) + 1/z^2, each applied while z < kPolygammaFrom,
+//     so that z >= 10 (z >= 1/2 needs at most ten steps);
+//   then the asymptotic series in r = 1/z (Abramowitz and Stegun 6.3.18,
+//     6.4.12), B_2k the Bernoulli numbers, through B_16 (the next term is
+//     below 1e-17 at z = 10, under an ulp of f64):
+//     psi(z)  = log z - r/2 - sum B_2k / (2k) r^2k,
+//     psi1(z) = r + r^2/2 + sum B_2k r^(2k+1).
+// The series' coefficients in r^2, highest power first (Horner).
+// At the poles (0, -1, -2, ...) digamma is NaN, as lax.digamma (scipy's psi
+// gives -inf at 0 instead); trigamma is +inf there, its limit.
+inline constexpr int kPolygammaShift = 10;
+inline constexpr double kPolygammaFrom = 10.0;
+inline constexpr double kDigammaSeries[8] = {-3617.0 / 8160.0, 1.0 / 12.0,   -691.0 / 32760.0, 1.0 / 132.0,
+                                             -1.0 / 240.0,     1.0 / 252.0,  -1.0 / 120.0,     1.0 / 12.0};
+inline constexpr double kTrigammaSeries[8] = {-3617.0 / 510.0, 7.0 / 6.0,    -691.0 / 2730.0, 5.0 / 66.0,
+                                              -1.0 / 30.0,     1.0 / 42.0,   -1.0 / 30.0,     1.0 / 6.0};
+inline constexpr double kPi = 3.14159265358979323846;
 
 }  // namespace dyn::detail
 
@@ -122,6 +151,35 @@ inline double scalar(PrimTag<Prim::erf_inv>, double x) {
   }
   return std::fabs(x) == 1.0 ? x * INFINITY : p * x;
 }
+// polygamma(n, x) for n = 0 (digamma) and 1 (trigamma): the formula above.
+template <class T>
+T polygamma_value(int n, T x) {
+  const bool reflect = x < T(0.5);
+  T z = reflect ? T(1) - x : x;
+  T acc = 0;
+  for (int i = 0; i < kPolygammaShift; ++i) {
+    const bool shift = z < T(kPolygammaFrom);
+    acc = acc + (shift ? (n == 0 ? T(1) / z : T(1) / (z * z)) : T(0));
+    z = shift ? z + T(1) : z;
+  }
+  const T r = T(1) / z, r2 = r * r;
+  const double* c = n == 0 ? kDigammaSeries : kTrigammaSeries;
+  T s = T(c[0]);
+  for (int i = 1; i < 8; ++i) s = T(c[i]) + s * r2;
+  const T fx = x - std::floor(x);
+  const T pif = T(kPi) * (fx > T(0.5) ? fx - T(1) : fx);
+  if (n == 0) {
+    const T psi = std::log(z) - T(0.5) * r - r2 * s - acc;
+    const T reflected = psi - T(kPi) * std::cos(pif) / std::sin(pif);
+    const bool pole = x <= T(0) && x == std::floor(x);
+    return pole ? std::numeric_limits<T>::quiet_NaN() : reflect ? reflected : psi;
+  }
+  const T psi1 = r + T(0.5) * r2 + r * r2 * s + acc;
+  const T sn = std::sin(pif);
+  return reflect ? T(kPi * kPi) / (sn * sn) - psi1 : psi1;
+}
+auto scalar(PrimTag<Prim::digamma>, auto v) { return polygamma_value(0, v); }
+auto scalar(PrimTag<Prim::trigamma>, auto v) { return polygamma_value(1, v); }
 auto scalar(PrimTag<Prim::nextafter>, auto a, auto b) { return std::nextafter(a, b); }
 
 // x ** y by JAX's square-and-multiply (its integer_pow lowering): the

@@ -180,6 +180,8 @@ inline constexpr int kVariadic = -1;
   X(erfc,                 "erfc",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("erfc"))      \
   X(lgamma,               "lgamma",               unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("lgamma"))    \
   X(erf_inv,              "erf_inv",              unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
+  X(digamma,              "digamma",              unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
+  X(trigamma,             "trigamma",             unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
   X(is_finite,            "is_finite",            unary,       NoParams,                1, floating,        true,  simple,         none,  none)              \
   X(stop_gradient,        "stop_gradient",        unary,       NoParams,                1, any,             true,  simple,         none,  none)              \
   X(integer_pow,          "integer_pow",          unary,       IntegerPowParams,        1, numeric,         true,  costly,         none,  none)              \

@@ -247,6 +247,7 @@ private:
   llvm::Value* integer_pow(llvm::Value* x, int y, DType d);
   llvm::Value* nextafter(llvm::Value* x, llvm::Value* y, DType d);
   llvm::Value* erf_inv(llvm::Value* x, DType d);
+  llvm::Value* polygamma(int n, llvm::Value* x, DType d);  // digamma (n = 0), trigamma (1)
   llvm::Value* max_min(bool is_max, DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* convert(DType from, DType to, llvm::Value* x);
   llvm::Value* unsigned_to_float(llvm::Value* x, llvm::Type* t);

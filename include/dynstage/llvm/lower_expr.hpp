@@ -177,6 +177,47 @@ inline llvm::Value* Lowering::erf_inv(llvm::Value* x, DType d) {
   return b.CreateSelect(one, b.CreateFMul(x, llvm::ConstantFP::getInfinity(t)), b.CreateFMul(p, x));
 }
 
+// polygamma(n, x) for n = 0 (digamma) and 1 (trigamma): eager's
+// polygamma_value (eager/kernels_math.hpp has the formula and constants),
+// operation for operation, its branches selects so that the loop vectorises;
+// log, sin and cos are those of the log, sin and cos primitives.
+inline llvm::Value* Lowering::polygamma(int n, llvm::Value* x, DType d) {
+  llvm::Type* t = E.reg_type(d);
+  auto C = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  llvm::Value* reflect = b.CreateFCmpOLT(x, C(0.5));
+  llvm::Value* z = b.CreateSelect(reflect, b.CreateFSub(C(1.0), x), x);
+  llvm::Value* acc = C(0.0);
+  for (int i = 0; i < kPolygammaShift; ++i) {
+    llvm::Value* shift = b.CreateFCmpOLT(z, C(kPolygammaFrom));
+    llvm::Value* step = b.CreateFDiv(C(1.0), n == 0 ? z : b.CreateFMul(z, z));
+    acc = b.CreateFAdd(acc, b.CreateSelect(shift, step, C(0.0)));
+    z = b.CreateSelect(shift, b.CreateFAdd(z, C(1.0)), z);
+  }
+  llvm::Value* r = b.CreateFDiv(C(1.0), z);
+  llvm::Value* r2 = b.CreateFMul(r, r);
+  const double* c = n == 0 ? kDigammaSeries : kTrigammaSeries;
+  llvm::Value* s = C(c[0]);
+  for (int i = 1; i < 8; ++i) s = b.CreateFAdd(C(c[i]), b.CreateFMul(s, r2));
+  llvm::Value* fl = b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+  llvm::Value* fx = b.CreateFSub(x, fl);
+  llvm::Value* pif = b.CreateFMul(C(kPi), b.CreateSelect(b.CreateFCmpOGT(fx, C(0.5)), b.CreateFSub(fx, C(1.0)), fx));
+  llvm::Value* sn = vector_math(Prim::sin, d, {pif});
+  if (n == 0) {
+    llvm::Value* psi = b.CreateFSub(b.CreateFSub(b.CreateFSub(vector_math(Prim::log, d, {z}), b.CreateFMul(C(0.5), r)),
+                                                 b.CreateFMul(r2, s)),
+                                    acc);
+    llvm::Value* cot = b.CreateFDiv(b.CreateFMul(C(kPi), vector_math(Prim::cos, d, {pif})), sn);
+    llvm::Value* pole = b.CreateAnd(b.CreateFCmpOLE(x, C(0.0)), b.CreateFCmpOEQ(x, fl));
+    return b.CreateSelect(pole, llvm::ConstantFP::getNaN(t),
+                          b.CreateSelect(reflect, b.CreateFSub(psi, cot), psi));
+  }
+  llvm::Value* psi1 = b.CreateFAdd(b.CreateFAdd(b.CreateFAdd(r, b.CreateFMul(C(0.5), r2)),
+                                                b.CreateFMul(b.CreateFMul(r, r2), s)),
+                                   acc);
+  llvm::Value* reflected = b.CreateFSub(b.CreateFDiv(C(kPi * kPi), b.CreateFMul(sn, sn)), psi1);
+  return b.CreateSelect(reflect, reflected, psi1);
+}
+
 // nextafter(x, y) as C's: NaN if either is; y if x == y; the smallest
 // subnormal with y's sign if x is zero; else x's bits stepped by one toward
 // y. Integer arithmetic on the bits: no call, so it vectorises.
@@ -447,6 +488,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::erfc:
     case Prim::lgamma: return vector_math(e.prim, d0, {in(0)});
     case Prim::erf_inv: return erf_inv(in(0), d0);
+    case Prim::digamma: return polygamma(0, in(0), d0);
+    case Prim::trigamma: return polygamma(1, in(0), d0);
     // |x| != inf, ordered: false for NaN (lax.is_finite)
     case Prim::is_finite:
       return b.CreateFCmpONE(un(llvm::Intrinsic::fabs), llvm::ConstantFP::getInfinity(E.reg_type(d0)));

@@ -181,6 +181,8 @@ DYN_UNARY(erf)
 DYN_UNARY(erfc)
 DYN_UNARY(lgamma)
 DYN_UNARY(erf_inv)
+DYN_UNARY(digamma)   // lax.digamma, jax.scipy.special.digamma
+DYN_UNARY(trigamma)  // polygamma(1, x): jax.scipy.special.polygamma(1, x)
 #undef DYN_UNARY
 
 // square (jnp.square): promote_dtypes_numeric first, so a bool operand is

@@ -42,7 +42,7 @@ inline bool differentiable_dtype(DType d) { return is_float(d); }
 // (comparisons, bit operations, argmax, ...) need no rule and are not here.
 inline const char* jvp_missing(Prim p) {
   switch (p) {
-    case Prim::lgamma: return "its derivative is digamma, which has no primitive yet";
+    case Prim::trigamma: return "its derivative is polygamma(2, x), which has no primitive yet";
     default: return nullptr;
   }
 }
@@ -155,6 +155,8 @@ inline std::optional<Value> unary_factor(Prim p, const Value& x, const Value& y,
     case Prim::erf: return mulc(op(Prim::exp, {neg(mul(x, x))}), 1.12837916709551257390);  // 2/sqrt(pi)
     case Prim::erfc: return mulc(op(Prim::exp, {neg(mul(x, x))}), -1.12837916709551257390);
     case Prim::erf_inv: return mulc(op(Prim::exp, {mul(y, y)}), 0.88622692545275801365);  // sqrt(pi)/2
+    case Prim::lgamma: return op(Prim::digamma, {x});
+    case Prim::digamma: return op(Prim::trigamma, {x});  // JAX: polygamma(1, x)
     case Prim::integer_pow: {
       const int n = std::get<IntegerPowParams>(params).y;
       if (n == 0) return std::nullopt;

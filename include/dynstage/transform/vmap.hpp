@@ -46,13 +46,20 @@ struct BatchAxis {
 };
 
 // in_axes: one BatchAxis per argument ({0, dyn::none}), or one for all (0).
+// out_axes is the same spec for the results (OutAxes).
 struct InAxes {
   std::vector<BatchAxis> axes;
   bool one_for_all = false;
   InAxes(int a) : axes{BatchAxis(a)}, one_for_all(true) {}
+  InAxes(std::int64_t a) : axes{BatchAxis(a)}, one_for_all(true) {}
   InAxes(none_t n) : axes{BatchAxis(n)}, one_for_all(true) {}
   InAxes(std::initializer_list<BatchAxis> l) : axes(l) {}
 };
+// out_axes: one BatchAxis per result ({0, dyn::none, 1}; the results are the
+// elements of a tuple, pair, std::array or vector result, else the one
+// result), or one for all (0). dyn::none: the result is returned without a
+// batch axis, which it must not have (JAX's out_axes=None).
+using OutAxes = InAxes;
 
 namespace detail {
 
@@ -107,8 +114,11 @@ struct VmapInputs {
 };
 VmapInputs vmap_inputs(const InAxes& in_axes, const std::vector<Value>& xs, const std::vector<std::size_t>& leaf_count);
 // The result `v` (batch axis `d`) with its batch axis at `out_axis`; an
-// unbatched result is broadcast to the batch size.
-Value vmap_output(const Value& v, const BDim& d, std::int64_t out_axis, const Dim& size, std::size_t index);
+// unbatched result is broadcast to the batch size. out_axis dyn::none: `v`
+// as it is, a ShapeError if it is batched. `index`: the result's, for errors.
+Value vmap_output(const Value& v, const BDim& d, const BatchAxis& out_axis, const Dim& size, std::size_t index);
+// The number of leaves of each result (see OutAxes), checked against out_axes.
+void check_out_axes(const OutAxes& out_axes, const std::vector<std::size_t>& result_leaves);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 VmapInputs vmap_inputs(const InAxes& in_axes, const std::vector<Value>& xs, const std::vector<std::size_t>& leaf_count) {
@@ -160,7 +170,18 @@ VmapInputs vmap_inputs(const InAxes& in_axes, const std::vector<Value>& xs, cons
   return r;
 }
 
-Value vmap_output(const Value& v, const BDim& d, std::int64_t out_axis, const Dim& size, std::size_t index) {
+Value vmap_output(const Value& v, const BDim& d, const BatchAxis& axis, const Dim& size, std::size_t index) {
+  if (!axis.axis) {
+    if (!d) return v;
+    Aval lane = v.aval();
+    lane.shape.erase(lane.shape.begin() + *d);
+    lane.dim_value.reset();
+    fail<ShapeError>("dyn::vmap: result #" + std::to_string(index) + " (of type " + aval_str(lane) +
+                     " per lane) depends on a batched argument, but its out_axes entry is dyn::none; give it an out "
+                     "axis, or compute it from unbatched arguments only (JAX: vmap has mapped output but out_axes "
+                     "is None)");
+  }
+  const std::int64_t out_axis = *axis.axis;
   const std::int64_t rank = v.rank() + (d ? 0 : 1);
   const std::int64_t to = out_axis < 0 ? out_axis + rank : out_axis;
   if (to < 0 || to >= rank)
@@ -169,10 +190,33 @@ Value vmap_output(const Value& v, const BDim& d, std::int64_t out_axis, const Di
   const Value front = batch_detail::to_front(v, d, size);
   return batch_detail::moveaxis(front, 0, to);
 }
+
+void check_out_axes(const OutAxes& out_axes, const std::vector<std::size_t>& result_leaves) {
+  if (!out_axes.one_for_all && out_axes.axes.size() != result_leaves.size())
+    fail<TypeError>("dyn::vmap: out_axes has " + std::to_string(out_axes.axes.size()) +
+                    " entries but the function returns " + std::to_string(result_leaves.size()) +
+                    " results; give one axis (or dyn::none) per result");
+}
 #endif
 
+// The leaves of each result of `out`: the elements of a tuple, pair,
+// std::array or vector (each a pytree), else `out` as one result.
+template <class R>
+std::vector<std::size_t> result_leaves(const R& out) {
+  std::vector<std::size_t> r;
+  if constexpr (is_std_tuple<R>::value || is_std_pair<R>::value) {
+    std::apply([&](const auto&... e) { (r.push_back(treedef_of(e).num_leaves), ...); }, out);
+  } else if constexpr (is_std_array<R>::value || is_std_vector<R>::value) {
+    for (const auto& e : out) r.push_back(treedef_of(e).num_leaves);
+  } else {
+    r.push_back(treedef_of(out).num_leaves);
+  }
+  return r;
+}
+
 template <class F, class... A>
-TracedFn trace_on_avals(const F& f, const std::vector<Aval>& avals, const std::tuple<A...>& args) {
+TracedFn trace_on_avals(const F& f, const std::vector<Aval>& avals, const std::tuple<A...>& args,
+                        std::vector<std::size_t>& out_leaves) {
   TracedFn r;
   TraceScope scope;
   std::vector<Value> targs;
@@ -182,6 +226,7 @@ TracedFn trace_on_avals(const F& f, const std::vector<Aval>& avals, const std::t
                           args);
   const traced_result_t<F, A...> out = std::apply(f, typed);
   r.out_tree = treedef_of(out);
+  out_leaves = result_leaves(out);
   r.jaxpr = scope.finish(flatten_results(out), /*implicit_results=*/false);
   r.consts = scope.const_sources();
   return r;
@@ -191,18 +236,23 @@ template <class F>
 struct Vmapped {
   F f;
   InAxes in_axes;
-  std::int64_t out_axes;
+  OutAxes out_axes;
 
   template <class... A>
   auto operator()(const A&... args) const {
     const std::vector<Value> xs = leaves_of(args...);
     const std::vector<std::size_t> counts{leaves_of(args).size()...};
     const VmapInputs in = vmap_inputs(in_axes, xs, counts);
-    const TracedFn traced = trace_on_avals(f, in.avals, std::tuple<A...>(args...));
+    std::vector<std::size_t> out_leaves;
+    const TracedFn traced = trace_on_avals(f, in.avals, std::tuple<A...>(args...), out_leaves);
+    check_out_axes(out_axes, out_leaves);
     const BatchOut o = batch_eval(*traced.jaxpr, traced.consts, xs, in.dims);
     std::vector<Value> outs;
-    for (std::size_t k = 0; k < o.values.size(); ++k)
-      outs.push_back(vmap_output(o.values[k], o.dims[k], out_axes, in.size, k));
+    std::size_t leaf = 0;
+    for (std::size_t k = 0; k < out_leaves.size(); ++k)
+      for (std::size_t i = 0; i < out_leaves[k]; ++i, ++leaf)
+        outs.push_back(vmap_output(o.values.at(leaf), o.dims.at(leaf),
+                                   out_axes.one_for_all ? out_axes.axes[0] : out_axes.axes[k], in.size, k));
     using R = traced_result_t<F, A...>;
     if constexpr ((false || ... || has_tracer_leaf_v<A>)) {
       return rebuild<traced_t<R>>(traced.out_tree, outs);
@@ -222,15 +272,19 @@ struct Vmapped {
 // arguments with a batch axis: in_axes gives, per argument ({0, dyn::none},
 // one entry per argument, applying to every leaf of a pytree argument) or
 // for all (0), the axis that is batched or dyn::none for an argument every
-// lane shares; negative axes count from the end. Every result gets the
-// batch axis at out_axes (an unbatched result is broadcast). On arrays it
+// lane shares; negative axes count from the end. out_axes, per result
+// ({0, dyn::none, 1}: the elements of a tuple result) or for all (0), puts
+// the result's batch axis there (an unbatched result is broadcast), or with
+// dyn::none returns a result that does not depend on the batch without a
+// batch axis (a batched one is a dyn::ShapeError, as JAX). On arrays it
 // computes at once; on tracers (inside jit, make_jaxpr) it records the
 // batched program. Errors: dyn::TypeError for in_axes of the wrong length
-// or none batched; dyn::ShapeError for an axis out of range or batch sizes
-// that differ (docs/transformations.md).
+// or none batched, or out_axes of the wrong length; dyn::ShapeError for an
+// axis out of range, batch sizes that differ, or a batched result with
+// out_axes dyn::none (docs/transformations.md).
 template <class F>
-detail::Vmapped<F> vmap(F f, InAxes in_axes = 0, std::int64_t out_axes = 0) {
-  return detail::Vmapped<F>{std::move(f), std::move(in_axes), out_axes};
+detail::Vmapped<F> vmap(F f, InAxes in_axes = 0, OutAxes out_axes = 0) {
+  return detail::Vmapped<F>{std::move(f), std::move(in_axes), std::move(out_axes)};
 }
 
 }  // namespace dyn
