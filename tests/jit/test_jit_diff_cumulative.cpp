@@ -86,6 +86,7 @@ TEST_CASE("jit diff: an elementwise producer is fused into the cumulative nest, 
   CHECK(ir0.find("= sub: fused") != std::string::npos);
   CHECK(ir0.find("= cummax: buffer (output)") != std::string::npos);
   CHECK(ir0.find("aligned_alloc") == std::string::npos);
+  CHECK(ir0.find("dynstage_temp_alloc") == std::string::npos);
   // Along axis 0 the inner loop runs over contiguous rows: vector code.
   CHECK(ir0.find("x double>") != std::string::npos);
   for (int axis : {0, 1}) {

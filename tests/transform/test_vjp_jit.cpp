@@ -105,7 +105,7 @@ TEST_CASE("grad through for_loop, while_loop and cond under jit: the numbers of 
 }
 
 TEST_CASE("grad of a while loop under jit, its residual buffers changing size from call to call (the kernels' "
-          "block cache hands freed blocks back): eager's numbers every time") {
+          "pool of temporaries hands freed blocks back): eager's numbers every time") {
   using dyn::Array;
   auto f = [](auto c0, auto w) {
     auto [c, v] = dyn::while_loop([](auto c, auto) { return c < 10.0; })(

@@ -226,7 +226,9 @@ inline void emit_c_entry(Emitter& E, llvm::Function* body, const Jaxpr& j, const
 //   dynstage_gemm_f32/f64   jit's GEMM routines (the same optimised IR);
 //   dynstage_parallel_for   the tasks in order on the calling thread, as the
 //                           runtime runs them with one thread (same results);
-//   lgamma, lgammaf         through lgamma_r, as jit (no write of signgam).
+//   lgamma, lgammaf         through lgamma_r, as jit (no write of signgam);
+//   dynstage_temp_alloc/free  aligned_alloc / free (no pool: the object
+//                           has no runtime to keep one in).
 // Every local function is named after the export (nm shows no dynstage
 // name). A call of another routine of dynstage (sort, top_k, debug_print)
 // is a TypeError.
@@ -258,6 +260,25 @@ inline void make_self_contained(llvm::Module& m, const std::string& name) {
     b.CreateRet(b.getInt32(0));
     pf->replaceAllUsesWith(f);
     pf->eraseFromParent();
+  }
+  // The temporaries' pool (session.hpp): plain aligned_alloc / free.
+  if (llvm::Function* ta = m.getFunction(kTempAllocRoutine); ta && ta->isDeclaration()) {
+    auto* f = llvm::Function::Create(ta->getFunctionType(), llvm::Function::InternalLinkage, name + ".temp_alloc", m);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+    llvm::FunctionCallee al = m.getOrInsertFunction(
+        "aligned_alloc", llvm::FunctionType::get(b.getPtrTy(), {b.getInt64Ty(), b.getInt64Ty()}, false));
+    b.CreateRet(b.CreateCall(al, {b.getInt64(64), f->getArg(0)}));
+    ta->replaceAllUsesWith(f);
+    ta->eraseFromParent();
+  }
+  if (llvm::Function* tf = m.getFunction(kTempFreeRoutine); tf && tf->isDeclaration()) {
+    auto* f = llvm::Function::Create(tf->getFunctionType(), llvm::Function::InternalLinkage, name + ".temp_free", m);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+    b.CreateCall(m.getOrInsertFunction("free", llvm::FunctionType::get(b.getVoidTy(), {b.getPtrTy()}, false)),
+                 {f->getArg(0)});
+    b.CreateRetVoid();
+    tf->replaceAllUsesWith(f);
+    tf->eraseFromParent();
   }
   for (const char* lg : {"lgamma", "lgammaf"}) {
     llvm::Function* g = m.getFunction(lg);

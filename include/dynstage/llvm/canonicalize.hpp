@@ -17,15 +17,26 @@ namespace dyn::detail {
 // 1. For dot_general(lhs, rhs): lhs axes in the order batch, free,
 //    contracting and rhs axes in the order batch, contracting, free.
 // 2. Insert a transpose where that order is not the identity, and a reshape
-//    to (B,M,K) / (B,K,N) where the rank or shape differs.
+//    to (B,M,K) / (B,K,N) where the rank or shape differs. Except: an operand
+//    whose axes are already in the order batch, contracting, free (lhs) or
+//    batch, free, contracting (rhs) is kept as it is stored, reshaped to
+//    (B,K,M) / (B,N,K): the GEMM's packing reads it transposed, so the
+//    transposed forms of a gradient (x^T y, x y^T) materialise no transpose.
 // 3. The dot keeps its output variable and type: (B,M,N) in row-major order is
 //    exactly the layout of [batch..., lhs free..., rhs free...].
-// The lowering then handles only dot_general((B,M,K), (B,K,N)).
+// The lowering then handles only dot_general((B,M,K) or (B,K,M), (B,K,N) or
+// (B,N,K)): contracting axis 2 or 1 of the lhs, 1 or 2 of the rhs, batch 0.
 
 inline bool is_canonical_dot(const DotGeneralParams& p) {
-  return p.lhs_contracting == std::vector<std::int64_t>{2} && p.rhs_contracting == std::vector<std::int64_t>{1} &&
-         p.lhs_batch == std::vector<std::int64_t>{0} && p.rhs_batch == std::vector<std::int64_t>{0};
+  const auto one = [](const std::vector<std::int64_t>& v, std::int64_t a, std::int64_t b) {
+    return v.size() == 1 && (v[0] == a || v[0] == b);
+  };
+  return one(p.lhs_contracting, 2, 1) && one(p.rhs_contracting, 1, 2) && p.lhs_batch == std::vector<std::int64_t>{0} &&
+         p.rhs_batch == std::vector<std::int64_t>{0};
 }
+// Of a canonical dot: the lhs stored (B,K,M), the rhs stored (B,N,K).
+inline bool dot_lhs_transposed(const DotGeneralParams& p) { return p.lhs_contracting[0] == 1; }
+inline bool dot_rhs_transposed(const DotGeneralParams& p) { return p.rhs_contracting[0] == 2; }
 
 inline Jaxpr canonicalize_dots(const Jaxpr& in) {
   Jaxpr j = in;
@@ -90,14 +101,23 @@ inline Jaxpr canonicalize_dots(const Jaxpr& in) {
     const auto lf = dot_free_axes(static_cast<int>(ld.size()), p.lhs_batch, p.lhs_contracting);
     const auto rf = dot_free_axes(static_cast<int>(rd.size()), p.rhs_batch, p.rhs_contracting);
     const JDim B = prod(ld, p.lhs_batch), M = prod(ld, lf), K = prod(ld, p.lhs_contracting), N = prod(rd, rf);
-    std::vector<std::int64_t> lperm = p.lhs_batch, rperm = p.rhs_batch;
-    lperm.insert(lperm.end(), lf.begin(), lf.end());
-    lperm.insert(lperm.end(), p.lhs_contracting.begin(), p.lhs_contracting.end());
-    rperm.insert(rperm.end(), p.rhs_contracting.begin(), p.rhs_contracting.end());
-    rperm.insert(rperm.end(), rf.begin(), rf.end());
+    auto order = [](std::vector<std::int64_t> v, const std::vector<std::int64_t>& x, const std::vector<std::int64_t>& y) {
+      v.insert(v.end(), x.begin(), x.end());
+      v.insert(v.end(), y.begin(), y.end());
+      return v;
+    };
+    auto is_identity = [](const std::vector<std::int64_t>& perm) {
+      for (std::size_t i = 0; i < perm.size(); ++i)
+        if (perm[i] != static_cast<std::int64_t>(i)) return false;
+      return true;
+    };
+    const auto lperm = order(p.lhs_batch, lf, p.lhs_contracting), rperm = order(p.rhs_batch, p.rhs_contracting, rf);
+    const auto lperm_t = order(p.lhs_batch, p.lhs_contracting, lf), rperm_t = order(p.rhs_batch, rf, p.rhs_contracting);
+    const bool ta = !is_identity(lperm) && is_identity(lperm_t), tb = !is_identity(rperm) && is_identity(rperm_t);
     Eqn d = e;
-    d.inputs = {canon(e.inputs[0], lperm, {B, M, K}), canon(e.inputs[1], rperm, {B, K, N})};
-    d.params = DotGeneralParams{{2}, {1}, {0}, {0}};
+    d.inputs = {ta ? canon(e.inputs[0], lperm_t, {B, K, M}) : canon(e.inputs[0], lperm, {B, M, K}),
+                tb ? canon(e.inputs[1], rperm_t, {B, N, K}) : canon(e.inputs[1], rperm, {B, K, N})};
+    d.params = DotGeneralParams{{ta ? 1 : 2}, {tb ? 2 : 1}, {0}, {0}};
     j.eqns.push_back(std::move(d));
   }
   return j;

@@ -28,6 +28,7 @@
 
 #include "../array/dtype.hpp"
 #include "backend.hpp"
+#include "session.hpp"  // the temporaries' pool routines
 
 namespace dyn::detail::llvmjit {
 
@@ -58,6 +59,7 @@ struct Emitter {
   llvm::Type *i1, *i8, *i32, *i64, *f32, *f64, *ptr;
 
   std::vector<llvm::Value*> live_heap;  // heap temporaries allocated and not yet freed
+  std::vector<std::pair<llvm::Value*, llvm::Value*>> pooled;  // pool_temp's blocks and their sizes
   // Allocas holding a heap pointer (or null) owned by the code being emitted:
   // the state of a loop whose carried sizes change (lower_control.hpp). An
   // early exit frees what they hold at that moment.
@@ -186,7 +188,7 @@ struct Emitter {
       stack_bytes += (bytes + 63) / 64 * 64;
       return entry_alloca(i8, std::max<std::int64_t>(bytes, 1), 64);
     }
-    return heap_temp(c64((bytes + 63) / 64 * 64));
+    return pool_temp(c64((bytes + 63) / 64 * 64));
   }
   // The same for a size known only at run time (a constant size takes the
   // static path): always on the heap, at least 64 bytes, rounded up to a
@@ -195,7 +197,7 @@ struct Emitter {
     if (auto k = konst(bytes)) return temp(*k);
     llvm::Value* n = smax(bytes, c64(1));
     llvm::Value* rounded = b.CreateAnd(b.CreateAdd(n, c64(63)), c64(~std::int64_t{63}));
-    return heap_temp(rounded);
+    return pool_temp(rounded);
   }
   // A heap buffer of `bytes` (run-time) bytes that the caller tracks itself
   // (not in live_heap): a loop's resizable state, a result handed out.
@@ -213,7 +215,23 @@ struct Emitter {
   llvm::Value* heap_temp(llvm::Value* rounded) {
     auto fty = llvm::FunctionType::get(ptr, {i64, i64}, false);
     llvm::FunctionCallee alloc = mod.getOrInsertFunction("aligned_alloc", fty);
-    llvm::Value* p = b.CreateCall(alloc, {c64(64), rounded});
+    return checked_alloc(b.CreateCall(alloc, {c64(64), rounded}));
+  }
+  // A temporary from the pool of session.hpp (kTempAllocRoutine): freed by
+  // free_ptr with its size, kept for the kernel's next call.
+  llvm::Value* pool_temp(llvm::Value* rounded) {
+    llvm::Function* alloc = mod.getFunction(kTempAllocRoutine);
+    if (!alloc) {
+      alloc = llvm::Function::Create(llvm::FunctionType::get(ptr, {i64}, false), llvm::Function::ExternalLinkage,
+                                     kTempAllocRoutine, mod);
+      alloc->addRetAttr(llvm::Attribute::NoAlias);  // a fresh block, as aligned_alloc's
+      alloc->addFnAttr(llvm::Attribute::NoUnwind);
+    }
+    llvm::Value* p = checked_alloc(b.CreateCall(alloc, {rounded}));
+    pooled.emplace_back(p, rounded);
+    return p;
+  }
+  llvm::Value* checked_alloc(llvm::Value* p) {
     llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx, "alloc.ok", fn);
     llvm::BasicBlock* oom = llvm::BasicBlock::Create(ctx, "alloc.oom", fn);
     b.CreateCondBr(b.CreateIsNull(p), oom, ok, weights(1, 1000));
@@ -240,6 +258,12 @@ struct Emitter {
     b.SetInsertPoint(ok);
   }
   void free_ptr(llvm::Value* p) {
+    for (const auto& [q, bytes] : pooled)
+      if (q == p) {
+        auto pty = llvm::FunctionType::get(b.getVoidTy(), {ptr, i64}, false);
+        b.CreateCall(mod.getOrInsertFunction(kTempFreeRoutine, pty), {p, bytes});
+        return;
+      }
     auto fty = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
     b.CreateCall(mod.getOrInsertFunction("free", fty), {p});
   }

@@ -1,5 +1,9 @@
 // dynstage: lowering of the canonical dot_general, C[b] = A[b] (MxK) x B[b] (KxN),
-// all three row-major and contiguous. Part of the backend implementation.
+// all three row-major and contiguous; A may be stored transposed (KxM, "tn":
+// x^T y, contracting both operands' first axis) and B transposed (NxK, "nt":
+// x y^T, contracting both last axes), the forms of a product's gradient
+// (canonicalize.hpp keeps the operand as it is stored instead of
+// materialising a transpose). Part of the backend implementation.
 //
 // Three loop nests, chosen from the static shape:
 //  - N == 1 (matrix-vector, dot product): one fused multiply-add reduction
@@ -14,6 +18,10 @@
 //          for each strip, for each tile: the MR x NR micro-kernel keeps
 //          MR * NR/VL vector accumulators in registers over the KC loop
 //          (a broadcast of A times a vector of B, fused multiply-add).
+//    Packing reads A and B as they are stored: a transposed operand is
+//    packed into the same panels, so every form runs the same micro-kernel
+//    on the same panels and gives the same bits as the plain product of the
+//    transposed matrices.
 //    AVX-512: VL = 8 (f64) / 16 (f32), MR = 8, NR = 3 VL (24 accumulators
 //    of 32 registers); AVX2: MR = 6, NR = 2 VL; SSE: MR = 4, NR = 2 VL.
 //    KC = 128 (f64) / 256 (f32): a B strip (KC x NR) stays in L1, the A block
@@ -43,7 +51,26 @@ namespace dyn::detail::llvmjit {
 // The sizes as i64 values: constants when static, else run-time values.
 struct DotShape {
   llvm::Value *B, *M, *K, *N;
+  bool ta = false, tb = false;  // A stored (B,K,M), B stored (B,N,K)
 };
+
+// if (cond) yes() else no(), folded when cond is a constant.
+inline void emit_either(Emitter& E, llvm::Value* cond, const std::function<void()>& yes,
+                        const std::function<void()>& no) {
+  auto& b = E.b;
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond)) return c->isZero() ? no() : yes();
+  llvm::BasicBlock* t = llvm::BasicBlock::Create(E.ctx, "dot.then", E.fn);
+  llvm::BasicBlock* f = llvm::BasicBlock::Create(E.ctx, "dot.else", E.fn);
+  llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "dot.end", E.fn);
+  b.CreateCondBr(cond, t, f);
+  b.SetInsertPoint(t);
+  yes();
+  b.CreateBr(join);
+  b.SetInsertPoint(f);
+  no();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+}
 
 inline constexpr std::int64_t kBlockedFlops = 32 * 32 * 32;
 
@@ -211,8 +238,10 @@ inline llvm::Function* micro_kernel(Emitter& E, DType d, const Blocking& k) {
 // The blocked loops over packing buffers Ap (one MC x KC block per row
 // block, so concurrent tasks never share one) and Bp (KC x NC), of the sizes
 // gemm_packing_bytes() gives.
+// `trans` (i64): bit 0 set when A is stored transposed (B,K,M), bit 1 when
+// B is (B,N,K); only the packing loops read it.
 inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C,
-                               llvm::Value* Ablocks, llvm::Value* Bp) {
+                               llvm::Value* Ablocks, llvm::Value* Bp, llvm::Value* trans) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(d));
@@ -222,6 +251,9 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
   auto mulv = [&](llvm::Value* x, llvm::Value* y) { return b.CreateMul(x, y, "", true, true); };
   auto add = [&](llvm::Value* x, llvm::Value* y) { return b.CreateAdd(x, y, "", true, true); };
   auto smin = [&](llvm::Value* x, std::int64_t c) { return E.smin(x, E.c64(c)); };
+  llvm::Value* zerof = llvm::ConstantFP::get(t, 0.0);
+  llvm::Value* ta = b.CreateICmpNE(b.CreateAnd(trans, E.c64(1)), E.c64(0));
+  llvm::Value* tb = b.CreateICmpNE(b.CreateAnd(trans, E.c64(2)), E.c64(0));
   E.loop(s.B, [&](llvm::Value* bt) {
     llvm::Value* Ab = b.CreateInBoundsGEP(t, A, mulv(bt, mulv(s.M, s.K)));
     llvm::Value* Bb = b.CreateInBoundsGEP(t, Bm, mulv(bt, mulv(s.K, s.N)));
@@ -233,6 +265,7 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
         llvm::Value* kc = smin(b.CreateSub(s.K, pc), k.KC);
         // Pack B: Bp[(strip * kc + p) * NR + c] = B[pc + p, jc + strip*NR + c], zero
         // past column N. Full strips are one NR-element copy per row.
+        auto pack_b = [&] {
         E.loop_dyn(nstrips, [&](llvm::Value* st) {
           llvm::Value* j0 = add(jc, mul(st, k.NR));
           llvm::Value* full = b.CreateICmpSLE(add(j0, E.c64(k.NR)), s.N);
@@ -258,6 +291,30 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
             b.SetInsertPoint(join);
           }, LoopHint::plain);
         }, LoopHint::plain);
+        };
+        // B stored transposed (N x K, row j of the stored matrix is column j):
+        // the same panel, read as NR streams along k (columns past N read a
+        // valid column, then zeroed).
+        auto pack_bt = [&] {
+          E.loop_dyn(nstrips, [&](llvm::Value* st) {
+            llvm::Value* j0 = add(jc, mul(st, k.NR));
+            std::vector<llvm::Value*> ok, src;
+            for (std::int64_t c = 0; c < k.NR; ++c) {
+              llvm::Value* j = add(j0, E.c64(c));
+              ok.push_back(b.CreateICmpSLT(j, s.N));
+              src.push_back(b.CreateInBoundsGEP(t, Bb, add(mulv(b.CreateSelect(ok.back(), j, E.c64(0)), s.K), pc)));
+            }
+            llvm::Value* dst0 = b.CreateInBoundsGEP(t, Bp, mul(b.CreateMul(st, kc), k.NR));
+            E.loop_dyn(kc, [&](llvm::Value* p) {
+              for (std::int64_t c = 0; c < k.NR; ++c) {
+                llvm::Value* v = b.CreateLoad(t, b.CreateInBoundsGEP(t, src[static_cast<std::size_t>(c)], p));
+                v = b.CreateSelect(ok[static_cast<std::size_t>(c)], v, zerof);
+                b.CreateStore(v, b.CreateInBoundsGEP(t, dst0, add(mul(p, k.NR), E.c64(c))));
+              }
+            }, LoopHint::plain);
+          }, LoopHint::plain);
+        };
+        emit_either(E, tb, pack_bt, pack_b);
         // The row blocks on every core (llvm/parallel.hpp): B's panel is
         // packed once and shared, each row block packs A into its own block; every C
         // element is still summed in k order by one task, so the result is
@@ -270,23 +327,30 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
             llvm::Value* mc = smin(b.CreateSub(s.M, ic), k.MC);
             llvm::Value* ntiles = b.CreateUDiv(add(mc, E.c64(k.MR - 1)), E.c64(k.MR));
             // Pack A: Ap[(tile * kc + p) * MR + r] = A[ic + tile*MR + r, pc + p], zero
-            // past row M (rows clamped to a valid one, then zeroed).
-            E.loop_dyn(ntiles, [&](llvm::Value* tl) {
-              std::vector<llvm::Value*> ok, src;
-              for (std::int64_t r = 0; r < k.MR; ++r) {
-                llvm::Value* i = add(add(ic, mul(tl, k.MR)), E.c64(r));
-                ok.push_back(b.CreateICmpSLT(i, s.M));
-                src.push_back(b.CreateInBoundsGEP(t, Ab, add(mulv(b.CreateSelect(ok.back(), i, E.c64(0)), s.K), pc)));
-              }
-              llvm::Value* dst0 = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
-              E.loop_dyn(kc, [&](llvm::Value* p) {
+            // past row M (rows clamped to a valid one, then zeroed). A stored
+            // normally: MR streams along k; stored transposed (K x M): MR
+            // neighbours of one stored row per p.
+            auto pack_a = [&](bool transposed) {
+              E.loop_dyn(ntiles, [&](llvm::Value* tl) {
+                std::vector<llvm::Value*> ok, src;
                 for (std::int64_t r = 0; r < k.MR; ++r) {
-                  llvm::Value* v = b.CreateLoad(t, b.CreateInBoundsGEP(t, src[static_cast<std::size_t>(r)], p));
-                  v = b.CreateSelect(ok[static_cast<std::size_t>(r)], v, llvm::ConstantFP::get(t, 0.0));
-                  b.CreateStore(v, b.CreateInBoundsGEP(t, dst0, add(mul(p, k.MR), E.c64(r))));
+                  llvm::Value* i = add(add(ic, mul(tl, k.MR)), E.c64(r));
+                  ok.push_back(b.CreateICmpSLT(i, s.M));
+                  llvm::Value* ii = b.CreateSelect(ok.back(), i, E.c64(0));
+                  src.push_back(b.CreateInBoundsGEP(t, Ab, transposed ? add(mulv(pc, s.M), ii) : add(mulv(ii, s.K), pc)));
                 }
+                llvm::Value* dst0 = b.CreateInBoundsGEP(t, Ap, mul(b.CreateMul(tl, kc), k.MR));
+                E.loop_dyn(kc, [&](llvm::Value* p) {
+                  llvm::Value* off = transposed ? mulv(p, s.M) : p;
+                  for (std::int64_t r = 0; r < k.MR; ++r) {
+                    llvm::Value* v = b.CreateLoad(t, b.CreateInBoundsGEP(t, src[static_cast<std::size_t>(r)], off));
+                    v = b.CreateSelect(ok[static_cast<std::size_t>(r)], v, zerof);
+                    b.CreateStore(v, b.CreateInBoundsGEP(t, dst0, add(mul(p, k.MR), E.c64(r))));
+                  }
+                }, LoopHint::plain);
               }, LoopHint::plain);
-            }, LoopHint::plain);
+            };
+            emit_either(E, ta, [&] { pack_a(true); }, [&] { pack_a(false); });
             llvm::Value* first = b.CreateICmpEQ(pc, E.c64(0));
             E.loop_dyn(nstrips, [&](llvm::Value* st) {
               llvm::Value* cols = smin(b.CreateSub(nc, mul(st, k.NR)), k.NR);
@@ -325,8 +389,9 @@ inline std::pair<llvm::Value*, llvm::Value*> gemm_packing_bytes(Emitter& E, DTyp
 
 // The blocked kernel is a runtime routine, not code in every kernel: one
 // function per float dtype,
-//   void dynstage_gemm_f64(ptr A, ptr B, ptr C, i64 batch, i64 M, i64 K, i64 N, ptr Ap, ptr Bp)
-// (sizes >= 1, row-major contiguous, Ap/Bp the packing buffers), emitted and
+//   void dynstage_gemm_f64(ptr A, ptr B, ptr C, i64 batch, i64 M, i64 K, i64 N, ptr Ap, ptr Bp, i64 trans)
+// (sizes >= 1, row-major contiguous, Ap/Bp the packing buffers, trans: bit 0
+// A stored (batch,K,M), bit 1 B stored (batch,N,K)), emitted and
 // optimised once per process and compiled by ORC on the first lookup of a
 // kernel that calls it. Inlined, it cost every kernel with a large product
 // ~25 ms of code generation per dot_general (a 3x3 convolution written as
@@ -335,7 +400,8 @@ inline std::pair<llvm::Value*, llvm::Value*> gemm_packing_bytes(Emitter& E, DTyp
 inline std::string gemm_routine(DType d) { return "dynstage_gemm_" + std::string(dtype_name(d)); }
 
 inline llvm::FunctionType* gemm_type(Emitter& E) {
-  return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr, E.ptr}, false);
+  return llvm::FunctionType::get(E.b.getVoidTy(), {E.ptr, E.ptr, E.ptr, E.i64, E.i64, E.i64, E.i64, E.ptr, E.ptr, E.i64},
+                                 false);
 }
 
 // The routines' module in `ctx`, optimised (also linked into exported
@@ -357,7 +423,7 @@ inline std::unique_ptr<llvm::Module> gemm_routines_module(llvm::LLVMContext& ctx
       E.entry = llvm::BasicBlock::Create(E.ctx, "entry", f);
       E.b.SetInsertPoint(E.entry);
       const DotShape s{f->getArg(3), f->getArg(4), f->getArg(5), f->getArg(6)};
-      emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8));
+      emit_blocked_loops(E, d, s, f->getArg(0), f->getArg(1), f->getArg(2), f->getArg(7), f->getArg(8), f->getArg(9));
       E.b.CreateRetVoid();
     }
   }
@@ -407,9 +473,41 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
   llvm::Value* Bp = E.temp(bp_bytes);
   llvm::Value* Ap = E.temp(ap_bytes);
   llvm::FunctionCallee gemm = E.mod.getOrInsertFunction(gemm_routine(d), gemm_type(E));
-  E.b.CreateCall(gemm, {A, Bm, C, s.B, s.M, s.K, s.N, Ap, Bp});
+  E.b.CreateCall(gemm, {A, Bm, C, s.B, s.M, s.K, s.N, Ap, Bp, E.c64((s.ta ? 1 : 0) | (s.tb ? 2 : 0))});
   E.release(Ap);
   E.release(Bp);
+}
+
+// The nests other than the GEMM routine read A as (B,M,K) and B as (B,K,N):
+// an operand stored transposed is copied into that layout first. They run
+// small products (or N == 1, where B's two layouts are the same memory), so
+// the copy is cheap, and it is exact: the same bits as the plain product.
+inline void with_plain_operands(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, bool matvec,
+                                const std::function<void(llvm::Value*, llvm::Value*)>& body) {
+  auto& b = E.b;
+  const bool tb = s.tb && !matvec;
+  if (!s.ta && !tb) return body(A, Bm);
+  // src (B, cols, rows) -> a temporary (B, rows, cols).
+  auto untranspose = [&](llvm::Value* src, llvm::Value* rows, llvm::Value* cols) {
+    llvm::Value* n = E.mul(E.mul(s.B, rows), cols);
+    llvm::Value* dst = E.temp(E.mul(n, E.c64(static_cast<std::int64_t>(dtype_size(d)))));
+    E.loop(s.B, [&](llvm::Value* bt) {
+      E.loop(rows, [&](llvm::Value* r) {
+        llvm::Value* drow = b.CreateMul(b.CreateAdd(b.CreateMul(bt, rows, "", true, true), r, "", true, true), cols, "", true, true);
+        llvm::Value* sb = b.CreateMul(bt, cols, "", true, true);
+        E.loop(cols, [&](llvm::Value* c) {
+          llvm::Value* si = b.CreateAdd(b.CreateMul(b.CreateAdd(sb, c, "", true, true), rows, "", true, true), r, "", true, true);
+          E.store(dst, d, b.CreateAdd(drow, c, "", true, true), E.load(src, d, si));
+        });
+      });
+    });
+    return dst;
+  };
+  llvm::Value* Ac = s.ta ? untranspose(A, s.M, s.K) : A;
+  llvm::Value* Bc = tb ? untranspose(Bm, s.K, s.N) : Bm;
+  body(Ac, Bc);
+  if (Bc != Bm) E.release(Bc);
+  if (Ac != A) E.release(Ac);
 }
 
 // The loop nest is chosen from the shape: statically when B, M, N, K are
@@ -419,6 +517,12 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
 inline void emit_matmul(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
   auto& b = E.b;
   auto k = [](llvm::Value* v) { return Emitter::konst(v); };
+  auto matvec = [&] {
+    with_plain_operands(E, d, s, A, Bm, true, [&](llvm::Value* a, llvm::Value* bm) { emit_matvec(E, d, s, a, bm, C); });
+  };
+  auto ikj = [&] {
+    with_plain_operands(E, d, s, A, Bm, false, [&](llvm::Value* a, llvm::Value* bm) { emit_ikj(E, d, s, a, bm, C); });
+  };
   if (k(s.B) && k(s.M) && k(s.N) && k(s.K)) {
     const std::int64_t B = *k(s.B), M = *k(s.M), N = *k(s.N), K = *k(s.K);
     if (B == 0 || M == 0 || N == 0) return;
@@ -426,35 +530,21 @@ inline void emit_matmul(Emitter& E, DType d, const DotShape& s, llvm::Value* A, 
       E.loop(B * M * N, [&](llvm::Value* i) { E.store(C, d, i, E.number(d, 0)); });
       return;
     }
-    if (N == 1) return emit_matvec(E, d, s, A, Bm, C);
+    if (N == 1) return matvec();
     if (is_float(d) && M * N * K >= kBlockedFlops && N >= 8 && M >= 4) return emit_blocked(E, d, s, A, Bm, C);
-    return emit_ikj(E, d, s, A, Bm, C);
+    return ikj();
   }
   // Runtime sizes: matvec and i-k-j are correct for any sizes >= 0 (their
   // loops are guarded; K == 0 writes zeros), the blocked kernel runs only
   // when M*N*K >= kBlockedFlops (so every size >= 1).
-  auto either = [&](llvm::Value* cond, const std::function<void()>& yes, const std::function<void()>& no) {
-    if (auto c = k(cond)) return *c ? yes() : no();
-    llvm::BasicBlock* t = llvm::BasicBlock::Create(E.ctx, "dot.then", E.fn);
-    llvm::BasicBlock* f = llvm::BasicBlock::Create(E.ctx, "dot.else", E.fn);
-    llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "dot.end", E.fn);
-    b.CreateCondBr(cond, t, f);
-    b.SetInsertPoint(t);
-    yes();
-    b.CreateBr(join);
-    b.SetInsertPoint(f);
-    no();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-  };
   auto blocked_or_ikj = [&] {
-    if (!is_float(d)) return emit_ikj(E, d, s, A, Bm, C);
+    if (!is_float(d)) return ikj();
     llvm::Value* flops = E.mul(E.mul(s.M, s.N), s.K);
     llvm::Value* big = b.CreateAnd(b.CreateAnd(b.CreateICmpSGE(flops, E.c64(kBlockedFlops)), b.CreateICmpSGE(s.N, E.c64(8))),
                                    b.CreateICmpSGE(s.M, E.c64(4)));
-    either(big, [&] { emit_blocked(E, d, s, A, Bm, C); }, [&] { emit_ikj(E, d, s, A, Bm, C); });
+    emit_either(E, big, [&] { emit_blocked(E, d, s, A, Bm, C); }, ikj);
   };
-  either(b.CreateICmpEQ(s.N, E.c64(1)), [&] { emit_matvec(E, d, s, A, Bm, C); }, blocked_or_ikj);
+  emit_either(E, b.CreateICmpEQ(s.N, E.c64(1)), matvec, blocked_or_ikj);
 }
 
 }  // namespace dyn::detail::llvmjit

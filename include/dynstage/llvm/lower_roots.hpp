@@ -413,10 +413,11 @@ inline llvm::Value* Lowering::buffer_through_reshapes(const Atom& a) {
 }
 
 inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
-  if (!is_canonical_dot(std::get<DotGeneralParams>(e.params)))
-    internal_error("LLVM lowering: dot_general not canonicalised");
+  const auto& p = std::get<DotGeneralParams>(e.params);
+  if (!is_canonical_dot(p)) internal_error("LLVM lowering: dot_general not canonicalised");
   const Dims ld = dims_of(e.inputs[0].var), rd = dims_of(e.inputs[1].var);
-  DotShape s{ld[0], ld[1], ld[2], rd[2]};
+  const bool ta = dot_lhs_transposed(p), tb = dot_rhs_transposed(p);  // (B,K,M) / (B,N,K)
+  DotShape s{ld[0], ld[ta ? 2 : 1], ld[ta ? 1 : 2], rd[tb ? 1 : 2], ta, tb};
   emit_matmul(E, type(e.outputs[0]).dtype, s, buffer_through_reshapes(e.inputs[0]),
               buffer_through_reshapes(e.inputs[1]), out);
 }

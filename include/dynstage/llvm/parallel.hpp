@@ -117,7 +117,8 @@ inline void parallel_region(Emitter& E, llvm::Value* ntasks,
     bool fresh = llvm::isa<llvm::AllocaInst>(v);
     if (auto* arg = llvm::dyn_cast<llvm::Argument>(v)) fresh = arg->hasNoAliasAttr();
     if (auto* call = llvm::dyn_cast<llvm::CallInst>(v))
-      fresh = call->getCalledFunction() && call->getCalledFunction()->getName() == "aligned_alloc";
+      fresh = call->getCalledFunction() && (call->getCalledFunction()->getName() == "aligned_alloc" ||
+                                            call->getCalledFunction()->getName() == kTempAllocRoutine);
     if (fresh && v->getType()->isPointerTy()) a->addAttr(llvm::Attribute::NoAlias);
   }
 

@@ -17,9 +17,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <llvm/ADT/StringMap.h>
@@ -40,7 +42,6 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "../eager/kernels_sort.hpp"
-#include "../runtime/block_cache.hpp"
 #include "../errors.hpp"
 #include "../ir/prims.hpp"
 
@@ -305,6 +306,68 @@ inline float lgammaf_entry(float x) {
   return ::lgammaf_r(x, &sign);
 }
 
+// Kernel temporaries from the heap (emit.hpp's temp(): buffers between
+// fused groups, the GEMM's packing buffers) come from these routines, not
+// straight from aligned_alloc: a freed block of >= 64 KiB is kept for the
+// next request of the same size, by any thread (the next call of the same
+// kernel asks for the same sizes). Without it each call of a kernel with
+// large temporaries mapped them afresh (glibc gives a large free block at
+// the top of the heap back to the OS) and paid a page fault per 4 KiB:
+// measured, a quarter of jit(grad(mlp loss))'s time (docs/benchmarks.md,
+// issue 20). The pool holds at most 256 MiB in 64 blocks; past that the
+// oldest blocks are freed. (Array outputs have their own pool,
+// array/buffer.hpp's LargeBlockPool: they outlive the call.)
+inline constexpr const char* kTempAllocRoutine = "dynstage_temp_alloc";  // ptr (i64 bytes), 64-byte aligned
+inline constexpr const char* kTempFreeRoutine = "dynstage_temp_free";    // void (ptr, i64 bytes)
+
+class TempPool {
+public:
+  static constexpr std::size_t kMinBytes = std::size_t{64} << 10;
+  static constexpr std::size_t kMaxBlocks = 64;
+  static constexpr std::size_t kMaxHeldBytes = std::size_t{256} << 20;
+
+  static TempPool& get() {
+    static TempPool* pool = new TempPool();  // never destroyed: kernels may run in static destructors
+    return *pool;
+  }
+  // `bytes`: a multiple of 64, >= 64 (emit.hpp rounds).
+  void* take(std::size_t bytes) {
+    if (bytes >= kMinBytes) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (std::size_t i = blocks_.size(); i-- > 0;)  // the most recently freed first
+        if (blocks_[i].second == bytes) {
+          void* p = blocks_[i].first;
+          held_ -= bytes;
+          blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+          return p;
+        }
+    }
+    return std::aligned_alloc(64, bytes);
+  }
+  void give(void* p, std::size_t bytes) {
+    if (bytes < kMinBytes || bytes > kMaxHeldBytes) return std::free(p);
+    std::vector<void*> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      blocks_.emplace_back(p, bytes);
+      held_ += bytes;
+      while (held_ > kMaxHeldBytes || blocks_.size() > kMaxBlocks) {
+        drop.push_back(blocks_.front().first);
+        held_ -= blocks_.front().second;
+        blocks_.erase(blocks_.begin());
+      }
+    }
+    for (void* q : drop) std::free(q);
+  }
+
+private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, std::size_t>> blocks_;  // oldest first
+  std::size_t held_ = 0;
+};
+inline void* temp_alloc_entry(std::int64_t bytes) { return TempPool::get().take(static_cast<std::size_t>(bytes)); }
+inline void temp_free_entry(void* p, std::int64_t bytes) { TempPool::get().give(p, static_cast<std::size_t>(bytes)); }
+
 inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   llvm::orc::SymbolMap syms;
   const auto flags = llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable;
@@ -318,10 +381,9 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   }
   syms[jit.mangleAndIntern("lgamma")] = {llvm::orc::ExecutorAddr::fromPtr(&lgamma_entry), flags};
   syms[jit.mangleAndIntern("lgammaf")] = {llvm::orc::ExecutorAddr::fromPtr(&lgammaf_entry), flags};
-  // Large temporaries are reused across calls (runtime/block_cache.hpp).
-  syms[jit.mangleAndIntern("aligned_alloc")] = {llvm::orc::ExecutorAddr::fromPtr(&block_cache::alloc_entry), flags};
-  syms[jit.mangleAndIntern("free")] = {llvm::orc::ExecutorAddr::fromPtr(&block_cache::free_entry), flags};
   syms[jit.mangleAndIntern(kParallelForRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&parallel_for_entry), flags};
+  syms[jit.mangleAndIntern(kTempAllocRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&temp_alloc_entry), flags};
+  syms[jit.mangleAndIntern(kTempFreeRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&temp_free_entry), flags};
   syms[jit.mangleAndIntern(kCountBytesRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&count_bytes_entry), flags};
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
   syms[jit.mangleAndIntern(kDebugPrintRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&::dynstage_debug_print), flags};
