@@ -21,6 +21,23 @@
 namespace fuzz {
 
 using i64 = std::int64_t;
+
+// The fuzzer's random stream (splitmix64): the generator's programs and the
+// transformation checks' directions each draw from one seeded their way.
+struct Rng {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  i64 range(i64 lo, i64 hi) { return lo + static_cast<i64>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
+  bool coin(double p = 0.5) { return static_cast<double>(next() >> 11) / 9007199254740992.0 < p; }
+  double uniform() { return 2 * (static_cast<double>(next() >> 11) / 9007199254740992.0) - 1; }  // [-1, 1)
+  template <class T>
+  const T& pick(const std::vector<T>& v) { return v[static_cast<std::size_t>(range(0, static_cast<i64>(v.size()) - 1))]; }
+};
 using dyn::DType;
 
 enum class Op {

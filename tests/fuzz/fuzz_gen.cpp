@@ -19,20 +19,6 @@ namespace fuzz {
 
 namespace {
 
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {  // splitmix64
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  i64 range(i64 lo, i64 hi) { return lo + static_cast<i64>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
-  bool coin(double p = 0.5) { return static_cast<double>(next() >> 11) / 9007199254740992.0 < p; }
-  template <class T>
-  const T& pick(const std::vector<T>& v) { return v[static_cast<std::size_t>(range(0, static_cast<i64>(v.size()) - 1))]; }
-};
-
 bool isf(DType d) { return d == DType::f32 || d == DType::f64; }
 bool isi(DType d) { return dyn::is_integer(d); }
 // Index arrays and switch_ indices: i32 or i64 (the interpreter instantiates

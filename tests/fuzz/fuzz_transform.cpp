@@ -30,20 +30,6 @@ using dyn::Array;
 using dyn::Tracer;
 using dyn::detail::Value;
 
-// Directions, cotangents, lanes: their own stream, so the case's program
-// (generate(seed)) is the one the differential fuzzer runs.
-struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {  // splitmix64
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  i64 range(i64 lo, i64 hi) { return lo + static_cast<i64>(next() % static_cast<std::uint64_t>(hi - lo + 1)); }
-  double uniform() { return 2 * (static_cast<double>(next() >> 11) / 9007199254740992.0) - 1; }  // [-1, 1)
-};
-
 // One vector per dtype, in DType's order (the pytree of a set of values of
 // any dtypes: results, and vmap's per-argument packs of one value).
 template <template <class> class A>
@@ -324,7 +310,7 @@ void size_params(const Program& p, std::size_t nparams, std::vector<bool>& out);
 
 namespace {
 Check grad_check(const Case& c, std::uint64_t seed, Fault fault) {
-  Rng r{seed * 0x9E3779B97F4A7C15ull ^ 0x6A09E667F3BCC909ull};
+  Rng r{seed * 0x9E3779B97F4A7C15ull ^ 0x6A09E667F3BCC909ull};  // its own stream: generate(seed)'s program is unchanged
   FloatFn f;
   f.prog = &c.prog;
   for (const dyn::AnyArray& a : c.inputs) f.params.push_back(Value{a, nullptr});
