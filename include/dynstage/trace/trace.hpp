@@ -477,6 +477,12 @@ std::vector<Value> bind(Prim prim, const std::vector<Value>& in, const Params& p
     fail<TypeError>("UnexpectedTracerError: " + std::string(prim_name(prim)) +
                     " was applied to a tracer outside of any trace; a tracer must not escape the function "
                     "being traced");
+  // A scan's dynamic length is a dimension (the ys' leading one): an
+  // interpreter rebinding a traced scan passes a value that may not be one
+  // yet (a while loop's count that reverse mode computed).
+  if (prim == Prim::scan && std::get<ScanParams>(params).length < 0 && !in.empty() && in.back().is_tracer() &&
+      !in.back().aval().dim_value)
+    (void)dim_of(in.back(), "scan");
   std::vector<Atom> atoms;
   std::vector<Aval> avals;
   atoms.reserve(in.size());

@@ -197,8 +197,8 @@ inline Shape branch_shape(const Jaxpr& br, const Type& t, const std::vector<std:
     }
     const int k = scan_reverse::position(br.invars, d.var);
     if (k < 0 || !in.at(static_cast<std::size_t>(k)))
-      fail<TypeError>("vjp: a value the backward pass of a cond needs has a size computed inside a branch; "
-                      "reverse mode cannot pass it out of the cond yet");
+      fail<TypeError>("vjp: cannot differentiate through a cond whose backward pass needs a value whose size a "
+                      "branch computes in reverse mode yet; forward mode (dyn::jvp, dyn::jacfwd) works");
     s.push_back(dim_of(*in[static_cast<std::size_t>(k)], "vjp"));
   }
   return s;

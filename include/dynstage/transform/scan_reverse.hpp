@@ -88,8 +88,9 @@ void partial_eval_scan(PartialEval& pe, const Eqn& q) {
       if (!d.is_static()) {
         const int c = position(body.invars, d.var);
         if (c < 0 || static_cast<std::size_t>(c) >= nc)
-          fail<TypeError>("vjp: a value the backward pass of a scan needs has a size computed inside the scan's "
-                          "body; reverse mode cannot stack it yet");
+          fail<TypeError>("vjp: cannot differentiate through a scan whose backward pass needs a value whose size "
+                          "the scan's body computes (a while_loop nested in a loop) in reverse mode yet; forward "
+                          "mode (dyn::jvp, dyn::jacfwd) works");
         const Atom& a = q.inputs[static_cast<std::size_t>(c)];
         d = a.is_var() ? JDim::of_var(a.var) : JDim{a.lit.i, -1};
       }
