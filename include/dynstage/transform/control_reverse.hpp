@@ -184,10 +184,18 @@ void partial_eval_while_loop(PartialEval& pe, const Eqn& q) {
 
 namespace control_reverse {
 
-// The shape of `t` (a type of a branch) in a scope where the branch's
-// invars have the values `in` (one per invar; only the i64[] dimension
-// invars are read); `where` names the value in the error for a size the
-// branch computes.
+// The position among a branch's operands of `var`, a dimension variable of
+// a residual: a size the branch computes has none (a TypeError).
+inline std::size_t size_operand(const Jaxpr& br, int var) {
+  const int k = scan_reverse::position(br.invars, var);
+  if (k < 0)
+    fail<TypeError>("vjp: cannot differentiate through a cond whose backward pass needs a value whose size a "
+                    "branch computes in reverse mode yet; forward mode (dyn::jvp, dyn::jacfwd) works");
+  return static_cast<std::size_t>(k);
+}
+
+// The shape of `t` (a type of branch `br`) in a scope where the branch's
+// operands have the values `in` (the i64[] dimension operands are read).
 inline Shape branch_shape(const Jaxpr& br, const Type& t, const std::vector<std::optional<Value>>& in) {
   Shape s;
   for (const JDim& d : t.shape) {
@@ -195,11 +203,9 @@ inline Shape branch_shape(const Jaxpr& br, const Type& t, const std::vector<std:
       s.push_back(Dim(d.value));
       continue;
     }
-    const int k = scan_reverse::position(br.invars, d.var);
-    if (k < 0 || !in.at(static_cast<std::size_t>(k)))
-      fail<TypeError>("vjp: cannot differentiate through a cond whose backward pass needs a value whose size a "
-                      "branch computes in reverse mode yet; forward mode (dyn::jvp, dyn::jacfwd) works");
-    s.push_back(dim_of(*in[static_cast<std::size_t>(k)], "vjp"));
+    const std::optional<Value>& x = in.at(size_operand(br, d.var));
+    if (!x) internal_error("vjp: a residual's size is an unknown operand of the cond");
+    s.push_back(dim_of(*x, "vjp"));
   }
   return s;
 }
@@ -254,6 +260,10 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
       else computed[b].push_back(v);
     }
   }
+  for (std::size_t c = 0; c < nb; ++c)  // their sizes must be operands' (checked before anything is bound)
+    for (int v : computed[c])
+      for (const JDim& d : sp[c].unknown->types.at(static_cast<std::size_t>(v)).shape)
+        if (!d.is_static()) (void)size_operand(*p.branches[c], d.var);
   // The known cond: known outputs, then every branch's computed residuals.
   std::vector<Value> kin;  // the known operands
   std::vector<std::optional<Value>> outer(nin);
@@ -300,17 +310,14 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
     Type t = sp[c].unknown->types.at(static_cast<std::size_t>(v));
     for (JDim& d : t.shape)
       if (!d.is_static()) {
-        const Atom& a = q.inputs.at(1 + static_cast<std::size_t>(scan_reverse::position(p.branches[c]->invars, d.var)));
+        const Atom& a = q.inputs.at(1 + size_operand(*p.branches[c], d.var));
         d = a.is_var() ? JDim::of_var(a.var) : JDim{a.lit.i, -1};
       }
     return t;
   };
   std::vector<int> res_vars;
   for (std::size_t c = 0; c < nb; ++c)
-    for (int v : computed[c]) {
-      (void)branch_shape(*p.branches[c], sp[c].unknown->types.at(static_cast<std::size_t>(v)), outer);
-      res_vars.push_back(pe.new_residual(outer_type(c, v), outs.at(o++)));
-    }
+    for (int v : computed[c]) res_vars.push_back(pe.new_residual(outer_type(c, v), outs.at(o++)));
   // The linear cond: (pred; operand residuals, computed residuals, unknown
   // operands) -> unknown outputs; each branch reads its own residuals.
   Eqn e;
@@ -336,8 +343,7 @@ void partial_eval_cond(PartialEval& pe, const Eqn& q) {
         }
         Type t = sp[c].unknown->types.at(static_cast<std::size_t>(v));  // another branch's: sizes by position
         for (JDim& d : t.shape)
-          if (!d.is_static()) d = JDim::of_var(br.invars.at(static_cast<std::size_t>(
-                                  scan_reverse::position(p.branches[c]->invars, d.var))));
+          if (!d.is_static()) d = JDim::of_var(br.invars.at(size_operand(*p.branches[c], d.var)));
         invars.push_back(lj->new_var(std::move(t)));
       }
     invars.insert(invars.end(), lj->invars.begin() + static_cast<std::ptrdiff_t>(sp[b].residuals.size()),
