@@ -7,6 +7,7 @@
 #include <dynstage/dynstage.hpp>
 
 #include <cmath>
+#include <string>
 #include <tuple>
 
 #include "../test_util.hpp"
@@ -175,6 +176,15 @@ TEST_CASE("checkpoint under jit: the body is inlined (fused with its neighbours)
   // jit of the checkpointed function alone: f's numbers.
   const Array<double> x = dyn::reshape(dyn::linspace<double>(-2.0, 2.0, 6), {2, 3});
   CHECK(dyn::allclose(dyn::jit(loss)(w1, w2, x), plain(w1, w2, x), 1e-14));
+  // Inlined: the body's elementwise equations fuse with the add after it
+  // into one loop, one buffer (the output), as without checkpoint.
+  auto cf = [](auto x) { return dyn::checkpoint([](auto y) { return dyn::tanh(dyn::sin(y) * y); })(x) + 1.0; };
+  const std::string ir = dyn::jit(cf).llvm_ir(dyn::linspace<double>(0.0, 1.0, 100));
+  for (const char* fused : {"= sin: fused", "= mul: fused", "= tanh: fused", "= add: buffer (output)"})
+    CHECK_MESSAGE(ir.find(fused) != std::string::npos, fused);
+  std::size_t buffers = 0;
+  for (std::size_t p = ir.find(": buffer"); p != std::string::npos; p = ir.find(": buffer", p + 1)) ++buffers;
+  CHECK(buffers == 1);
   // A checkpoint inside a scan body (inlined where the body is lowered).
   auto steps = [](auto x) {
     auto body = [&](auto c, auto) {
