@@ -31,6 +31,8 @@
 // and runs the backward pass of the linear equations.
 #pragma once
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -440,7 +442,8 @@ void partial_eval_checkpoint(PartialEval& pe, const Eqn& q) {
   const std::size_t nin = q.inputs.size(), nout = q.outputs.size();
   std::vector<bool> uk(nin);
   for (std::size_t k = 0; k < nin; ++k) uk[k] = pe.is_linear(q.inputs[k]);
-  const SplitJaxpr sp = split_body(body, uk, std::vector<bool>(nout, false));
+  // (Its while loops keep their residuals: they stay inside the split.)
+  const SplitJaxpr sp = split_body(body, uk, std::vector<bool>(nout, false), /*recompute_whiles=*/false);
   // The known outputs, by the known part without its residuals, inlined (as
   // JAX evaluates jaxpr_known).
   std::vector<Value> kin;
@@ -475,6 +478,49 @@ void partial_eval_checkpoint(PartialEval& pe, const Eqn& q) {
   for (const Atom& a : e.inputs) pe.keep(a);
   for (int v : e.outputs) pe.define_linear(v);
   pe.l.lin.push_back(std::move(e));
+}
+
+void partial_eval_recomputed(PartialEval& pe, const Eqn& q) {
+  if (const auto* w = std::get_if<WhileLoopParams>(&q.params))
+    control_reverse::no_changing_sizes(w->nimplicit, "while_loop");
+  // The checkpoint's operands: the dimension variables of q's types that
+  // are not q's own operands or outputs, then q's variable operands.
+  const std::vector<Type>& types = pe.l.types;
+  std::vector<int> ops;
+  auto add = [&](int v) {
+    if (std::find(ops.begin(), ops.end(), v) == ops.end()) ops.push_back(v);
+  };
+  auto add_dims = [&](int v) {
+    for (const JDim& d : types.at(static_cast<std::size_t>(v)).shape)
+      if (!d.is_static() && std::find(q.outputs.begin(), q.outputs.end(), d.var) == q.outputs.end()) add(d.var);
+  };
+  for (const Atom& a : q.inputs)
+    if (a.is_var()) add_dims(a.var);
+  for (int v : q.outputs) add_dims(v);
+  for (const Atom& a : q.inputs)
+    if (a.is_var()) add(a.var);
+  // The body: one equation, q, on fresh variables.
+  auto body = std::make_shared<Jaxpr>();
+  std::map<int, int> local;
+  auto fresh = [&](int v) {
+    Type t = types.at(static_cast<std::size_t>(v));
+    for (JDim& d : t.shape)
+      if (!d.is_static()) d.var = local.at(d.var);
+    return local[v] = body->new_var(std::move(t));
+  };
+  for (int v : ops) body->invars.push_back(fresh(v));
+  Eqn inner = q;
+  for (Atom& a : inner.inputs)
+    if (a.is_var()) a.var = local.at(a.var);
+  for (int& v : inner.outputs) v = fresh(v);
+  for (int v : inner.outputs) body->outvars.push_back(Atom::of_var(v));
+  body->eqns.push_back(std::move(inner));
+  Eqn e;
+  e.prim = Prim::checkpoint;
+  for (int v : ops) e.inputs.push_back(Atom::of_var(v));
+  e.outputs = q.outputs;
+  e.params = CheckpointParams{body, true, false};
+  partial_eval_checkpoint(pe, e);
 }
 
 std::vector<Tangent> transpose_checkpoint(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
