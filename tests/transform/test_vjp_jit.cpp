@@ -196,3 +196,13 @@ TEST_CASE("checkpoint under jit: the body is inlined (fused with its neighbours)
   };
   CHECK(dyn::jit(dyn::grad(steps))(0.4)() == doctest::Approx(dyn::grad(steps)(0.4)()).epsilon(1e-13));
 }
+
+TEST_CASE("grad of a while loop inside a scan under jit: the loop recomputed in the backward pass compiles and "
+          "gives eager grad's numbers") {
+  using dyn::Array;
+  const auto& f = transform_test::while_in_scan;
+  auto jg = dyn::jit(dyn::grad(f), dyn::polymorphic_shapes{"()", "(n,)"});
+  for (const Array<double>& xs : {Array<double>({3}, {0.5, 0.2, 0.9}), Array<double>({5}, {0.1, 2.5, 0.3, 0.0, 1.1})})
+    CHECK(jg(1.5, xs)() == doctest::Approx(dyn::grad(f)(1.5, xs)()).epsilon(1e-13));
+  CHECK(jg.stats().compiles == 1);
+}

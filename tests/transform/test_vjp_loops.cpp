@@ -212,15 +212,7 @@ TEST_CASE("grad through nested control flow: a loop in a loop, a cond in a scan,
 
 TEST_CASE("a while loop inside a scan or a cond branch: each iteration's count is its own, so the loop is "
           "recomputed in the backward pass (a checkpoint of itself); gradients against central differences") {
-  auto f = [](auto w, auto xs) {
-    auto [c, ys] = dyn::scan(
-        [&](auto c, auto x) {
-          auto r = dyn::while_loop([](auto v) { return v < 4.0; })([&](auto v) { return v * w; })(c + x);
-          return std::tuple{r * 0.1, r};
-        },
-        1.0, xs);
-    return dyn::sum(ys) + c;
-  };
+  const auto& f = transform_test::while_in_scan;
   const Array<double> xs({3}, {0.5, 0.2, 0.9});
   // Counts 3, 5 and 3 at w = 1.5, constant near it: the loss is smooth there.
   const double g = dyn::grad(f)(1.5, xs)();

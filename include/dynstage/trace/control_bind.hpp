@@ -221,22 +221,25 @@ std::vector<Value> bind_switch(const Value& index, const std::vector<Value>& ope
                                 [](std::size_t b) { return "branch " + std::to_string(b); });
 }
 
+StagedBody stage_body(const std::vector<Value>& operands, const NestedFn& fn) {
+  TraceScope scope;
+  std::vector<Value> args;
+  for (const Value& x : operands) args.push_back(scope.new_arg(x.aval()));
+  const std::vector<Value> outs = fn(args);
+  StagedBody r;
+  r.jaxpr = scope.finish(outs, /*implicit_results=*/false);
+  r.consts = scope.const_sources();
+  return r;
+}
+
 std::vector<Value> bind_checkpoint(const std::vector<Value>& operands, const NestedFn& body,
                                    const CheckpointParams& opts) {
-  std::shared_ptr<Jaxpr> j;
-  std::vector<Value> ops;
-  {
-    TraceScope scope;
-    std::vector<Value> args;
-    for (const Value& x : operands) args.push_back(scope.new_arg(x.aval()));
-    const std::vector<Value> outs = body(args);
-    j = scope.finish(outs, /*implicit_results=*/false);
-    ops = scope.const_sources();
-  }
-  control::to_no_const_form(*j);
+  StagedBody b = stage_body(operands, body);
+  control::to_no_const_form(*b.jaxpr);
+  std::vector<Value> ops = std::move(b.consts);
   ops.insert(ops.end(), operands.begin(), operands.end());
   CheckpointParams p = opts;
-  p.jaxpr = std::move(j);
+  p.jaxpr = std::move(b.jaxpr);
   return bind(Prim::checkpoint, ops, p);
 }
 

@@ -49,20 +49,13 @@ namespace batch_detail {
 template <class Fn>
 std::vector<Value> staged_or_run(const std::vector<Value>& operands, const Fn& fn) {
   if (current_trace()) return fn(operands);
-  std::shared_ptr<Jaxpr> j;
+  const StagedBody b = stage_body(operands, fn);
   std::vector<AnyArray> consts;
-  {
-    TraceScope scope;
-    std::vector<Value> args;
-    for (const Value& v : operands) args.push_back(scope.new_arg(v.aval()));
-    const std::vector<Value> outs = fn(args);
-    j = scope.finish(outs, /*implicit_results=*/false);
-    for (const Value& c : scope.const_sources()) consts.push_back(c.array);
-  }
+  for (const Value& c : b.consts) consts.push_back(c.array);
   std::vector<AnyArray> in;
   for (const Value& v : operands) in.push_back(v.array);
   std::vector<Value> r;
-  for (AnyArray& a : eval_jaxpr(ClosedJaxpr{j, consts}, in)) r.push_back(Value{std::move(a), nullptr, false});
+  for (AnyArray& a : eval_jaxpr(ClosedJaxpr{b.jaxpr, consts}, in)) r.push_back(Value{std::move(a), nullptr, false});
   return r;
 }
 
