@@ -412,13 +412,16 @@ inline JvpOut scatter_chooser(Prim p, const std::vector<Value>& x, const std::ve
   return {{y}, {div(sum, op(Prim::max, {count, lit(dt, 1)}))}};
 }
 
-// clamp(lo, x, hi): the tangent of whichever operand the result is.
+// clamp(lo, x, hi) = min(max(x, lo), hi): the tangent of whichever operand
+// the result is: hi's where max(x, lo) > hi (also where lo > hi, whatever
+// x is), else lo's where x < lo, else x's. A tie of x with a bound takes x's
+// tangent (JAX's rule gives zero there, although clamp(lo, x, x) is x).
 inline JvpOut clamp_rule(const std::vector<Value>& x, const std::vector<Tangent>& t) {
   const Value y = op(Prim::clamp, x);
   if (!t[0] && !t[1] && !t[2]) return {{y}, {std::nullopt}};
   const Shape out = y.shape();
-  const Value below = op(Prim::lt, {x[1], x[0]}), above = op(Prim::gt, {x[1], x[2]});
-  const Value r = select(fit(below, out), instantiate(t[0], y), select(fit(above, out), instantiate(t[2], y),
+  const Value below = op(Prim::lt, {x[1], x[0]}), above = op(Prim::gt, {op(Prim::max, {x[1], x[0]}), x[2]});
+  const Value r = select(fit(above, out), instantiate(t[2], y), select(fit(below, out), instantiate(t[0], y),
                                                                         instantiate(t[1], y)));
   return {{y}, {r}};
 }
