@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "../test_util.hpp"
 
@@ -87,6 +88,21 @@ TEST_CASE("issue 25: fused matrix operands of a matrix-vector product: astype, s
     const auto T = wavy<double>({4, 60, 70}, 0.7);
     const auto v = wavy<double>({4, 70}, 0.9);
     check_fused([](auto T, auto v) { return dyn::einsum("bij,bj->bi", T - 1.0, v); }, 1e-12, T, v);
+  }
+  SUBCASE("runtime sizes (symbolic: >= 1): one kernel for every (m, k), still no temporary") {
+    auto f = [](auto A, auto x) { return dyn::matmul(1.5 * A + 1.0, x); };
+    const auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(m, k)", "(k,)"});
+    for (auto [m, k] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 300}, {300, 7}, {257, 129}}) {
+      CAPTURE(m);
+      CAPTURE(k);
+      const auto Am = wavy<double>({m, k}, 0.4);
+      const auto xk = wavy<double>({k}, 0.8);
+      const auto want = dyn::eager(f)(Am, xk);
+      CHECK(dyn::allclose(jf(Am, xk), want, 1e-12, 1e-12));
+      const auto c0 = block_pool_counts();
+      CHECK(dyn::allclose(jf(Am, xk), want, 1e-12, 1e-12));
+      CHECK(block_pool_counts().taken == c0.taken);
+    }
   }
   SUBCASE("a matrix operand that is also a result stays one buffer, read by the product") {
     auto f = [](auto A, auto x) {
