@@ -104,6 +104,14 @@ TEST_CASE("issue 25: fused matrix operands of a matrix-vector product: astype, s
       CHECK(block_pool_counts().taken == c0.taken);
     }
   }
+  SUBCASE("empty static sizes: k = 0 gives zeros, m = 0 nothing") {
+    auto f = [](auto A, auto x) { return dyn::matmul(1.5 * A, x); };
+    for (auto [m, k] : {std::pair<std::int64_t, std::int64_t>{5, 0}, {0, 5}}) {
+      const auto Am = wavy<double>({m, k}, 0.4);
+      const auto xk = wavy<double>({k}, 0.8);
+      CHECK(dyn::array_equal(dyn::jit(f)(Am, xk), dyn::eager(f)(Am, xk)));
+    }
+  }
   SUBCASE("a matrix operand that is also a result stays one buffer, read by the product") {
     auto f = [](auto A, auto x) {
       auto S = A * 2.0;
