@@ -295,31 +295,6 @@ inline std::vector<bool> index_vector_pieces(const Jaxpr& j, const FusionPlan& p
   return ok;
 }
 
-// Unknown sizes (runtime dimensions). A dimension of a type may be the value
-// of an i64[] variable (JDim::of_var). The plan never needs its value; it
-// decides as follows, so that every decision is correct for any value:
-//  - sizes compare as SymNumel (static factor x variables): "equal" only when
-//    provably equal; "may exceed n" whenever a variable is involved;
-//  - rule 3: a broadcast expands unless its operand and result sizes are
-//    provably equal; a rank-0 value is "read in a loop" if the nest's size
-//    may exceed 1. Both materialise more, never less (an expensive value is
-//    never recomputed per element because a size was unknown);
-//  - rule 4: a runtime number of rows may be >= 2, and a row whose length
-//    has a runtime factor counts as long (>= kMinRowElements): symbolic
-//    dimensions stand for data sizes, and the grouped code is correct for
-//    any row length (0 and 1 included), only slower than flat nests for
-//    rows shorter than ~16. A runtime dimension never counts as 1, and
-//    reshapes match runtime dimensions one-to-one only (else the row axes
-//    are "mixed" and the candidate does not join);
-//  - every variable a live type or a kDynamicDim operand refers to is live
-//    and materialised ("dimension"): the lowering reads its value once, as
-//    an i64, right after it is computed. Materialised scalars computable
-//    from rank-0 inputs alone (arguments, literals, other such scalars) --
-//    the dimensions, and e.g. convert(n) for x / n -- form the PROLOGUE,
-//    emitted at kernel entry before any loop (so they never sit between
-//    two row-group members either); the others (sizes computed from array
-//    data) are emitted in equation order, which the jaxpr's scoping puts
-//    before their users.
 // Whether the fused expression of `v` reads every buffer it reaches at v's
 // own row-major linear index: elementwise operations (scalars aside) and
 // reshapes down to buffers (inputs, and values with nests of their own). A
@@ -347,6 +322,32 @@ inline bool reads_linearly(const Jaxpr& j, const FusionPlan& plan, int v) {
   }
 }
 
+
+// Unknown sizes (runtime dimensions). A dimension of a type may be the value
+// of an i64[] variable (JDim::of_var). The plan never needs its value; it
+// decides as follows, so that every decision is correct for any value:
+//  - sizes compare as SymNumel (static factor x variables): "equal" only when
+//    provably equal; "may exceed n" whenever a variable is involved;
+//  - rule 3: a broadcast expands unless its operand and result sizes are
+//    provably equal; a rank-0 value is "read in a loop" if the nest's size
+//    may exceed 1. Both materialise more, never less (an expensive value is
+//    never recomputed per element because a size was unknown);
+//  - rule 4: a runtime number of rows may be >= 2, and a row whose length
+//    has a runtime factor counts as long (>= kMinRowElements): symbolic
+//    dimensions stand for data sizes, and the grouped code is correct for
+//    any row length (0 and 1 included), only slower than flat nests for
+//    rows shorter than ~16. A runtime dimension never counts as 1, and
+//    reshapes match runtime dimensions one-to-one only (else the row axes
+//    are "mixed" and the candidate does not join);
+//  - every variable a live type or a kDynamicDim operand refers to is live
+//    and materialised ("dimension"): the lowering reads its value once, as
+//    an i64, right after it is computed. Materialised scalars computable
+//    from rank-0 inputs alone (arguments, literals, other such scalars) --
+//    the dimensions, and e.g. convert(n) for x / n -- form the PROLOGUE,
+//    emitted at kernel entry before any loop (so they never sit between
+//    two row-group members either); the others (sizes computed from array
+//    data) are emitted in equation order, which the jaxpr's scoping puts
+//    before their users.
 inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
   using namespace fusion_detail;
   const std::size_t nv = j.types.size(), ne = j.eqns.size();
