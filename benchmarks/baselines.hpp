@@ -39,6 +39,8 @@ void row_update(const double* x, double* out, std::int64_t n);
 // the staged kernel updates whole rows, whose part left of j is 0 - 0). u is
 // upper triangular with u^T u = a.
 void cholesky_rows(const double* a, double* u, std::int64_t n);
+// Issue 25: gesummv, y = alpha A x + beta B x (A, B n x n, one pass over both).
+void gesummv(const double* a, const double* b, const double* x, double alpha, double beta, double* y, std::int64_t n);
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).
@@ -47,6 +49,7 @@ void fused(const double* x, const double* y, double* out, std::int64_t n);
 double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
 void affine_loop(const double* x, double* out, std::int64_t n, std::int64_t iters);
+void gesummv(const double* a, const double* b, const double* x, double alpha, double beta, double* y, std::int64_t n);
 }  // namespace fastmath
 
 // Eigen 3 expressions over Eigen::Map of the same buffers (baseline_eigen.cpp).

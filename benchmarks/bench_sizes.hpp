@@ -49,5 +49,8 @@ constexpr std::int64_t hash_n = 10000000;
 // einsum_n): a batched matrix product.
 constexpr std::int64_t einsum_batch = 64;
 constexpr std::int64_t einsum_n = 128;
+// Issue 25: gesummv, y = alpha A x + beta B x with A, B gesummv_n x gesummv_n
+// f64 (alpha 1.5, beta 1.2), and matmul(alpha A, x) against matmul(A, x).
+constexpr std::int64_t gesummv_n = 4000;
 
 }  // namespace bench::sizes

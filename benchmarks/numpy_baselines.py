@@ -194,6 +194,20 @@ def make_cases(sz):
         fmix32, n)
     add(f"hash/numpy_inplace/{n}", "the same with in-place ^= *= and np.right_shift(..., out=)", fmix32_inplace, n)
 
+    # Issue 25: gesummv (y = alpha A x + beta B x), A, B n x n f64. `@` of a
+    # matrix and a vector is BLAS dgemv; NumPy materialises alpha * A first
+    # in the form the issue ports (numpy_scaled).
+    n = sz["gesummv_n"]
+    rng = np.random.default_rng(25)
+    ga, gb, gx = uniform(rng, (n, n)), uniform(rng, (n, n)), uniform(rng, n)
+    alpha, beta = 1.5, 1.2
+    add(f"gesummv/numpy/{n}", "alpha * (A @ x) + beta * (B @ x)", lambda: alpha * (ga @ gx) + beta * (gb @ gx),
+        2 * n * n)
+    add(f"gesummv/numpy_scaled/{n}", "(alpha * A) @ x + (beta * B) @ x", lambda: (alpha * ga) @ gx + (beta * gb) @ gx,
+        2 * n * n)
+    add(f"scaled_matvec/numpy/{n}", "(alpha * A) @ x", lambda: (alpha * ga) @ gx, n * n)
+    add(f"scaled_matvec/numpy_plain/{n}", "A @ x", lambda: ga @ gx, n * n)
+
     # Cross-checks of the alternative forms (a wrong baseline must not be timed).
     checks = {
         "csr_reduceat_vs_rows": float(np.max(np.abs(

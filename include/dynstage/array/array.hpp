@@ -128,6 +128,13 @@ void print_array(std::ostream& os, DType dt, const void* data, const std::vector
 }  // namespace detail
 
 class AnyArray;
+template <class T>
+class Tracer;
+
+namespace detail {
+template <class U>
+inline constexpr bool array_dependent_false = false;
+}  // namespace detail
 
 template <class T>
 class Array {
@@ -135,6 +142,22 @@ class Array {
 
 public:
   using value_type = T;
+
+  // `a = tracer` must not compile, with a message saying why the parameter is
+  // concrete (issue 25, item 5): a loop body or branch of a combinator whose
+  // initial values / operands are all concrete is first instantiated with
+  // concrete dyn::Arrays, to learn (from its result type) whether it stages;
+  // C++ fixes that parameter type before the body runs, so reassigning it with
+  // a traced value cannot be accepted.
+  template <class U>
+  Array& operator=(const Tracer<U>&) {
+    static_assert(detail::array_dependent_false<U>,
+                  "dyn::Array = dyn::Tracer: a traced value assigned to a concrete array. A loop body or branch "
+                  "whose initial values/operands are all concrete receives concrete dyn::Arrays; give the traced "
+                  "value a fresh name (`auto b = a + x; return b;`) or make the initial value traced "
+                  "(e.g. `dyn::zeros_like(x)` instead of `dyn::zeros<double>({3})`)");
+    return *this;
+  }
 
   // Zeros of the given shape; Array() is a rank-0 zero.
   Array() : Array(std::vector<std::int64_t>{}) {}

@@ -14,7 +14,8 @@
 //
 // Recycled memory. A jitted function allocates its outputs on every call,
 // so allocation is on the call path of a cached call.
-//  - Large blocks (>= 1 MiB) are kept process-wide and handed out again for
+//  - Large blocks (>= 1 MiB) come from the block pool (below), shared with
+//    the kernels' temporaries, which hands them out again for
 //    the same size: without this, each call with a large output maps fresh
 //    pages from the OS and pays a page fault per 4 KiB (measured: 80 MB
 //    outputs took longer to fault in than to compute).
@@ -39,7 +40,7 @@
 #ifdef DYNSTAGE_IMPLEMENTATION
 #include <algorithm>
 #include <limits>
-#include <mutex>  // the large block pool
+#include <mutex>  // the block pool
 #endif
 
 namespace dyn::detail {
@@ -96,56 +97,104 @@ BufferAllocation allocate_buffer(std::size_t bytes);
 // reference std::free's it. Frees `p` and throws dyn::Error if it cannot.
 Buffer adopt_malloced(void* p);
 
+// Test hook of the block pool (defined with it below, tests/jit/test_block_pool.cpp):
+// blocks handed out, and how many of them came fresh from the heap rather
+// than from the pool. Counted, never timed.
+struct BlockPoolCounts {
+  std::int64_t taken = 0, fresh = 0;
+};
+BlockPoolCounts block_pool_counts();
+// Arrays of at least this many bytes take their block from the pool.
+inline constexpr std::size_t kLargeArrayBytes = std::size_t{1} << 20;
+
 // `dst` = `src`, reusing a recycled vector when `dst` has no room.
 void assign_shape(std::vector<std::int64_t>& dst, const std::vector<std::int64_t>& src);
 // Keeps `v`'s heap block for assign_shape (Storage's destructor).
 void recycle_shape(std::vector<std::int64_t>& v) noexcept;
 #ifdef DYNSTAGE_IMPLEMENTATION
 
-// Large blocks: a freed block of >= 1 MiB is kept (up to 8 blocks, 512 MiB
-// in all) for the next request of the same size, by any thread.
-class LargeBlockPool {
+// The block pool: large blocks kept process-wide for the next request of
+// the same size, by any thread. One pool serves both users of large blocks:
+//  - array memory (allocate_buffer): a block of an array of >= 1 MiB
+//    (kLargeArrayBytes) goes back to the pool when its last reference goes,
+//    so a jitted function's large outputs reuse last call's pages;
+//  - kernel temporaries (llvm/session.hpp's dynstage_temp_alloc/free: buffers
+//    between fused groups, the GEMM's packing buffers): asked for and given
+//    back within one call, so the next call of the same kernel finds them.
+// Without it each call mapped such blocks afresh (glibc hands a large free
+// block at the top of the heap back to the OS) and paid a page fault per
+// 4 KiB: measured, 80 MB outputs took longer to fault in than to compute,
+// and a quarter of jit(grad(mlp loss))'s time (docs/benchmarks.md, issues 20
+// and 25). A freed block of >= 64 KiB is kept; the pool holds at most 512 MiB
+// in 64 blocks, and past that the oldest blocks are freed. Sizes are rounded
+// up to 64 bytes; every block is 64-byte aligned (a cache line, a full
+// AVX-512 vector: kernels stream through large buffers). One shared pool
+// also lets a temporary reuse a freed output's block of the same size.
+class BlockPool {
 public:
-  static constexpr std::size_t kMinBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kMaxBlocks = 8;
+  static constexpr std::size_t kMinBytes = std::size_t{64} << 10;
+  static constexpr std::size_t kMaxBlocks = 64;
   static constexpr std::size_t kMaxHeldBytes = std::size_t{512} << 20;
 
-  static LargeBlockPool& get() {
-    static LargeBlockPool* pool = new LargeBlockPool();  // never destroyed: outlives every array
-    return *pool;
-  }
-  void* take(std::size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (std::size_t i = 0; i < blocks_.size(); ++i)
-        if (blocks_[i].second == bytes) {
-          void* p = blocks_[i].first;
-          held_ -= bytes;
-          blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
-          return p;
-        }
-    }
-    // 64-byte aligned (a cache line, a full AVX-512 vector): kernels stream
-    // through large outputs.
-    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  }
-  void give(void* p, std::size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (blocks_.size() < kMaxBlocks && held_ + bytes <= kMaxHeldBytes) {
-        blocks_.emplace_back(p, bytes);
-        held_ += bytes;
-        return;
-      }
-    }
-    std::free(p);
+  static BlockPool& get();
+  // A 64-byte aligned block of at least `bytes` bytes (null when the heap
+  // has none: the callers report it).
+  void* take(std::size_t bytes);
+  // Gives back a block from take(bytes) (same `bytes`); null is ignored.
+  void give(void* p, std::size_t bytes);
+  BlockPoolCounts counts() const {
+    return {taken_.load(std::memory_order_relaxed), fresh_.load(std::memory_order_relaxed)};
   }
 
 private:
+  BlockPool() = default;
+  static std::size_t rounded(std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64; }
   std::mutex mu_;
-  std::vector<std::pair<void*, std::size_t>> blocks_;
+  std::vector<std::pair<void*, std::size_t>> blocks_;  // oldest first
   std::size_t held_ = 0;
+  std::atomic<std::int64_t> taken_{0}, fresh_{0};
 };
+BlockPoolCounts block_pool_counts() { return BlockPool::get().counts(); }
+
+BlockPool& BlockPool::get() {
+  static BlockPool* pool = new BlockPool();  // never destroyed: outlives every array, kernels may run in static destructors
+  return *pool;
+}
+
+void* BlockPool::take(std::size_t bytes) {
+  const std::size_t want = rounded(bytes);
+  taken_.fetch_add(1, std::memory_order_relaxed);
+  if (want >= kMinBytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::size_t i = blocks_.size(); i-- > 0;)  // the most recently freed first
+      if (blocks_[i].second == want) {
+        void* p = blocks_[i].first;
+        held_ -= want;
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+        return p;
+      }
+  }
+  fresh_.fetch_add(1, std::memory_order_relaxed);
+  return std::aligned_alloc(64, want);
+}
+
+void BlockPool::give(void* p, std::size_t bytes) {
+  const std::size_t have = rounded(bytes);
+  if (!p) return;
+  if (have < kMinBytes || have > kMaxHeldBytes) return std::free(p);
+  std::vector<void*> drop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.emplace_back(p, have);
+    held_ += have;
+    while (held_ > kMaxHeldBytes || blocks_.size() > kMaxBlocks) {
+      drop.push_back(blocks_.front().first);
+      held_ -= blocks_.front().second;
+      blocks_.erase(blocks_.begin());
+    }
+  }
+  for (void* q : drop) std::free(q);
+}
 
 // Small blocks and shape vectors: this thread's free lists. A block freed on
 // another thread than the one that allocated it joins that other thread's
@@ -217,7 +266,7 @@ constexpr std::size_t kLargeOffset = 64;
 void release_large(BufferHeader* h) noexcept {
   std::size_t total = 0;
   std::memcpy(&total, reinterpret_cast<const char*>(h) + sizeof(BufferHeader), sizeof total);
-  LargeBlockPool::get().give(h, total);
+  BlockPool::get().give(h, total);
 }
 
 [[noreturn]] void allocation_failed(std::size_t bytes) {
@@ -242,7 +291,7 @@ BufferAllocation allocate_buffer(std::size_t bytes) {
     h = static_cast<BufferHeader*>(p);
     h->size_class = static_cast<std::uint32_t>(k);
     h->release = release_small;
-  } else if (bytes < LargeBlockPool::kMinBytes) {
+  } else if (bytes < kLargeArrayBytes) {
     void* p = ::operator new(kHeader + bytes, std::nothrow);
     if (!p) allocation_failed(bytes);
     h = static_cast<BufferHeader*>(p);
@@ -250,7 +299,7 @@ BufferAllocation allocate_buffer(std::size_t bytes) {
   } else {
     if (bytes > std::numeric_limits<std::size_t>::max() - kLargeOffset) allocation_failed(bytes);
     const std::size_t total = kLargeOffset + bytes;
-    void* p = LargeBlockPool::get().take(total);
+    void* p = BlockPool::get().take(total);
     if (!p) allocation_failed(bytes);
     h = static_cast<BufferHeader*>(p);
     std::memcpy(static_cast<char*>(p) + kHeader, &total, sizeof total);

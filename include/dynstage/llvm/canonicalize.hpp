@@ -40,6 +40,26 @@ inline bool is_canonical_dot(const DotGeneralParams& p) {
 // Of a canonical dot: the lhs stored (B,K,M), the rhs stored (B,N,K).
 inline bool dot_lhs_transposed(const DotGeneralParams& p) { return p.lhs_contracting[0] == 1; }
 inline bool dot_rhs_transposed(const DotGeneralParams& p) { return p.rhs_contracting[0] == 2; }
+// Of a canonical dot `e` in `j`: whether its lhs may stay FUSED (issue 25),
+// evaluated element by element where the product reads it instead of being
+// materialised first. That is the matrix-vector form: N (the output's last
+// axis) is static 1, so the lowering always runs the matvec nest, which
+// reads every lhs element exactly once, in row-major order; and the lhs is
+// stored (B,M,K). `alpha * A @ x` then reads A once, as `A @ x` does,
+// instead of writing and re-reading a temporary of A's size. (The blocked
+// GEMM packs its operands from memory with a runtime routine, and i-k-j
+// reads the lhs once per element too but only runs small products: their
+// operands stay buffers.)
+inline bool dot_fuses_lhs(const Jaxpr& j, const Eqn& e) {
+  const auto& p = std::get<DotGeneralParams>(e.params);
+  if (!is_canonical_dot(p) || dot_lhs_transposed(p)) return false;
+  // (The dot keeps its output's type; N is the rhs's free axis.)
+  if (!e.inputs[1].is_var()) return false;
+  const Type& r = j.type_of(e.inputs[1]);
+  if (r.rank() != 3) return false;
+  const JDim& n = r.shape[dot_rhs_transposed(p) ? 1 : 2];
+  return n.is_static() && n.value == 1;
+}
 
 // ---------------------------------------------------------------------------
 // inline_checkpoints

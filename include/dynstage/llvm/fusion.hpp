@@ -20,6 +20,9 @@
 //     dynamic_update_slice.
 //     A dot_general operand must be a buffer: if it is not one (possibly
 //     through reshapes, which keep the row-major order), it is materialised.
+//     Except the lhs of a matrix-vector product (canonicalize.hpp,
+//     dot_fuses_lhs): the matvec nest reads it once per element, so its
+//     fused expression (`alpha * A`, an astype, a sum) is evaluated there.
 //     Control flow (for_loop, while_loop, cond) is a barrier: every operand
 //     is materialised and every output is a buffer (the loop state or a
 //     branch's results), never written into a result slot in place.
@@ -188,6 +191,12 @@ struct Walk {
     const SymNumel space = sym_numel(j.types[static_cast<std::size_t>(e.outputs[0])]);
     switch (e.prim) {
       case Prim::dot_general:
+        if (dot_fuses_lhs(j, e)) {  // the matvec nest evaluates the fused lhs once per element
+          visit(e.inputs[0], ei, -2, sym_numel(j.type_of(e.inputs[0])), ei);
+          visit(e.inputs[1], ei, -1, space, ei);
+          return;
+        }
+        [[fallthrough]];
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
       DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL)
         for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
@@ -285,6 +294,34 @@ inline std::vector<bool> index_vector_pieces(const Jaxpr& j, const FusionPlan& p
   for (const Atom& a : j.outvars) drop(a);
   return ok;
 }
+
+// Whether the fused expression of `v` reads every buffer it reaches at v's
+// own row-major linear index: elementwise operations (scalars aside) and
+// reshapes down to buffers (inputs, and values with nests of their own). A
+// matrix-vector product's lhs stays fused only then (dot_fuses_lhs): its
+// inner loop then streams through memory and vectorises as the plain
+// product does (the same bits for the same operand values). A transpose, a
+// broadcast, a slice... would read with strides or recompute indices per
+// element: those operands are materialised as before.
+inline bool reads_linearly(const Jaxpr& j, const FusionPlan& plan, int v) {
+  if (plan.materialised[static_cast<std::size_t>(v)] || plan.def[static_cast<std::size_t>(v)] < 0) return true;
+  const Eqn& e = j.eqns[static_cast<std::size_t>(plan.def[static_cast<std::size_t>(v)])];
+  if (!is_fusible(e.prim)) return true;  // a nest of its own (rule 2): a buffer
+  switch (prim_kind(e.prim)) {
+    case Kind::unary:
+    case Kind::binary:
+    case Kind::compare:
+    case Kind::select:
+    case Kind::convert:
+      for (const Atom& a : e.inputs)
+        if (a.is_var() && j.type_of(a).rank() > 0 && !reads_linearly(j, plan, a.var)) return false;
+      return true;
+    default:
+      if ((e.prim != Prim::reshape && e.prim != Prim::squeeze) || !e.inputs[0].is_var()) return false;
+      return index_map(j, e).form == IndexMap::Form::linear && reads_linearly(j, plan, e.inputs[0].var);
+  }
+}
+
 
 // Unknown sizes (runtime dimensions). A dimension of a type may be the value
 // of an i64[] variable (JDim::of_var). The plan never needs its value; it
@@ -388,8 +425,10 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
     // top_k's runtime routine reads its operand from memory.
     if (e.prim == Prim::top_k && e.inputs[0].is_var()) mark(plan, e.inputs[0].var, "top_k operand");
     if (e.prim == Prim::dot_general) {
-      for (const Atom& a : e.inputs) {
-        if (!a.is_var()) continue;
+      const bool fuse_lhs = dot_fuses_lhs(j, e) && e.inputs[0].is_var() && reads_linearly(j, plan, e.inputs[0].var);
+      for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+        const Atom& a = e.inputs[k];
+        if (!a.is_var() || (k == 0 && fuse_lhs)) continue;
         int v = a.var;
         while (!plan.materialised[static_cast<std::size_t>(v)]) {
           const Eqn& d = j.eqns[static_cast<std::size_t>(plan.def[static_cast<std::size_t>(v)])];

@@ -269,6 +269,7 @@ private:
   void emit_window_root(const Eqn& e, llvm::Value* out);
   void emit_dot(const Eqn& e, llvm::Value* out);
   llvm::Value* buffer_through_reshapes(const Atom& a);
+  bool through_reshapes_to_buffer(const Atom& a);  // a dot operand read straight from a buffer
   void copy(llvm::Value* dst, llvm::Value* src, const Type& t);
   // The test hook (backend.hpp, count_copies): add `bytes` to the counter.
   void count_copy(llvm::Value* bytes) {

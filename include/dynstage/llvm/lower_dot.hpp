@@ -76,7 +76,12 @@ inline constexpr std::int64_t kBlockedFlops = 32 * 32 * 32;
 
 // --- N == 1 and i-k-j ------------------------------------------------------
 
-inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+// The lhs element (row bi of the flattened (batch, row), at k): `arow` is
+// bi * K, the row's start in a row-major (B,M,K) lhs.
+using LhsElement = std::function<llvm::Value*(llvm::Value* bi, llvm::Value* arow, llvm::Value* k)>;
+
+inline void emit_matvec_of(Emitter& E, DType d, const DotShape& s, const LhsElement& lhs, llvm::Value* Bm,
+                           llvm::Value* C) {
   auto& b = E.b;
   const bool fl = is_float(d);
   llvm::Type* t = E.reg_type(d);
@@ -89,7 +94,7 @@ inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, 
     llvm::Value* bcol = b.CreateMul(batch, s.K, "", true, true);
     b.CreateStore(E.number(d, 0), acc);
     E.loop(s.K, [&](llvm::Value* k) {
-      llvm::Value* x = E.load(A, d, b.CreateAdd(arow, k, "", true, true));
+      llvm::Value* x = lhs(bi, arow, k);
       llvm::Value* y = E.load(Bm, d, b.CreateAdd(bcol, k, "", true, true));
       llvm::Value* cur = b.CreateLoad(t, acc);
       llvm::Value* r = fl ? Emitter::reassoc(Emitter::contract(b.CreateFAdd(cur, Emitter::contract(b.CreateFMul(x, y)))))
@@ -98,6 +103,12 @@ inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, 
     }, LoopHint::reduction);
     E.store(C, d, bi, b.CreateLoad(t, acc));
   });
+}
+
+inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+  emit_matvec_of(E, d, s, [&](llvm::Value*, llvm::Value* arow, llvm::Value* k) {
+    return E.load(A, d, E.b.CreateAdd(arow, k, "", true, true));
+  }, Bm, C);
 }
 
 inline void emit_ikj(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {

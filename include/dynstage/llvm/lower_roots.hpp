@@ -401,6 +401,17 @@ inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out) {
   emit_window(e, 1, out);
 }
 
+inline bool Lowering::through_reshapes_to_buffer(const Atom& a) {
+  int v = a.var;
+  while (!buf_[static_cast<std::size_t>(v)]) {
+    if (plan_.materialised[static_cast<std::size_t>(v)] || plan_.def[static_cast<std::size_t>(v)] < 0) return false;
+    const Eqn& d = def_eqn(v);
+    if ((d.prim != Prim::reshape && d.prim != Prim::squeeze) || !d.inputs[0].is_var()) return false;
+    v = d.inputs[0].var;
+  }
+  return true;
+}
+
 inline llvm::Value* Lowering::buffer_through_reshapes(const Atom& a) {
   int v = a.var;
   while (!buf_[static_cast<std::size_t>(v)]) {
@@ -418,6 +429,17 @@ inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
   const Dims ld = dims_of(e.inputs[0].var), rd = dims_of(e.inputs[1].var);
   const bool ta = dot_lhs_transposed(p), tb = dot_rhs_transposed(p);  // (B,K,M) / (B,N,K)
   DotShape s{ld[0], ld[ta ? 2 : 1], ld[ta ? 1 : 2], rd[tb ? 1 : 2], ta, tb};
+  if (dot_fuses_lhs(j_, e) && !plan_.materialised[static_cast<std::size_t>(e.inputs[0].var)] &&
+      !through_reshapes_to_buffer(e.inputs[0])) {
+    // The lhs is a fused expression (fusion.hpp, dot_fuses_lhs): the matvec
+    // nest evaluates it at each (row, k) it reads, with a fresh index.
+    const DType d = type(e.outputs[0]).dtype;
+    emit_matvec_of(E, d, s, [&](llvm::Value*, llvm::Value* arow, llvm::Value* k) {
+      Ix& ix = body_ix(ld, {}, b.CreateAdd(arow, k, "", true, true));
+      return operand(e.inputs[0], ix);
+    }, buffer_through_reshapes(e.inputs[1]), out);
+    return;
+  }
   emit_matmul(E, type(e.outputs[0]).dtype, s, buffer_through_reshapes(e.inputs[0]),
               buffer_through_reshapes(e.inputs[1]), out);
 }

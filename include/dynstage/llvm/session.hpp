@@ -308,65 +308,18 @@ inline float lgammaf_entry(float x) {
 
 // Kernel temporaries from the heap (emit.hpp's temp(): buffers between
 // fused groups, the GEMM's packing buffers) come from these routines, not
-// straight from aligned_alloc: a freed block of >= 64 KiB is kept for the
-// next request of the same size, by any thread (the next call of the same
-// kernel asks for the same sizes). Without it each call of a kernel with
-// large temporaries mapped them afresh (glibc gives a large free block at
-// the top of the heap back to the OS) and paid a page fault per 4 KiB:
-// measured, a quarter of jit(grad(mlp loss))'s time (docs/benchmarks.md,
-// issue 20). The pool holds at most 256 MiB in 64 blocks; past that the
-// oldest blocks are freed. (Array outputs have their own pool,
-// array/buffer.hpp's LargeBlockPool: they outlive the call.)
+// straight from aligned_alloc: they take and give back blocks of
+// array/buffer.hpp's BlockPool, the one pool that array outputs use too, so
+// the next call of the same kernel, which asks for the same sizes, finds
+// them (a freed block of >= 64 KiB is kept). Without it each call of a
+// kernel with large temporaries mapped them afresh and paid a page fault
+// per 4 KiB: measured, a quarter of jit(grad(mlp loss))'s time
+// (docs/benchmarks.md, issue 20).
 inline constexpr const char* kTempAllocRoutine = "dynstage_temp_alloc";  // ptr (i64 bytes), 64-byte aligned
 inline constexpr const char* kTempFreeRoutine = "dynstage_temp_free";    // void (ptr, i64 bytes)
 
-class TempPool {
-public:
-  static constexpr std::size_t kMinBytes = std::size_t{64} << 10;
-  static constexpr std::size_t kMaxBlocks = 64;
-  static constexpr std::size_t kMaxHeldBytes = std::size_t{256} << 20;
-
-  static TempPool& get() {
-    static TempPool* pool = new TempPool();  // never destroyed: kernels may run in static destructors
-    return *pool;
-  }
-  // `bytes`: a multiple of 64, >= 64 (emit.hpp rounds).
-  void* take(std::size_t bytes) {
-    if (bytes >= kMinBytes) {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (std::size_t i = blocks_.size(); i-- > 0;)  // the most recently freed first
-        if (blocks_[i].second == bytes) {
-          void* p = blocks_[i].first;
-          held_ -= bytes;
-          blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
-          return p;
-        }
-    }
-    return std::aligned_alloc(64, bytes);
-  }
-  void give(void* p, std::size_t bytes) {
-    if (bytes < kMinBytes || bytes > kMaxHeldBytes) return std::free(p);
-    std::vector<void*> drop;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      blocks_.emplace_back(p, bytes);
-      held_ += bytes;
-      while (held_ > kMaxHeldBytes || blocks_.size() > kMaxBlocks) {
-        drop.push_back(blocks_.front().first);
-        held_ -= blocks_.front().second;
-        blocks_.erase(blocks_.begin());
-      }
-    }
-    for (void* q : drop) std::free(q);
-  }
-
-private:
-  std::mutex mu_;
-  std::vector<std::pair<void*, std::size_t>> blocks_;  // oldest first
-  std::size_t held_ = 0;
-};
-inline void* temp_alloc_entry(std::int64_t bytes) { return TempPool::get().take(static_cast<std::size_t>(bytes)); }
-inline void temp_free_entry(void* p, std::int64_t bytes) { TempPool::get().give(p, static_cast<std::size_t>(bytes)); }
+inline void* temp_alloc_entry(std::int64_t bytes) { return BlockPool::get().take(static_cast<std::size_t>(bytes)); }
+inline void temp_free_entry(void* p, std::int64_t bytes) { BlockPool::get().give(p, static_cast<std::size_t>(bytes)); }
 
 inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   llvm::orc::SymbolMap syms;
