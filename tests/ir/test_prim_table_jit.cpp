@@ -27,13 +27,27 @@ using prim_samples::sample_of;
 // Primitives the LLVM backend refuses, with the TypeError it raises. None
 // today; a primitive added without a lowering goes here with its message,
 // and the backend must raise exactly that (llvmjit::check_supported).
-const std::map<Prim, std::string> kNotLowered = {};
+const std::string not_lowered(const char* p) {
+  return std::string("jit: the LLVM backend does not lower the collective ") + p +
+         " yet; call the shard_map'ed function without dyn::jit (docs/distributed.md)";
+}
+const std::map<Prim, std::string> kNotLowered = {
+    {Prim::psum, not_lowered("psum")},           {Prim::pmax, not_lowered("pmax")},
+    {Prim::pmin, not_lowered("pmin")},           {Prim::all_gather, not_lowered("all_gather")},
+    {Prim::ppermute, not_lowered("ppermute")},   {Prim::all_to_all, not_lowered("all_to_all")},
+    {Prim::axis_index, not_lowered("axis_index")},
+};
 
 // Primitives the fuzzer does not generate, each with the reason.
 const std::map<Prim, std::string> kNotFuzzed = {
     {Prim::debug_callback,
      "an effect with no outputs: the fuzzer compares the outputs of jit and eager, which a print does not change; "
      "its lines are compared by tests/jit/test_jit_debug_print.cpp"},
+#define DYN_NOT_FUZZED(e, ...)                                                                                 \
+  {Prim::e, "a collective: it needs a mesh axis bound by dyn::shard_map and, for more than one rank, mpirun; " \
+            "tests/distributed/ compares it with single-process results"},
+    DYN_COLLECTIVE_PRIMITIVES(DYN_NOT_FUZZED)
+#undef DYN_NOT_FUZZED
 };
 
 // The seeds whose programs must cover every primitive (dynstage_fuzz's

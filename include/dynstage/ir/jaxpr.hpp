@@ -156,7 +156,8 @@ bool has_effect(const Eqn& e) {
     case Kind::reduction:
     case Kind::cumulative:
     case Kind::sort:
-    case Kind::contraction: return false;
+    case Kind::contraction:
+    case Kind::collective: return false;  // (every rank runs the same program: dead on one, dead on all)
   }
   if (const auto* p = std::get_if<ForLoopParams>(&e.params)) return has_effect(*p->body_jaxpr);
   if (const auto* p = std::get_if<WhileLoopParams>(&e.params))

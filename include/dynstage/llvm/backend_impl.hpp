@@ -87,6 +87,9 @@ inline void check_supported(const Jaxpr& j) {
           fail<TypeError>("jit: variable #" + std::to_string(v) + " has a dimension that is not an integer scalar");
       }
   for (const Eqn& e : j.eqns) {
+    if (prim_kind(e.prim) == Kind::collective)
+      fail<TypeError>("jit: the LLVM backend does not lower the collective " + std::string(prim_name(e.prim)) +
+                      " yet; call the shard_map'ed function without dyn::jit (docs/distributed.md)");
     if (const auto* p = std::get_if<ForLoopParams>(&e.params)) check_supported(*p->body_jaxpr);
     if (const auto* p = std::get_if<ScanParams>(&e.params)) check_supported(*p->jaxpr);
     if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {

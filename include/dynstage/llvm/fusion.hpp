@@ -189,7 +189,7 @@ struct Walk {
     switch (e.prim) {
       case Prim::dot_general:
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
-      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL)
         for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
         return;
       case Prim::concatenate:
