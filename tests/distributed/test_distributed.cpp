@@ -5,7 +5,6 @@
 // Every rank runs every test case; each compares what the ranks compute
 // with what one process computes from the whole array, bitwise (the
 // reductions add the blocks in rank order, which the reference repeats).
-#define DOCTEST_CONFIG_IMPLEMENT
 #include <dynstage/core.hpp>
 
 #include <doctest/doctest.h>
@@ -245,14 +244,4 @@ TEST_CASE("distributed: misuse is a typed error on every rank, and no rank block
   // A permutation out of range, or with a repeated destination.
   auto oob = dyn::shard_map([&](auto v) { return dyn::ppermute(v, "x", {{0, N()}}); }, mesh, {dyn::P("x")}, dyn::P());
   CHECK(message_of<dyn::IndexError>([&] { (void)oob(x); }).find("ppermute: the pair (0, " + std::to_string(N()) + ")") == 0);
-}
-
-int main(int argc, char** argv) {
-  dyn::distributed::init(argc, argv);
-  doctest::Context ctx;
-  ctx.applyCommandLine(argc, argv);
-  const int rc = ctx.run();
-  // Every rank's verdict: the job fails if any rank failed.
-  dyn::distributed::finalize();
-  return rc;
 }

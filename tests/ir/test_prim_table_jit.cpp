@@ -27,16 +27,7 @@ using prim_samples::sample_of;
 // Primitives the LLVM backend refuses, with the TypeError it raises. None
 // today; a primitive added without a lowering goes here with its message,
 // and the backend must raise exactly that (llvmjit::check_supported).
-const std::string not_lowered(const char* p) {
-  return std::string("jit: the LLVM backend does not lower the collective ") + p +
-         " yet; call the shard_map'ed function without dyn::jit (docs/distributed.md)";
-}
-const std::map<Prim, std::string> kNotLowered = {
-    {Prim::psum, not_lowered("psum")},           {Prim::pmax, not_lowered("pmax")},
-    {Prim::pmin, not_lowered("pmin")},           {Prim::all_gather, not_lowered("all_gather")},
-    {Prim::ppermute, not_lowered("ppermute")},   {Prim::all_to_all, not_lowered("all_to_all")},
-    {Prim::axis_index, not_lowered("axis_index")},
-};
+const std::map<Prim, std::string> kNotLowered = {};
 
 // Primitives the fuzzer does not generate, each with the reason.
 const std::map<Prim, std::string> kNotFuzzed = {

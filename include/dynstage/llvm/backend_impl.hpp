@@ -87,9 +87,6 @@ inline void check_supported(const Jaxpr& j) {
           fail<TypeError>("jit: variable #" + std::to_string(v) + " has a dimension that is not an integer scalar");
       }
   for (const Eqn& e : j.eqns) {
-    if (prim_kind(e.prim) == Kind::collective)
-      fail<TypeError>("jit: the LLVM backend does not lower the collective " + std::string(prim_name(e.prim)) +
-                      " yet; call the shard_map'ed function without dyn::jit (docs/distributed.md)");
     if (const auto* p = std::get_if<ForLoopParams>(&e.params)) check_supported(*p->body_jaxpr);
     if (const auto* p = std::get_if<ScanParams>(&e.params)) check_supported(*p->jaxpr);
     if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
@@ -267,6 +264,10 @@ void throw_kernel_error(std::int32_t code, const std::source_location* jit_site)
     throw IndexError(with_context(place("gather: cannot index into an operand axis of size 0 (the result is not empty)")));
   if (code & kKernelTopKTooLarge)
     throw ShapeError(with_context(place("top_k: k is larger than the size of the axis it selects from")));
+  if (code & kKernelCollectiveFailed) {  // the collective's own error (runtime/distributed.hpp), as eagerly
+    std::exception_ptr e = std::exchange(collective_pending_error(), nullptr);
+    if (e) std::rethrow_exception(e);
+  }
   internal_error("kernel returned unknown code " + std::to_string(code));
 }
 

@@ -587,7 +587,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::while_loop:
     case Prim::cond:
     case Prim::scan:
-    case Prim::debug_callback: return not_fusible();
+    case Prim::debug_callback:
+    DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) return not_fusible();
   }
   return not_fusible();
 }

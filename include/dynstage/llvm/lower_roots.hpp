@@ -35,6 +35,7 @@ inline void Lowering::emit_root(std::size_t ei) {
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::effect: internal_error("LLVM lowering: an effect reached emit_root (emit_debug_print)");
+    case Kind::collective: emit_collective(e, out); return;  // a call on the calling thread
     case Kind::structural:
       // The layout primitives that are never fused write windows.
       if (!is_fusible(e.prim)) return emit_window_root(e, out);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -135,8 +136,28 @@ int bound_mesh(const char* op, const std::vector<std::string>& axes);
 // single-process sum x_0 + x_1 + ... of the blocks on every rank.
 std::vector<AnyArray> collective_impl(Prim p, const std::vector<AnyArray>& in, const CollectiveParams& params);
 
+// What a compiled kernel passes dynstage_collective: the primitive, its
+// operand's dtype and params, with the mesh by its axis names and shape
+// rather than by this process's id (a kernel from the disk cache runs in
+// another process). Text, a constant of the kernel; also part of the disk
+// cache's key (jit/disk_cache.hpp).
+std::string collective_descriptor(Prim p, DType operand, const CollectiveParams& params);
+// The error a collective raised in a compiled kernel (the kernel returns
+// kKernelCollectiveFailed; backend_impl.hpp rethrows this), on this thread.
+std::exception_ptr& collective_pending_error();
+
 }  // namespace detail
 }  // namespace dyn
+
+// The entry point compiled kernels call for a collective equation
+// (llvm/lower_sort.hpp's emit_collective): `desc` from
+// collective_descriptor, the operand at x (rank xrank, dimensions xdims;
+// nullptr for axis_index) and the output buffer out of `out_bytes` bytes.
+// Returns 0, or 1 after storing the error (a ShapeError when the ranks'
+// blocks differ, ...) in collective_pending_error(): no exception crosses
+// the kernel's frames.
+extern "C" int dynstage_collective(const char* desc, const void* x, std::int64_t xrank, const std::int64_t* xdims,
+                                   void* out, std::int64_t out_bytes);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 // MPI's C API only (Open MPI's and MPICH's deprecated C++ bindings would need
@@ -331,7 +352,7 @@ std::string type_str(DType d, const std::vector<std::int64_t>& shape) {
 }
 
 // What every rank of a group must agree on before data moves.
-struct Signature {
+struct CollectiveSignature {
   std::int32_t prim = 0;
   std::int32_t dtype = 0;
   std::int32_t rank = 0;
@@ -340,15 +361,15 @@ struct Signature {
 };
 
 void check_signatures(Prim p, const CollectiveParams& params, MPI_Comm comm, std::int64_t gsize, const AnyArray& x) {
-  Signature mine;
+  CollectiveSignature mine;
   mine.prim = static_cast<std::int32_t>(p);
   mine.dtype = static_cast<std::int32_t>(x.dtype());
   mine.rank = x.rank();
   for (int k = 0; k < x.rank() && k < 8; ++k) mine.dims[k] = x.shape()[static_cast<std::size_t>(k)];
-  std::vector<Signature> all(static_cast<std::size_t>(gsize));
-  MPI_Allgather(&mine, sizeof(Signature), MPI_BYTE, all.data(), sizeof(Signature), MPI_BYTE, comm);
+  std::vector<CollectiveSignature> all(static_cast<std::size_t>(gsize));
+  MPI_Allgather(&mine, sizeof(CollectiveSignature), MPI_BYTE, all.data(), sizeof(CollectiveSignature), MPI_BYTE, comm);
   bool same = true;
-  for (const Signature& s : all) same = same && std::memcmp(&s, &all[0], sizeof(Signature)) == 0;
+  for (const CollectiveSignature& s : all) same = same && std::memcmp(&s, &all[0], sizeof(CollectiveSignature)) == 0;
   if (same) return;
   std::string list;
   for (std::size_t k = 0; k < all.size(); ++k) {
@@ -511,6 +532,90 @@ std::vector<AnyArray> collective_impl(Prim p, const std::vector<AnyArray>& in, c
   internal_error(std::string("collective_impl: not a collective: ") + op);
 }
 
+namespace {
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string r;
+  for (std::size_t k = 0; k < xs.size(); ++k) r += (k ? "," : "") + xs[k];
+  return r;
+}
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> r;
+  if (s.empty()) return r;
+  std::size_t a = 0;
+  for (;;) {
+    const std::size_t b = s.find(sep, a);
+    r.push_back(s.substr(a, b == std::string::npos ? std::string::npos : b - a));
+    if (b == std::string::npos) return r;
+    a = b + 1;
+  }
+}
+
+// The registry's mesh of these names and shape (this process made one with
+// dyn::Mesh, or the kernel came from another process: then one is made).
+int find_mesh(const std::vector<std::string>& names, const std::vector<std::int64_t>& shape) {
+  MeshRegistry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (std::size_t k = 0; k < r.meshes.size(); ++k)
+      if (r.meshes[k]->info.names == names && r.meshes[k]->info.shape == shape) return static_cast<int>(k);
+  }
+  return Mesh(names, shape).id();
+}
+
+struct Decoded {
+  Prim prim;
+  DType dtype;
+  CollectiveParams params;
+};
+
+Decoded decode(const std::string& d) {
+  const std::vector<std::string> f = split(d, ';');
+  if (f.size() != 12 || f[0] != "dynstage collective v1") internal_error("dynstage_collective: bad descriptor " + d);
+  Decoded r{};
+  bool found = false;
+  for (int k = 0; k < kNumPrims; ++k)
+    if (prim_name(static_cast<Prim>(k)) == f[1]) {
+      r.prim = static_cast<Prim>(k);
+      found = true;
+    }
+  if (!found) internal_error("dynstage_collective: unknown primitive " + f[1]);
+  r.dtype = static_cast<DType>(std::stoi(f[2]));
+  CollectiveParams& c = r.params;
+  c.form = static_cast<CollectiveForm>(std::stoi(f[3]));
+  c.axes = split(f[4], ',');
+  std::vector<std::int64_t> shape;
+  for (const std::string& x : split(f[6], ',')) shape.push_back(std::stoll(x));
+  c.mesh = find_mesh(split(f[5], ','), shape);
+  c.axis_size = std::stoll(f[7]);
+  c.dimension = std::stoll(f[8]);
+  c.concat_axis = std::stoll(f[9]);
+  c.tiled = f[10] == "1";
+  for (const std::string& pr : split(f[11], ',')) {
+    const std::vector<std::string> st = split(pr, ':');
+    c.perm.push_back({std::stoll(st.at(0)), std::stoll(st.at(1))});
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string collective_descriptor(Prim p, DType operand, const CollectiveParams& c) {
+  const MeshInfo m = mesh_info(c.mesh);
+  std::vector<std::string> shape, perm;
+  for (std::int64_t x : m.shape) shape.push_back(std::to_string(x));
+  for (const auto& [s, t] : c.perm) perm.push_back(std::to_string(s) + ":" + std::to_string(t));
+  return "dynstage collective v1;" + std::string(prim_name(p)) + ";" + std::to_string(static_cast<int>(operand)) + ";" +
+         std::to_string(static_cast<int>(c.form)) + ";" + join(c.axes) + ";" + join(m.names) + ";" + join(shape) +
+         ";" + std::to_string(c.axis_size) + ";" + std::to_string(c.dimension) + ";" + std::to_string(c.concat_axis) +
+         ";" + (c.tiled ? "1" : "0") + ";" + join(perm);
+}
+
+std::exception_ptr& collective_pending_error() {
+  thread_local std::exception_ptr e;
+  return e;
+}
+
 }  // namespace detail
 
 Mesh::Mesh(std::vector<std::string> axis_names, std::vector<std::int64_t> shape, std::source_location loc) {
@@ -560,5 +665,41 @@ std::string P::str() const {
 }
 
 }  // namespace dyn
+
+extern "C" int dynstage_collective(const char* desc, const void* x, std::int64_t xrank, const std::int64_t* xdims,
+                                   void* out, std::int64_t out_bytes) {
+  using namespace dyn;
+  using namespace dyn::detail;
+  try {
+    // Decoded once per descriptor (the kernel's constant; its text is the key).
+    static std::mutex mu;
+    static std::map<std::string, Decoded> decoded;
+    Decoded d;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = decoded.find(desc);
+      if (it == decoded.end()) it = decoded.emplace(desc, decode(desc)).first;
+      d = it->second;
+    }
+    std::vector<AnyArray> in;
+    if (d.prim != Prim::axis_index) {
+      std::vector<std::int64_t> shape(xdims, xdims + xrank);
+      in.push_back(visit_dtype(d.dtype, [&](auto t) -> AnyArray {
+        using T = decltype(t);
+        return AnyArray(Array<T>::view(const_cast<T*>(static_cast<const T*>(x)), shape));
+      }));
+    }
+    const std::vector<AnyArray> r = collective_impl(d.prim, in, d.params);
+    const auto bytes = static_cast<std::int64_t>(dtype_size(r[0].dtype())) * r[0].size();
+    if (bytes != out_bytes)
+      internal_error("dynstage_collective: " + std::string(prim_name(d.prim)) + " made " + std::to_string(bytes) +
+                     " bytes for a buffer of " + std::to_string(out_bytes));
+    std::memcpy(out, r[0].data(), static_cast<std::size_t>(bytes));
+    return 0;
+  } catch (...) {
+    collective_pending_error() = std::current_exception();
+    return 1;
+  }
+}
 
 #endif  // DYNSTAGE_IMPLEMENTATION
