@@ -62,6 +62,7 @@
 // Running: the eager kernels and the interpreter; the ranks (MPI: its header
 // in the implementation TU only).
 #include "runtime/distributed.hpp"
+#include "runtime/collective_impl.hpp"
 #include "eager/debug_print.hpp"
 #include "eager/kernel_util.hpp"
 #include "eager/kernels_arg.hpp"

@@ -233,24 +233,24 @@ inline Sample sample_of(Prim p) {
     // tests/distributed/'s, under mpirun.
     case Prim::psum:
     case Prim::pmax:
-    case Prim::pmin: return b.eqn(p, {b.in(DType::f64, {2, 3})}, CollectiveParams{CollectiveForm::reduce, {"x"}, 0, 1});
+    case Prim::pmin: return b.eqn(p, {b.in(DType::f64, {2, 3})}, CollectiveParams{}.with_form(CollectiveForm::reduce));
     case Prim::all_gather: {
-      CollectiveParams c{CollectiveForm::gather, {"x"}, 0, 1};
+      CollectiveParams c = CollectiveParams{}.with_form(CollectiveForm::gather);
       c.dimension = 1;
       return b.eqn(p, {b.in(DType::f64, {2, 3})}, c);
     }
     case Prim::ppermute: {
-      CollectiveParams c{CollectiveForm::permute, {"x"}, 0, 1};
+      CollectiveParams c = CollectiveParams{}.with_form(CollectiveForm::permute);
       c.perm = {{0, 0}};
       return b.eqn(p, {b.in(DType::f64, {2, 3})}, c);
     }
     case Prim::all_to_all: {  // split axis 1 (of the group's size, 1), stacked at axis 0
-      CollectiveParams c{CollectiveForm::to_all, {"x"}, 0, 1};
+      CollectiveParams c = CollectiveParams{}.with_form(CollectiveForm::to_all);
       c.dimension = 1;
       c.concat_axis = 0;
       return b.eqn(p, {b.in(DType::f64, {2, 1, 3})}, c);
     }
-    case Prim::axis_index: return b.eqn(p, {}, CollectiveParams{CollectiveForm::index, {"x"}, 0, 1});
+    case Prim::axis_index: return b.eqn(p, {}, CollectiveParams{}.with_form(CollectiveForm::index));
   }
   throw std::logic_error("prim_samples: bad primitive tag");
 }

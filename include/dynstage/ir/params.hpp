@@ -299,6 +299,15 @@ struct CollectiveParams {
   bool tiled = false;            // all_gather, all_to_all
   std::vector<std::pair<std::int64_t, std::int64_t>> perm;  // ppermute: (source, destination) pairs
   friend bool operator==(const CollectiveParams&, const CollectiveParams&) = default;
+  // The params of another collective over the same axes of the same mesh.
+  CollectiveParams with_form(CollectiveForm f) const {
+    CollectiveParams c;
+    c.form = f;
+    c.axes = axes;
+    c.mesh = mesh;
+    c.axis_size = axis_size;
+    return c;
+  }
 };
 
 using Params = std::variant<NoParams, ConvertParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,

@@ -446,8 +446,8 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
           r[0] = bind1(Prim::all_to_all, {g}, c, true);
           return r;
         case Prim::all_gather: {
-          const Value summed = bind1(Prim::psum, {g}, CollectiveParams{CollectiveForm::reduce, c.axes, c.mesh, c.axis_size}, true);
-          const Value idx = bind1(Prim::axis_index, {}, CollectiveParams{CollectiveForm::index, c.axes, c.mesh, c.axis_size}, true);
+          const Value summed = bind1(Prim::psum, {g}, c.with_form(CollectiveForm::reduce), true);
+          const Value idx = bind1(Prim::axis_index, {}, c.with_form(CollectiveForm::index), true);
           const auto d = static_cast<std::size_t>(c.dimension);
           const Dim block = c.tiled ? in[0].shape[d] : Dim(1);
           Shape sizes = g.shape();
