@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   dyn::distributed::init(argc, argv);
   const int rank = dyn::distributed::rank(), ranks = dyn::distributed::size();
   const std::int64_t n = argc > 1 ? std::atoll(argv[1]) : 4096, steps = argc > 2 ? std::atoll(argv[2]) : 20;
-  const std::int64_t b = n / ranks;
+  // (A third argument overrides the rows per rank: `-np 1 ... 4096 20 2048`
+  // times one rank's share of a 2-rank run alone, without communication.)
+  const std::int64_t b = argc > 3 ? std::atoll(argv[3]) : n / ranks;
   dyn::Mesh mesh({"x"}, {ranks});
   std::vector<std::pair<std::int64_t, std::int64_t>> down, up;
   for (std::int64_t r = 0; r + 1 < ranks; ++r) {
