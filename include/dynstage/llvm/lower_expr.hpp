@@ -587,6 +587,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::while_loop:
     case Prim::cond:
     case Prim::scan:
+    case Prim::checkpoint:
     case Prim::debug_callback:
     DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) return not_fusible();
   }

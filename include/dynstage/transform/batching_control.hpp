@@ -303,6 +303,17 @@ BatchOut scan_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
   return {outs, od};
 }
 
+// checkpoint: a checkpoint of the batched body, every result batched at 0
+// (JAX's remat batching rule).
+BatchOut checkpoint_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const CheckpointParams& cp) {
+  const Dim size = batch_size(x, dims);
+  const auto run = [&](const std::vector<Value>& ops) {
+    return bind_checkpoint(ops, [&](const std::vector<Value>& a) { return all_front(*cp.jaxpr, a, dims, size); }, cp);
+  };
+  const std::vector<Value> outs = staged_or_run(x, run);
+  return {outs, std::vector<BDim>(outs.size(), BDim{0})};
+}
+
 }  // namespace batch_detail
 
 BatchOut batch_control(Prim p, const std::vector<Value>& x, const std::vector<BDim>& dims, const Params& params) {
@@ -312,6 +323,7 @@ BatchOut batch_control(Prim p, const std::vector<Value>& x, const std::vector<BD
     case Prim::while_loop: return while_rule(x, dims, std::get<WhileLoopParams>(params));
     case Prim::cond: return cond_rule(x, dims, std::get<CondParams>(params));
     case Prim::scan: return scan_rule(x, dims, std::get<ScanParams>(params));
+    case Prim::checkpoint: return checkpoint_rule(x, dims, std::get<CheckpointParams>(params));
     default: internal_error("vmap: batch_control of " + std::string(prim_name(p)));
   }
 }

@@ -99,10 +99,13 @@ void partial_eval_scan(PartialEval& pe, const Eqn& q);
 void partial_eval_for_loop(PartialEval& pe, const Eqn& q);
 void partial_eval_while_loop(PartialEval& pe, const Eqn& q);
 void partial_eval_cond(PartialEval& pe, const Eqn& q);
+void partial_eval_checkpoint(PartialEval& pe, const Eqn& q);
 std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
                                     const std::vector<Shape>& out_shapes);
 std::vector<Tangent> transpose_cond(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
                                     const std::vector<Shape>& out_shapes);
+std::vector<Tangent> transpose_checkpoint(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
+                                          const std::vector<Shape>& out_shapes);
 
 // Partial evaluation of `eqns` in order: an equation none of whose operands
 // is linear is bound now (staged when tracing, as it was), a control-flow
@@ -217,6 +220,7 @@ void partial_eval_eqns(PartialEval& pe, const std::vector<Eqn>& eqns) {
         case Prim::for_loop: partial_eval_for_loop(pe, q); break;
         case Prim::while_loop: partial_eval_while_loop(pe, q); break;
         case Prim::cond: partial_eval_cond(pe, q); break;
+        case Prim::checkpoint: partial_eval_checkpoint(pe, q); break;
         default: internal_error("vjp: no partial evaluation rule for " + std::string(prim_name(q.prim)));
       }
       continue;
@@ -366,9 +370,10 @@ void backward_pass(const std::vector<Eqn>& eqns, const std::vector<Type>& types,
         in.push_back(LinArg{v, v.dtype(), v.shape()});
       }
     }
-    const std::vector<Tangent> r = q.prim == Prim::scan   ? transpose_scan(q, in, out, out_shapes)
-                                   : q.prim == Prim::cond ? transpose_cond(q, in, out, out_shapes)
-                                                          : transpose_rule(q.prim, in, out, q.params);
+    const std::vector<Tangent> r = q.prim == Prim::scan         ? transpose_scan(q, in, out, out_shapes)
+                                   : q.prim == Prim::cond       ? transpose_cond(q, in, out, out_shapes)
+                                   : q.prim == Prim::checkpoint ? transpose_checkpoint(q, in, out, out_shapes)
+                                                                : transpose_rule(q.prim, in, out, q.params);
     for (std::size_t k = 0; k < q.inputs.size(); ++k)
       if (in[k].linear() && r.at(k)) accumulate(ct, q.inputs[k].var, *r[k]);
   }
