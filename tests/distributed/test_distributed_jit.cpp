@@ -94,3 +94,16 @@ TEST_CASE("distributed jit: blocks that differ between ranks are the eager Shape
   const Array<double> ok({2}, {1.0, 2.0});
   CHECK(f(ok)(1) == 4.0 * N());
 }
+
+TEST_CASE("distributed jit: uneven blocks, one polymorphic kernel; only the reduced value meets the other ranks") {
+  dyn::Mesh mesh({"x"}, {N()});
+  // Rank r holds r + 2 rows: the block shapes differ, the psum'd scalar does not.
+  auto f = dyn::shard_map([](auto x) { return dyn::psum(dyn::sum(x * x), "x"); }, mesh, {dyn::P("x")}, dyn::P());
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(b, 3)"});
+  const Array<double> x = dyn::full<double>({R() + 2, 3}, 0.5);
+  double want = 0;  // one process: 0.25 per element, blocks added in rank order
+  for (int r = 0; r < N(); ++r) want += 0.25 * 3 * (r + 2);
+  CHECK(jf(x)() == want);
+  CHECK(jf(dyn::full<double>({R() + 3, 3}, 0.5))() == want + 0.75 * N());
+  CHECK(jf.stats().compiles == 1);  // one kernel for every block height
+}
