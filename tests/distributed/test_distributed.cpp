@@ -78,6 +78,12 @@ TEST_CASE("distributed: psum, pmax, pmin equal the single-process reductions bit
   auto fmin = dyn::shard_map([](auto x) { return dyn::pmin(x, "x"); }, mesh, {dyn::P("x")}, dyn::P());
   CHECK(bitwise_equal(fmax(mine), wmax));
   CHECK(bitwise_equal(fmin(mine), wmin));
+  // A NaN on the last rank wins on every rank (lax.max/min).
+  Array<double> withnan = mine;
+  if (R() == N() - 1) withnan.mutable_data()[1] = std::nan("");
+  CHECK(std::isnan(fmax(withnan)(0, 1)));
+  CHECK(std::isnan(fmin(withnan)(0, 1)));
+  CHECK(fmax(withnan)(0, 0) == wmax(0, 0));
   // Integers too.
   auto fi = dyn::shard_map([](auto x) { return dyn::psum(x, "x"); }, mesh, {dyn::P()}, dyn::P());
   const Array<std::int32_t> one({2}, {1, R()});

@@ -94,8 +94,11 @@ void interleave(char* out, const char* blocks, std::int64_t g, std::int64_t oute
 template <class T>
 T combine(Prim p, T a, T b) {
   if (p == Prim::psum) return static_cast<T>(a + b);
-  if (p == Prim::pmax) return a < b || a != a ? (a != a ? a : b) : a;  // NaN wins, as lax.max
-  return b < a || a != a ? (a != a ? a : b) : a;
+  if constexpr (std::is_floating_point_v<T>) {  // a NaN of any rank wins, as lax.max/min
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return p == Prim::pmax ? (a < b ? b : a) : (b < a ? b : a);
 }
 
 }  // namespace
