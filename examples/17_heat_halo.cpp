@@ -9,6 +9,9 @@
 // Under dyn::jit the whole time loop is one kernel per rank; each ppermute
 // in it is a call into MPI between the kernel's loop nests. At the end the
 // blocks are gathered (all_gather) and compared with one process's answer.
+// (At this size a step is ~0.1 ms of work against two exchanges, so two
+// ranks are no faster than one; benchmarks/bench_distributed_heat.cpp times
+// a 4096 x 4096 plate, docs/benchmarks.md.)
 #include <dynstage/dynstage.hpp>
 
 #include <cstdio>
