@@ -33,8 +33,9 @@
 namespace dyn {
 
 namespace distributed {
-// MPI_Init_thread (MPI_THREAD_FUNNELED: only the thread that calls dynstage
-// talks to MPI) and MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD: a failed MPI call
+// MPI_Init_thread (MPI_THREAD_SERIALIZED: collectives may be called from any
+// thread, one at a time, always the thread that runs the shard_map'ed
+// function, never the kernels' worker threads) and MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD: a failed MPI call
 // or a rank that dies ends the whole job with MPI's message (mpirun reports
 // which rank exited) rather than leaving the others blocked. Calling it twice
 // is harmless.
@@ -190,7 +191,7 @@ void init(int& argc, char**& argv) {
   if (finalized) detail::fail<TypeError>("dyn::distributed::init: MPI was already finalized");
   if (!inited) {
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
     we_initialized = true;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
