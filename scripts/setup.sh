@@ -30,7 +30,11 @@ done
 # libxxhash-dev: xxHash, the disk cache's keys and checksums (jit/disk_cache.hpp).
 packages=(meson ninja-build pkg-config cmake g++ llvm-19-dev libzstd-dev
           libboost-dev doctest-dev libbenchmark-dev libeigen3-dev python3-numpy libsleef-dev
-          libtbb-dev python3-matplotlib libxxhash-dev libfmt-dev)
+          libtbb-dev python3-matplotlib libxxhash-dev libfmt-dev
+          # Open MPI (issue 22, API.md section 16): dyn::distributed, shard_map's
+          # collectives (libopenmpi-dev, in the implementation TU only) and
+          # mpirun for the multi-rank tests (openmpi-bin).
+          libopenmpi-dev openmpi-bin)
 
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

@@ -50,6 +50,7 @@
 #include "trace/ops_layout.hpp"
 #include "trace/ops_math.hpp"
 #include "trace/debug.hpp"
+#include "trace/collectives.hpp"
 #include "trace/einsum.hpp"
 #include "trace/pytree.hpp"
 #include "trace/api.hpp"
@@ -58,7 +59,10 @@
 #include "trace/control_bind.hpp"
 #include "trace/scan.hpp"
 #include "trace/random.hpp"
-// Running: the eager kernels and the interpreter.
+// Running: the eager kernels and the interpreter; the ranks (MPI: its header
+// in the implementation TU only).
+#include "runtime/distributed.hpp"
+#include "runtime/collective_impl.hpp"
 #include "eager/debug_print.hpp"
 #include "eager/kernel_util.hpp"
 #include "eager/kernels_arg.hpp"

@@ -49,6 +49,13 @@ class ArithmeticError : public Error {
 public:
   using Error::Error;
 };
+// An axis name that no enclosing shard_map's mesh has, or a collective
+// (psum, all_gather, ...) called outside shard_map (JAX's NameError,
+// "unbound axis name").
+class NameError : public Error {
+public:
+  using Error::Error;
+};
 // A broken invariant inside dynstage itself: please report it.
 class InternalError : public Error {
 public:

@@ -229,6 +229,31 @@ inline Sample sample_of(Prim p) {
             return x;
           },
           sample_array(DType::f64, {3}));
+    // The collectives over axis 'x' of mesh 0, the one-rank mesh every
+    // process has (runtime/distributed.hpp): a group of one, where psum is
+    // the identity, all_gather adds an axis of size 1, ppermute (0, 0) is
+    // the identity and axis_index is 0. Their multi-rank behaviour is
+    // tests/distributed/'s, under mpirun.
+    case Prim::psum:
+    case Prim::pmax:
+    case Prim::pmin: return b.eqn(p, {b.in(DType::f64, {2, 3})}, CollectiveParams{}.with_form(CollectiveForm::reduce));
+    case Prim::all_gather: {
+      CollectiveParams c = CollectiveParams{}.with_form(CollectiveForm::gather);
+      c.dimension = 1;
+      return b.eqn(p, {b.in(DType::f64, {2, 3})}, c);
+    }
+    case Prim::ppermute: {
+      CollectiveParams c = CollectiveParams{}.with_form(CollectiveForm::permute);
+      c.perm = {{0, 0}};
+      return b.eqn(p, {b.in(DType::f64, {2, 3})}, c);
+    }
+    case Prim::all_to_all: {  // split axis 1 (of the group's size, 1), stacked at axis 0
+      CollectiveParams c = CollectiveParams{}.with_form(CollectiveForm::to_all);
+      c.dimension = 1;
+      c.concat_axis = 0;
+      return b.eqn(p, {b.in(DType::f64, {2, 1, 3})}, c);
+    }
+    case Prim::axis_index: return b.eqn(p, {}, CollectiveParams{}.with_form(CollectiveForm::index));
   }
   throw std::logic_error("prim_samples: bad primitive tag");
 }

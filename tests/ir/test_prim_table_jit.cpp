@@ -34,6 +34,11 @@ const std::map<Prim, std::string> kNotFuzzed = {
     {Prim::debug_callback,
      "an effect with no outputs: the fuzzer compares the outputs of jit and eager, which a print does not change; "
      "its lines are compared by tests/jit/test_jit_debug_print.cpp"},
+#define DYN_NOT_FUZZED(e, ...)                                                                                 \
+  {Prim::e, "a collective: it needs a mesh axis bound by dyn::shard_map and, for more than one rank, mpirun; " \
+            "tests/distributed/ compares it with single-process results"},
+    DYN_COLLECTIVE_PRIMITIVES(DYN_NOT_FUZZED)
+#undef DYN_NOT_FUZZED
 };
 
 // The seeds whose programs must cover every primitive (dynstage_fuzz's

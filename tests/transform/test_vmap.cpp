@@ -146,7 +146,7 @@ TEST_CASE("vmap rules: every primitive batched equals the primitive lane by lane
   // The tally, so that a primitive moving between the groups is seen.
   CHECK(checked + missing + no_operands == static_cast<int>(prim_samples::all_prims().size()));
   CHECK(missing == 0);
-  CHECK(no_operands == 1);
+  CHECK(no_operands == 2);  // iota, axis_index
 }
 
 TEST_CASE("vmap: dyn::vmap(f, {0, dyn::none}, 0) maps f over the batch axis, eager") {

@@ -17,6 +17,7 @@
 
 #include <bit>
 
+#include "../runtime/distributed.hpp"
 #include "debug_print.hpp"
 #include "kernel_util.hpp"
 #include "kernels_arg.hpp"
@@ -585,6 +586,16 @@ inline std::vector<AnyArray> impl_rule(PrimTag<Prim::debug_callback>, const std:
   debug_print_line(p.fmt, values);
   return {};
 }
+
+// The collectives: runtime/distributed.hpp moves the data (one rank alone:
+// no MPI).
+#define DYN_COLLECTIVE_IMPL(e, ...)                                                                   \
+  inline AnyArray impl_rule(PrimTag<Prim::e>, const std::vector<AnyArray>& in, const Aval&,           \
+                            const CollectiveParams& p) {                                              \
+    return collective_impl(Prim::e, in, p).at(0);                                                     \
+  }
+DYN_COLLECTIVE_PRIMITIVES(DYN_COLLECTIVE_IMPL)
+#undef DYN_COLLECTIVE_IMPL
 
 template <Prim P>
 AnyArray impl_rule(PrimTag<P>, const std::vector<AnyArray>&, const Aval&, const params_of_t<P>&) {

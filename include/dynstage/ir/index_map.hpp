@@ -105,7 +105,7 @@ constexpr bool is_layout(Prim p) {
     DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) return false;
+    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) return false;
   }
   return false;
 }
@@ -133,7 +133,7 @@ inline std::size_t mapped_inputs(const Eqn& e) {
     DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
+    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("mapped_inputs: " + std::string(prim_name(e.prim)) + " is not a layout primitive");
 }
@@ -315,7 +315,7 @@ inline IndexMap index_map(const Jaxpr& j, const Eqn& e, std::size_t k = 0) {
     DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
+    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("index_map: " + std::string(prim_name(e.prim)) + " is not a layout primitive");
 }

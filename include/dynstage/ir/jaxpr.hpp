@@ -162,7 +162,8 @@ bool has_effect(const Eqn& e) {
     case Kind::reduction:
     case Kind::cumulative:
     case Kind::sort:
-    case Kind::contraction: return false;
+    case Kind::contraction:
+    case Kind::collective: return false;  // (every rank runs the same program: dead on one, dead on all)
   }
   for (const Jaxpr* b : bodies_of(e.params))
     if (has_effect(*b)) return true;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -291,10 +292,44 @@ struct DebugCallbackParams {
   friend bool operator==(const DebugCallbackParams&, const DebugCallbackParams&) = default;
 };
 
+// The collectives (psum pmax pmin all_gather ppermute all_to_all axis_index;
+// runtime/distributed.hpp, API.md section 16). One struct for the family;
+// `form` says which of JAX's parameter lists it prints (print.hpp):
+//   reduce:  psum[axes=('x',) axis_index_groups=None]   (pmax, pmin)
+//   gather:  all_gather[all_gather_dimension=0 axis_index_groups=None axis_name=('x',) axis_size=2 tiled=False]
+//   permute: ppermute[axis_name=x perm=((0, 1), (1, 0))]
+//   to_all:  all_to_all[axis_index_groups=None axis_name=x concat_axis=0 split_axis=0 tiled=False]
+//   index:   axis_index[axis_name=x]
+// `mesh` (the id of the dyn::Mesh the names belong to, not printed) is what
+// the eager kernel and the runtime find the ranks by; `axis_size` is the
+// product of the named axes' sizes, recorded at bind time so that the shape
+// rules need no mesh.
+enum class CollectiveForm : std::uint8_t { reduce, gather, permute, to_all, index };
+struct CollectiveParams {
+  CollectiveForm form = CollectiveForm::reduce;
+  std::vector<std::string> axes = {"x"};
+  int mesh = 0;                  // mesh 0: the one-rank mesh ('x',) every process has
+  std::int64_t axis_size = 1;
+  std::int64_t dimension = 0;    // all_gather_dimension; all_to_all's split_axis
+  std::int64_t concat_axis = 0;  // all_to_all
+  bool tiled = false;            // all_gather, all_to_all
+  std::vector<std::pair<std::int64_t, std::int64_t>> perm;  // ppermute: (source, destination) pairs
+  friend bool operator==(const CollectiveParams&, const CollectiveParams&) = default;
+  // The params of another collective over the same axes of the same mesh.
+  CollectiveParams with_form(CollectiveForm f) const {
+    CollectiveParams c;
+    c.form = f;
+    c.axes = axes;
+    c.mesh = mesh;
+    c.axis_size = axis_size;
+    return c;
+  }
+};
+
 using Params = std::variant<NoParams, ConvertParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
                             RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
                             DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams, CheckpointParams,
-                            DebugCallbackParams>;
+                            DebugCallbackParams, CollectiveParams>;
 }  // namespace detail
 }  // namespace dyn

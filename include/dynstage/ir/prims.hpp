@@ -32,8 +32,8 @@ namespace detail {
 // others: the five elementwise kinds (one output element per index, from the
 // operands' elements at that index), layout (`structural`: moves elements),
 // reduction, cumulative (running reductions), sort, contraction, control flow and effects (no
-// outputs; run for what they do: debug_callback prints). (No collective primitive exists yet; one would
-// be a new Kind.)
+// outputs; run for what they do: debug_callback prints) and collectives (shard_map's communication
+// between ranks, runtime/distributed.hpp).
 enum class Kind : std::uint8_t {
   unary,       // elementwise, one operand, same shape out
   binary,      // elementwise, two operands of equal shape
@@ -49,6 +49,7 @@ enum class Kind : std::uint8_t {
   contraction, // dot_general
   control,     // for_loop, while_loop, cond, scan, checkpoint: nested jaxprs (trace/control.hpp, trace/scan.hpp)
   effect,      // debug_callback (dyn::debug_print): no outputs; never dropped or reordered against other effects
+  collective,  // psum pmax pmin all_gather ppermute all_to_all axis_index: over the ranks of named mesh axes
 };
 
 // ---------------------------------------------------------------------------
@@ -263,6 +264,14 @@ inline constexpr int kVariadic = -1;
   X(checkpoint,           "checkpoint",           control,     CheckpointParams,       -1, any,             false, simple,         none,  none)
 #define DYN_EFFECT_PRIMITIVES(X) \
   X(debug_callback,       "debug_callback",       effect,      DebugCallbackParams,    -1, any,             false, simple,         none,  none)
+#define DYN_COLLECTIVE_PRIMITIVES(X) \
+  X(psum,                 "psum",                 collective,  CollectiveParams,        1, numeric,         false, simple,         none,  none)              \
+  X(pmax,                 "pmax",                 collective,  CollectiveParams,        1, numeric,         false, simple,         none,  none)              \
+  X(pmin,                 "pmin",                 collective,  CollectiveParams,        1, numeric,         false, simple,         none,  none)              \
+  X(all_gather,           "all_gather",           collective,  CollectiveParams,        1, any,             false, simple,         none,  none)              \
+  X(ppermute,             "ppermute",             collective,  CollectiveParams,        1, any,             false, simple,         none,  none)              \
+  X(all_to_all,           "all_to_all",           collective,  CollectiveParams,        1, any,             false, simple,         none,  none)              \
+  X(axis_index,           "axis_index",           collective,  CollectiveParams,        0, any,             false, simple,         none,  none)
 // clang-format on
 
 #define DYN_ELEMENTWISE_PRIMITIVES(X)                                                                     \
@@ -271,7 +280,7 @@ inline constexpr int kVariadic = -1;
 #define DYN_PRIMITIVES(X)                                                                                  \
   DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_SCATTER_PRIMITIVES(X)                \
   DYN_REDUCTION_PRIMITIVES(X) DYN_CUMULATIVE_PRIMITIVES(X) DYN_SORT_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X)        \
-  DYN_CONTROL_PRIMITIVES(X) DYN_EFFECT_PRIMITIVES(X)
+  DYN_CONTROL_PRIMITIVES(X) DYN_EFFECT_PRIMITIVES(X) DYN_COLLECTIVE_PRIMITIVES(X)
 
 // `case Prim::x:` for every row of a list: a `switch` over Prim names whole
 // categories this way, so it stays exhaustive (-Werror=switch) without a
@@ -368,6 +377,9 @@ DYN_CONTROL_PRIMITIVES(DYN_X)
 #define KIND effect
 DYN_EFFECT_PRIMITIVES(DYN_X)
 #undef KIND
+#define KIND collective
+DYN_COLLECTIVE_PRIMITIVES(DYN_X)
+#undef KIND
 #undef DYN_X
 
 constexpr int expected_arity(Kind k) {
@@ -384,7 +396,8 @@ constexpr int expected_arity(Kind k) {
     case Kind::sort:
     case Kind::contraction:
     case Kind::control:
-    case Kind::effect: return -2;  // the row's own
+    case Kind::effect:
+    case Kind::collective: return -2;  // the row's own
   }
   return -2;
 }
@@ -402,7 +415,7 @@ constexpr const char* check_rows() {
     // Their own loop nests: emit_scatter, emit_reduction, emit_cumulative, emit_sort, emit_dot, lower_control.hpp.
     if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::sort ||
          r.kind == Kind::contraction ||
-         r.kind == Kind::control || r.kind == Kind::effect) && r.fused)
+         r.kind == Kind::control || r.kind == Kind::effect || r.kind == Kind::collective) && r.fused)
       return "scatters, reductions, cumulative ops, sort, contractions, control flow and effects are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";
     if (r.vector_math && (r.cost != Cost::transcendental || (r.kind != Kind::unary && r.kind != Kind::binary)))

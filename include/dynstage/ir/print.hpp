@@ -413,6 +413,38 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
             return std::vector<pp::KeyValue>{{"callback", text("<function debug_print fmt=" + py_str_repr(p.fmt) + ">")},
                                              {"effect", text("Debug")}};
           },
+          // The collectives: JAX's parameter lists (ir/params.hpp, CollectiveParams).
+          [](const CollectiveParams& p) {
+            std::string names = "(";
+            for (std::size_t k = 0; k < p.axes.size(); ++k) names += (k ? ", " : "") + py_str_repr(p.axes[k]);
+            names += p.axes.size() == 1 ? ",)" : ")";
+            const std::string name = p.axes.size() == 1 ? p.axes[0] : names;
+            switch (p.form) {
+              case CollectiveForm::reduce:
+                return std::vector<pp::KeyValue>{{"axes", text(names)}, {"axis_index_groups", text("None")}};
+              case CollectiveForm::gather:
+                return std::vector<pp::KeyValue>{{"all_gather_dimension", text(std::to_string(p.dimension))},
+                                                 {"axis_index_groups", text("None")},
+                                                 {"axis_name", text(names)},
+                                                 {"axis_size", text(std::to_string(p.axis_size))},
+                                                 {"tiled", text(py_bool(p.tiled))}};
+              case CollectiveForm::permute: {
+                std::string perm = "(";
+                for (std::size_t k = 0; k < p.perm.size(); ++k)
+                  perm += (k ? ", (" : "(") + std::to_string(p.perm[k].first) + ", " + std::to_string(p.perm[k].second) + ")";
+                perm += p.perm.size() == 1 ? ",)" : ")";
+                return std::vector<pp::KeyValue>{{"axis_name", text(name)}, {"perm", text(perm)}};
+              }
+              case CollectiveForm::to_all:
+                return std::vector<pp::KeyValue>{{"axis_index_groups", text("None")},
+                                                 {"axis_name", text(name)},
+                                                 {"concat_axis", text(std::to_string(p.concat_axis))},
+                                                 {"split_axis", text(std::to_string(p.dimension))},
+                                                 {"tiled", text(py_bool(p.tiled))}};
+              case CollectiveForm::index: return std::vector<pp::KeyValue>{{"axis_name", text(name)}};
+            }
+            return std::vector<pp::KeyValue>{};
+          },
           [](const DotGeneralParams& p) {
             return std::vector<pp::KeyValue>{
                 {"dimension_numbers", text("((" + py_list(p.lhs_contracting) + ", " + py_list(p.rhs_contracting) +

@@ -624,11 +624,11 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::debug_callback>, const std::ve
   check_debug_specs(p.fmt, dtypes);
   return {};
 }
-// gather and the scatters, sort and top_k: their own files, in this namespace.
+// gather and the scatters, sort and top_k, rev and pad, the collectives: their own files, in this namespace.
 #include "shape_rules_index.hpp"
 #include "shape_rules_sort.hpp"
-// rev and pad: theirs.
 #include "shape_rules_layout.hpp"
+#include "shape_rules_collective.hpp"
 
 template <Prim P>
 std::vector<Aval> shape_rule(PrimTag<P>, const std::vector<Aval>&, const params_of_t<P>&) {

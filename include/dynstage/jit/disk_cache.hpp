@@ -437,6 +437,22 @@ std::string DiskKey::hex() const {
   return buf;
 }
 
+// Every collective equation of j and of its nested bodies, with its jaxpr.
+template <class F>
+void for_each_collective(const Jaxpr& j, F&& f) {
+  for (const Eqn& e : j.eqns) {
+    if (prim_kind(e.prim) == Kind::collective) f(j, e);
+    if (const auto* p = std::get_if<ForLoopParams>(&e.params)) for_each_collective(*p->body_jaxpr, f);
+    if (const auto* p = std::get_if<ScanParams>(&e.params)) for_each_collective(*p->jaxpr, f);
+    if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
+      for_each_collective(*p->cond_jaxpr, f);
+      for_each_collective(*p->body_jaxpr, f);
+    }
+    if (const auto* p = std::get_if<CondParams>(&e.params))
+      for (const auto& br : p->branches) for_each_collective(*br, f);
+  }
+}
+
 DiskKey disk_key(const Jaxpr& j, const std::vector<bool>& kernel_sized, const std::vector<bool>& donated) {
   std::string text = "dynstage disk cache key\n" + disk::process_fingerprint();
   text += "\nkernel-allocated results " + disk::bits_str(kernel_sized);
@@ -445,6 +461,12 @@ DiskKey disk_key(const Jaxpr& j, const std::vector<bool>& kernel_sized, const st
   text += std::string("\ncount_copies ") + (count_copies().load() ? "1" : "0") + " buffer_reuse " +
           (buffer_reuse().load() ? "1" : "0");
   text += "\njaxpr\n" + to_string(j) + "\nliterals ";
+  // What the printed jaxpr leaves out of a collective: its mesh's shape and
+  // group size (runtime/distributed.hpp, collective_descriptor).
+  for_each_collective(j, [&](const Jaxpr& in, const Eqn& e) {
+    text += "\n" + collective_descriptor(e.prim, e.inputs.empty() ? DType::i32 : in.type_of(e.inputs[0]).dtype,
+                                         std::get<CollectiveParams>(e.params));
+  });
   disk::literal_bits(j, text);
   const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
   return DiskKey{h.low64, h.high64};

@@ -117,6 +117,7 @@ inline constexpr std::int32_t kKernelOutOfMemory = 8;     // a temporary could n
 inline constexpr std::int32_t kKernelNegativeSize = 16;   // a size computed in the kernel is negative
 inline constexpr std::int32_t kKernelGatherEmpty = 32;    // a gather indexes into an operand axis of size 0
 inline constexpr std::int32_t kKernelTopKTooLarge = 64;   // top_k's k exceeds a runtime axis size
+inline constexpr std::int32_t kKernelCollectiveFailed = 128;  // a collective raised (collective_pending_error())
 
 using KernelFn = std::int32_t (*)(const void* const*, void* const*);
 

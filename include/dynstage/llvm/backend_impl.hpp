@@ -257,6 +257,10 @@ void throw_kernel_error(std::int32_t code, const std::source_location* jit_site)
     throw IndexError(with_context(place("gather: cannot index into an operand axis of size 0 (the result is not empty)")));
   if (code & kKernelTopKTooLarge)
     throw ShapeError(with_context(place("top_k: k is larger than the size of the axis it selects from")));
+  if (code & kKernelCollectiveFailed) {  // the collective's own error (runtime/distributed.hpp), as eagerly
+    std::exception_ptr e = std::exchange(collective_pending_error(), nullptr);
+    if (e) std::rethrow_exception(e);
+  }
   internal_error("kernel returned unknown code " + std::to_string(code));
 }
 

@@ -168,7 +168,9 @@ struct Walk {
       case Kind::sort:
       case Kind::contraction:
       case Kind::control:
-      case Kind::effect: internal_error("plan_fusion: a scatter, reduction, dot_general, control or effect equation is not fusible");
+      case Kind::effect:
+      case Kind::collective:
+        internal_error("plan_fusion: a scatter, reduction, dot_general, control, effect or collective equation is not fusible");
     }
   }
 
@@ -198,7 +200,7 @@ struct Walk {
         }
         [[fallthrough]];
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
-      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL)
         for (const Atom& a : e.inputs) visit(a, ei, -1, space, ei);  // operands are buffers by now
         return;
       case Prim::concatenate:
@@ -422,6 +424,10 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
     if (prim_kind(e.prim) == Kind::effect)
       for (const Atom& a : e.inputs)
         if (a.is_var()) mark(plan, a.var, "debug_callback operand");
+    // A collective's runtime routine (dynstage_collective) reads its operand from memory.
+    if (prim_kind(e.prim) == Kind::collective)
+      for (const Atom& a : e.inputs)
+        if (a.is_var()) mark(plan, a.var, std::string(prim_name(e.prim)) + " operand");
     // top_k's runtime routine reads its operand from memory.
     if (e.prim == Prim::top_k && e.inputs[0].is_var()) mark(plan, e.inputs[0].var, "top_k operand");
     if (e.prim == Prim::dot_general) {

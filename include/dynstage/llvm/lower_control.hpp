@@ -136,7 +136,7 @@ inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
+    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("LLVM lowering: emit_control on " + std::string(prim_name(j_.eqns[ei].prim)));
 }

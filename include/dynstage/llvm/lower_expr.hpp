@@ -588,7 +588,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::cond:
     case Prim::scan:
     case Prim::checkpoint:
-    case Prim::debug_callback: return not_fusible();
+    case Prim::debug_callback:
+    DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) return not_fusible();
   }
   return not_fusible();
 }

@@ -35,6 +35,7 @@ inline void Lowering::emit_root(std::size_t ei) {
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::effect: internal_error("LLVM lowering: an effect reached emit_root (emit_debug_print)");
+    case Kind::collective: emit_collective(e, out); return;  // a call on the calling thread
     case Kind::structural:
       // The layout primitives that are never fused write windows.
       if (!is_fusible(e.prim)) return emit_window_root(e, out);
@@ -216,7 +217,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
       DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
-      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
+      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
     }
     internal_error("emit_reduction: " + std::string(prim_name(p)) + " is not a reduction");
   };

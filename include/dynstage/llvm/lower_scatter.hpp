@@ -50,7 +50,7 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
       DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
-      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
+      DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
     }
     internal_error("emit_scatter: " + std::string(prim_name(p)) + " is not a scatter primitive");
   };

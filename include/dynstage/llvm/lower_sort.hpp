@@ -21,6 +21,13 @@
 // and dimensions. It is a root of its own, emitted between the roots before
 // and after it on the calling thread, never inside a parallel region or a
 // row group: prints happen in program order, once per execution.
+// And the collectives (psum, all_gather, ...; runtime/distributed.hpp):
+// `dynstage_collective(desc, x, rank, dims, out, out_bytes)` with the
+// operand's buffer (materialised by the fusion plan; a literal in a stack
+// slot), a root of its own on the calling thread (row groups end at it, as
+// at every root that is neither fusible nor a reduction). A non-zero return
+// (the ranks' blocks differ, ...) stops the kernel with
+// kKernelCollectiveFailed, and the call rethrows the collective's error.
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -121,6 +128,43 @@ inline void Lowering::emit_debug_print(const Eqn& e) {
   llvm::FunctionCallee f = E.mod.getOrInsertFunction(kDebugPrintRoutine, fty);
   llvm::Value* fmt = b.CreateGlobalString(p.fmt, "debug.fmt", 0, &E.mod);
   b.CreateCall(f, {fmt, E.c64(n), data, dtypes, ranks, dims});
+}
+
+inline void Lowering::emit_collective(const Eqn& e, llvm::Value* out) {
+  const auto& p = std::get<CollectiveParams>(e.params);
+  llvm::Value* x = llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(E.ctx));
+  llvm::Value* dims = llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(E.ctx));
+  std::int64_t rank = 0;
+  DType dt = DType::i32;
+  if (!e.inputs.empty()) {
+    const Atom& a = e.inputs[0];
+    const Type& t = j_.type_of(a);
+    dt = t.dtype;
+    rank = static_cast<std::int64_t>(t.rank());
+    if (a.is_var()) {
+      x = buf_[static_cast<std::size_t>(a.var)];
+      if (!x) internal_error("LLVM lowering: a collective's operand has no buffer");
+      const Dims d = dims_of(a.var);
+      dims = E.entry_alloca(E.i64, std::max<std::int64_t>(rank, 1), 8);
+      for (std::size_t k = 0; k < d.size(); ++k) b.CreateStore(d[k], b.CreateConstInBoundsGEP1_64(E.i64, dims, k));
+    } else {
+      x = E.entry_alloca(E.i8, 8, 8);
+      E.store(x, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i));
+    }
+  }
+  const Dims od = dims_of(e.outputs[0]);
+  llvm::Value* bytes = E.mul(numel(od, 0), E.c64(static_cast<std::int64_t>(dtype_size(type(e.outputs[0]).dtype))));
+  llvm::FunctionType* fty = llvm::FunctionType::get(E.i32, {E.ptr, E.ptr, E.i64, E.ptr, E.ptr, E.i64}, false);
+  llvm::FunctionCallee f = E.mod.getOrInsertFunction(kCollectiveRoutine, fty);
+  llvm::Value* desc = b.CreateGlobalString(collective_descriptor(e.prim, dt, p), "collective.desc", 0, &E.mod);
+  llvm::Value* rc = b.CreateCall(f, {desc, x, E.c64(rank), dims, out, bytes});
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "collective.failed", fn);
+  llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "collective.ok", fn);
+  b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), bad, ok, E.weights(1, 1000));
+  b.SetInsertPoint(bad);
+  E.exit_with(b.getInt32(kKernelCollectiveFailed));
+  b.SetInsertPoint(ok);
 }
 
 }  // namespace dyn::detail::llvmjit

@@ -288,6 +288,7 @@ inline std::string sort_routine(DType d) { return "dynstage_sort_" + std::string
 inline std::string top_k_routine(DType d) { return "dynstage_top_k_" + std::string(dtype_name(d)); }
 inline constexpr const char* kSortMultiRoutine = "dynstage_sort_multi";
 inline constexpr const char* kDebugPrintRoutine = "dynstage_debug_print";  // eager/debug_print.hpp
+inline constexpr const char* kCollectiveRoutine = "dynstage_collective";  // runtime/distributed.hpp
 // The copy counter (backend.hpp, count_copies): called only by kernels
 // compiled while it is on.
 inline void count_bytes_entry(std::int64_t n) { copied_bytes().fetch_add(n, std::memory_order_relaxed); }
@@ -340,6 +341,7 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   syms[jit.mangleAndIntern(kCountBytesRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&count_bytes_entry), flags};
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
   syms[jit.mangleAndIntern(kDebugPrintRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&::dynstage_debug_print), flags};
+  syms[jit.mangleAndIntern(kCollectiveRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&::dynstage_collective), flags};
   check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))), "defining the runtime routines");
 }
 

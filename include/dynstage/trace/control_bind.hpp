@@ -352,7 +352,7 @@ std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, 
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
+    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("control_abstract_eval: " + std::string(prim_name(prim)) + " is not a control-flow primitive");
 }
@@ -412,7 +412,7 @@ std::vector<AnyArray> control_impl(Prim prim, const std::vector<AnyArray>& in, c
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) break;
+    DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
   }
   internal_error("control_impl: " + std::string(prim_name(prim)) + " is not a control-flow primitive");
 }

@@ -464,6 +464,17 @@ BatchOut batch_rule(Prim p, const std::vector<Value>& x, const std::vector<BDim>
     }
     case Kind::contraction: return dot_rule(x, dims, params);
     case Kind::effect: return {bind(p, x, params), {}};  // debug_callback prints the batched operands
+    case Kind::collective: {
+      // The batch axis is one more axis of every rank's block: moved to the
+      // front, the collective's axes shift by one (psum pmax pmin ppermute
+      // act elementwise on the block; axis_index has no operand).
+      if (x.empty()) return {bind(p, x, params, true), {std::nullopt}};
+      CollectiveParams c = std::get<CollectiveParams>(params);
+      const Value op = to_front(x[0], dims[0], batch_size(x, dims));
+      if (p == Prim::all_gather || p == Prim::all_to_all) ++c.dimension;
+      if (p == Prim::all_to_all) ++c.concat_axis;
+      return {{bind1(p, {op}, c, true)}, {0}};
+    }
     case Kind::control: return batch_control(p, x, dims, params);
   }
   internal_error("vmap: no batching rule for " + std::string(prim_name(p)));

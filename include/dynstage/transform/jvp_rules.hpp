@@ -42,6 +42,8 @@ inline bool differentiable_dtype(DType d) { return is_float(d); }
 // (comparisons, bit operations, argmax, ...) need no rule and are not here.
 inline const char* jvp_missing(Prim p) {
   switch (p) {
+    case Prim::pmax:
+    case Prim::pmin: return "JAX defines no derivative of pmax/pmin either (which rank's block is chosen is not smooth)";
     default: return nullptr;
   }
 }
@@ -503,6 +505,15 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
       return {{y}, {plus(ta, tb, y.shape())}};
     }
     case Kind::effect: return {bind(p, x, params), {}};  // debug_callback: no outputs; it prints the primals
+    case Kind::collective: {
+      // psum, all_gather, ppermute, all_to_all are linear: the tangent goes
+      // through the same collective (JAX's deflinear2). axis_index has no
+      // tangent. Staged whenever tracing: a rank's index or block is never a
+      // constant of the program.
+      const std::vector<Value> y = bind(p, x, params, /*stage=*/true);
+      if (p == Prim::axis_index || !t[0]) return {y, {std::nullopt}};
+      return {y, {Tangent(bind(p, {instantiate(t[0], x[0])}, params, /*stage=*/true).at(0))}};
+    }
     case Kind::control: return control_jvp(p, x, t, params);
   }
   internal_error("jvp: no rule for " + std::string(prim_name(p)));

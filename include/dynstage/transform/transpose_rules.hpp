@@ -428,6 +428,41 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
       }
       return r;
     }
+    case Kind::collective: {
+      // Each rank's output is its own value (pmap's convention: the
+      // function differentiated is the sum over ranks of each rank's
+      // outputs), so psum transposes to psum, ppermute to the inverse
+      // permutation, all_to_all to the all_to_all back, and all_gather to a
+      // reduce-scatter (psum, then this rank's block).
+      CollectiveParams c = std::get<CollectiveParams>(params);
+      switch (p) {
+        case Prim::psum: r[0] = bind1(Prim::psum, {g}, c, true); return r;
+        case Prim::ppermute:
+          for (auto& pr : c.perm) std::swap(pr.first, pr.second);
+          r[0] = bind1(Prim::ppermute, {g}, c, true);
+          return r;
+        case Prim::all_to_all:
+          std::swap(c.dimension, c.concat_axis);
+          r[0] = bind1(Prim::all_to_all, {g}, c, true);
+          return r;
+        case Prim::all_gather: {
+          const Value summed = bind1(Prim::psum, {g}, c.with_form(CollectiveForm::reduce), true);
+          const Value idx = bind1(Prim::axis_index, {}, c.with_form(CollectiveForm::index), true);
+          const auto d = static_cast<std::size_t>(c.dimension);
+          const Dim block = c.tiled ? in[0].shape[d] : Dim(1);
+          Shape sizes = g.shape();
+          sizes[d] = block;
+          std::vector<Value> starts(sizes.size(), lit(DType::i32, 0));
+          starts[d] = block.is_static() ? bind1(Prim::mul, {idx, lit(DType::i32, static_cast<double>(block.value()))}) :
+                                          bind1(Prim::mul, {idx, convert(dim_operand_of(block), DType::i32)});
+          const Value mine = dynamic_slice(summed, starts, sizes);
+          r[0] = c.tiled ? mine : reshape(mine, in[0].shape);
+          return r;
+        }
+        default: break;
+      }
+      break;
+    }
     case Kind::compare:
     case Kind::sort:
     case Kind::effect:
