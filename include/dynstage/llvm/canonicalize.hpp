@@ -234,6 +234,9 @@ inline Jaxpr batch_small_dots(Jaxpr j) {
   }
   if (std::none_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() >= 2; })) return j;
   // Rewrite: each group's block replaces its last member; the others vanish.
+  std::vector<int> def(j.types.size(), -1);  // var -> its defining equation (before the rewrite)
+  for (std::size_t i = 0; i < j.eqns.size(); ++i)
+    for (int v : j.eqns[i].outputs) def[static_cast<std::size_t>(v)] = static_cast<int>(i);
   std::vector<std::vector<Eqn>> replace(j.eqns.size());
   std::vector<bool> drop(j.eqns.size(), false);
   for (const auto& [k, members] : groups) {
@@ -244,14 +247,44 @@ inline Jaxpr batch_small_dots(Jaxpr j) {
     const DType od = j.types[static_cast<std::size_t>(first.outputs[0])].dtype;
     const std::int64_t B = std::get<3>(k), M = std::get<4>(k), N = std::get<6>(k);
     std::vector<Eqn>& block = replace[members.back()];
+    // The operands, each back through the reshapes/squeezes that produced it
+    // (row-major order is kept by both) while all members' sources have one
+    // static type of rank >= 1: their concatenation along axis 0 holds member
+    // after member, exactly the layout of the (n*B, ...) operand. Its nest
+    // then runs over the source's own shape (a convolution's image slice is
+    // copied as a slice, not read through a reshape's divisions).
     auto cat = [&](int side, const Type& t) {
       std::vector<Atom> ins;
       for (std::size_t m : members) ins.push_back(j.eqns[m].inputs[static_cast<std::size_t>(side)]);
-      Type ct = t;
-      ct.shape[0] = JDim{n * B, -1};
-      const int v = j.new_var(std::move(ct));
+      for (;;) {
+        std::vector<Atom> next;
+        for (const Atom& a : ins) {
+          const int q = a.is_var() ? def[static_cast<std::size_t>(a.var)] : -1;
+          if (q < 0) break;
+          const Eqn& r = j.eqns[static_cast<std::size_t>(q)];
+          if ((r.prim != Prim::reshape && r.prim != Prim::squeeze) || !r.inputs[0].is_var()) break;
+          next.push_back(r.inputs[0]);
+        }
+        if (next.size() != ins.size()) break;
+        const Type t0 = j.type_of(next[0]);
+        if (t0.rank() == 0 || !static_dims(t0) ||
+            !std::all_of(next.begin(), next.end(), [&](const Atom& a) { return j.type_of(a) == t0; }))
+          break;
+        ins = std::move(next);
+      }
+      Type ct = j.type_of(ins[0]);
+      ct.shape[0] = JDim{n * ct.shape[0].value, -1};
+      Type target = t;
+      target.shape[0] = JDim{n * B, -1};
+      const bool direct = ct.shape == target.shape;
+      const int v = j.new_var(direct ? target : ct);
       block.push_back(Eqn{Prim::concatenate, std::move(ins), {v}, ConcatenateParams{0}});
-      return Atom::of_var(v);
+      if (direct) return Atom::of_var(v);
+      ReshapeParams rp;
+      for (const JDim& x : target.shape) rp.new_sizes.push_back(x.value);
+      const int w = j.new_var(std::move(target));
+      block.push_back(Eqn{Prim::reshape, {Atom::of_var(v)}, {w}, std::move(rp)});
+      return Atom::of_var(w);
     };
     const Atom l = cat(0, lt), r = cat(1, rt);
     const int d = j.new_var(Type{od, {JDim{n * B, -1}, JDim{M, -1}, JDim{N, -1}}, false});
