@@ -1,12 +1,16 @@
 // dynstage: the jaxpr rewrites before fusion planning (no LLVM here):
 // inline_checkpoints puts each checkpoint's body in its place, and
 // canonicalize_dots makes every dot_general a batched matrix product
-// (B,M,K) x (B,K,N) on reshaped/transposed operands.
+// (B,M,K) x (B,K,N) on reshaped/transposed operands, then batch_small_dots
+// merges independent same-shaped small products into one.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <queue>
+#include <tuple>
 #include <vector>
 
 #include "../ir/jaxpr.hpp"
@@ -118,6 +122,199 @@ inline Jaxpr inline_checkpoints(const Jaxpr& in) {
 }
 
 // ---------------------------------------------------------------------------
+// batch_small_dots (issue 25, item 3)
+//
+// After canonicalize_dots every product is dot_general((B,M,K), (B,K,N)) (or
+// a transposed operand form). Products with the same dtypes, the same static
+// B, M, K, N and the same operand forms that do not depend on each other (no
+// member's output reaches another member's operands, transitively) become ONE
+// product over a batch of count*B:
+//     lhs = concatenate[0](l_1, ..., l_n)    rhs = concatenate[0](r_1, ..., r_n)
+//     d   = dot_general(lhs, rhs)            (n*B, M, N)
+//     o_i = reshape(slice(d, [(i-1)B, 0, 0], [iB, M, N]))   (each member's own
+//                                                            output var/type)
+// so the module has one dot loop nest (or one GEMM call) per distinct shape,
+// not per product; the concatenates read their operands' fused expressions
+// (the slices of a convolution's image) and the slices of `d` fuse into
+// their consumers. Independence: a value's "dot depth" is the largest number
+// of candidate products on any path from the inputs to it; a product that
+// reaches another has a strictly smaller depth, so products of equal depth
+// are independent. Only SMALL products are merged (each product's operands
+// hold <= kBatchDotMaxElems elements: for those the per-product nest, not
+// the arithmetic, is the cost; large products keep their own GEMM and pay
+// no concatenation copy), with static sizes (a slice needs static bounds),
+// and never a matrix-vector product whose lhs stays fused (dot_fuses_lhs:
+// merging would materialise that lhs). The equations are then re-sorted
+// topologically (stable: original order wherever the dependencies allow;
+// effects and control flow keep their relative order).
+inline constexpr std::int64_t kBatchDotMaxElems = std::int64_t{1} << 17;
+
+// Stable topological order of `j`'s equations (Kahn's, smallest original
+// index first). Equations of kind effect or control stay in their order.
+inline void toposort_eqns(Jaxpr& j) {
+  const std::size_t n = j.eqns.size();
+  std::vector<int> producer(j.types.size(), -1);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int v : j.eqns[i].outputs) producer[static_cast<std::size_t>(v)] = static_cast<int>(i);
+  std::vector<std::vector<int>> users(n);
+  std::vector<int> indeg(n, 0);
+  int last_ordered = -1;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<int> deps;
+    for (const Atom& a : j.eqns[i].inputs)
+      if (a.is_var() && producer[static_cast<std::size_t>(a.var)] >= 0) deps.push_back(producer[static_cast<std::size_t>(a.var)]);
+    for (int v : j.eqns[i].outputs)
+      for (const JDim& d : j.types[static_cast<std::size_t>(v)].shape)
+        if (!d.is_static() && producer[static_cast<std::size_t>(d.var)] >= 0) deps.push_back(producer[static_cast<std::size_t>(d.var)]);
+    const Kind k = prim_kind(j.eqns[i].prim);
+    if (k == Kind::effect || k == Kind::control) {
+      if (last_ordered >= 0) deps.push_back(last_ordered);
+      last_ordered = static_cast<int>(i);
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (int d : deps) {
+      users[static_cast<std::size_t>(d)].push_back(static_cast<int>(i));
+      ++indeg[i];
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (std::size_t i = 0; i < n; ++i)
+    if (indeg[i] == 0) ready.push(static_cast<int>(i));
+  std::vector<Eqn> out;
+  out.reserve(n);
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    out.push_back(std::move(j.eqns[static_cast<std::size_t>(i)]));
+    for (int u : users[static_cast<std::size_t>(i)])
+      if (--indeg[static_cast<std::size_t>(u)] == 0) ready.push(u);
+  }
+  if (out.size() != n) internal_error("batch_small_dots: the merged products form a cycle");
+  j.eqns = std::move(out);
+}
+
+inline Jaxpr batch_small_dots(Jaxpr j) {
+  // The candidates and their group keys.
+  using Key = std::tuple<int, int, int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, std::size_t>;
+  auto static_dims = [](const Type& t) {
+    return std::all_of(t.shape.begin(), t.shape.end(), [](const JDim& d) { return d.is_static(); });
+  };
+  std::vector<std::optional<Key>> key(j.eqns.size());
+  std::size_t ncand = 0;
+  for (std::size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    if (e.prim != Prim::dot_general || e.inputs.size() != 2 || e.outputs.size() != 1) continue;
+    const auto& p = std::get<DotGeneralParams>(e.params);
+    if (!is_canonical_dot(p) || !e.inputs[0].is_var() || !e.inputs[1].is_var() || dot_fuses_lhs(j, e)) continue;
+    const Type &l = j.type_of(e.inputs[0]), &r = j.type_of(e.inputs[1]), &o = j.types[static_cast<std::size_t>(e.outputs[0])];
+    if (l.rank() != 3 || r.rank() != 3 || !static_dims(l) || !static_dims(r) || !static_dims(o)) continue;
+    const bool ta = dot_lhs_transposed(p), tb = dot_rhs_transposed(p);
+    const std::int64_t B = l.shape[0].value, M = l.shape[ta ? 2 : 1].value, K = l.shape[ta ? 1 : 2].value,
+                       N = r.shape[tb ? 1 : 2].value;
+    if (B * (M * K + K * N) > kBatchDotMaxElems || B * M * N == 0 || K == 0) continue;
+    key[i] = Key{static_cast<int>(l.dtype), static_cast<int>(r.dtype), static_cast<int>(o.dtype), B, M, K, N, ta, tb, 0};
+    ++ncand;
+  }
+  if (ncand < 2) return j;
+  // Dot depth (see above); the group key gets the depth as its last field.
+  std::vector<std::size_t> depth(j.types.size(), 0);
+  std::map<Key, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    std::size_t d = 0;
+    for (const Atom& a : e.inputs)
+      if (a.is_var()) d = std::max(d, depth[static_cast<std::size_t>(a.var)]);
+    if (key[i]) {
+      std::get<9>(*key[i]) = d;
+      groups[*key[i]].push_back(i);
+      ++d;
+    }
+    for (int v : e.outputs) depth[static_cast<std::size_t>(v)] = d;
+  }
+  if (std::none_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.size() >= 2; })) return j;
+  // Rewrite: each group's block replaces its last member; the others vanish.
+  std::vector<int> def(j.types.size(), -1);  // var -> its defining equation (before the rewrite)
+  for (std::size_t i = 0; i < j.eqns.size(); ++i)
+    for (int v : j.eqns[i].outputs) def[static_cast<std::size_t>(v)] = static_cast<int>(i);
+  std::vector<std::vector<Eqn>> replace(j.eqns.size());
+  std::vector<bool> drop(j.eqns.size(), false);
+  for (const auto& [k, members] : groups) {
+    if (members.size() < 2) continue;
+    const auto n = static_cast<std::int64_t>(members.size());
+    const Eqn& first = j.eqns[members[0]];
+    const Type lt = j.type_of(first.inputs[0]), rt = j.type_of(first.inputs[1]);
+    const DType od = j.types[static_cast<std::size_t>(first.outputs[0])].dtype;
+    const std::int64_t B = std::get<3>(k), M = std::get<4>(k), N = std::get<6>(k);
+    std::vector<Eqn>& block = replace[members.back()];
+    // The operands, each back through the reshapes/squeezes that produced it
+    // (row-major order is kept by both) while all members' sources have one
+    // static type of rank >= 1: their concatenation along axis 0 holds member
+    // after member, exactly the layout of the (n*B, ...) operand. Its nest
+    // then runs over the source's own shape (a convolution's image slice is
+    // copied as a slice, not read through a reshape's divisions).
+    auto cat = [&](int side, const Type& t) {
+      std::vector<Atom> ins;
+      for (std::size_t m : members) ins.push_back(j.eqns[m].inputs[static_cast<std::size_t>(side)]);
+      for (;;) {
+        std::vector<Atom> next;
+        for (const Atom& a : ins) {
+          const int q = a.is_var() ? def[static_cast<std::size_t>(a.var)] : -1;
+          if (q < 0) break;
+          const Eqn& r = j.eqns[static_cast<std::size_t>(q)];
+          if ((r.prim != Prim::reshape && r.prim != Prim::squeeze) || !r.inputs[0].is_var()) break;
+          next.push_back(r.inputs[0]);
+        }
+        if (next.size() != ins.size()) break;
+        const Type t0 = j.type_of(next[0]);
+        if (t0.rank() == 0 || !static_dims(t0) ||
+            !std::all_of(next.begin(), next.end(), [&](const Atom& a) { return j.type_of(a) == t0; }))
+          break;
+        ins = std::move(next);
+      }
+      Type ct = j.type_of(ins[0]);
+      ct.shape[0] = JDim{n * ct.shape[0].value, -1};
+      Type target = t;
+      target.shape[0] = JDim{n * B, -1};
+      const bool direct = ct.shape == target.shape;
+      const int v = j.new_var(direct ? target : ct);
+      block.push_back(Eqn{Prim::concatenate, std::move(ins), {v}, ConcatenateParams{0}});
+      if (direct) return Atom::of_var(v);
+      ReshapeParams rp;
+      for (const JDim& x : target.shape) rp.new_sizes.push_back(x.value);
+      const int w = j.new_var(std::move(target));
+      block.push_back(Eqn{Prim::reshape, {Atom::of_var(v)}, {w}, std::move(rp)});
+      return Atom::of_var(w);
+    };
+    const Atom l = cat(0, lt), r = cat(1, rt);
+    const int d = j.new_var(Type{od, {JDim{n * B, -1}, JDim{M, -1}, JDim{N, -1}}, false});
+    block.push_back(Eqn{Prim::dot_general, {l, r}, {d}, first.params});
+    for (std::int64_t i = 0; i < n; ++i) {
+      const int out = j.eqns[members[static_cast<std::size_t>(i)]].outputs[0];
+      const Type ot = j.types[static_cast<std::size_t>(out)];
+      const std::vector<JDim> bmn{JDim{B, -1}, JDim{M, -1}, JDim{N, -1}};
+      const bool same = ot.shape == bmn;
+      const int s = same ? out : j.new_var(Type{od, bmn, false});
+      block.push_back(Eqn{Prim::slice, {Atom::of_var(d)}, {s}, SliceParams{{i * B, 0, 0}, {(i + 1) * B, M, N}, {}}});
+      if (!same) {
+        ReshapeParams rp;
+        for (const JDim& x : ot.shape) rp.new_sizes.push_back(x.value);
+        block.push_back(Eqn{Prim::reshape, {Atom::of_var(s)}, {out}, std::move(rp)});
+      }
+    }
+    for (std::size_t m : members) drop[m] = true;
+  }
+  std::vector<Eqn> eqns;
+  for (std::size_t i = 0; i < j.eqns.size(); ++i) {
+    if (!drop[i]) eqns.push_back(std::move(j.eqns[i]));
+    for (Eqn& q : replace[i]) eqns.push_back(std::move(q));
+  }
+  j.eqns = std::move(eqns);
+  toposort_eqns(j);
+  return j;
+}
+
+// ---------------------------------------------------------------------------
 // canonicalize_dots (checkpoints inlined first)
 
 inline Jaxpr canonicalize_dots(const Jaxpr& in0) {
@@ -203,7 +400,7 @@ inline Jaxpr canonicalize_dots(const Jaxpr& in0) {
     d.params = DotGeneralParams{{ta ? 1 : 2}, {tb ? 2 : 1}, {0}, {0}};
     j.eqns.push_back(std::move(d));
   }
-  return j;
+  return batch_small_dots(std::move(j));
 }
 
 }  // namespace dyn::detail
