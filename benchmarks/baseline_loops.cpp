@@ -106,6 +106,25 @@ void row_update(const double* __restrict x, double* __restrict out, std::int64_t
     for (std::int64_t k = 0; k < n; ++k) out[i * n + k] = out[i * n + k] * 0.5 + 1.0;
 }
 
+void conv2d_3x3(const float* __restrict img, const float* __restrict w, const float* __restrict b,
+                float* __restrict out, std::int64_t nb, std::int64_t h, std::int64_t wd, std::int64_t c,
+                std::int64_t nf) {
+  const std::int64_t oh = h - 2, ow = wd - 2;
+  for (std::int64_t n = 0; n < nb; ++n)
+    for (std::int64_t y = 0; y < oh; ++y)
+      for (std::int64_t x = 0; x < ow; ++x) {
+        float* o = out + ((n * oh + y) * ow + x) * nf;
+        for (std::int64_t f = 0; f < nf; ++f) o[f] = b[f];
+        for (std::int64_t i = 0; i < 3; ++i)
+          for (std::int64_t j = 0; j < 3; ++j) {
+            const float* px = img + ((n * h + y + i) * wd + x + j) * c;
+            const float* wij = w + (i * 3 + j) * c * nf;
+            for (std::int64_t k = 0; k < c; ++k)
+              for (std::int64_t f = 0; f < nf; ++f) o[f] += px[k] * wij[k * nf + f];  // vectorised over f
+          }
+      }
+}
+
 void cholesky_rows(const double* __restrict a, double* __restrict u, std::int64_t n) {
   std::memcpy(u, a, sizeof(double) * n * n);
   for (std::int64_t j = 0; j < n; ++j) {

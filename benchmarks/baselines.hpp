@@ -39,6 +39,11 @@ void row_update(const double* x, double* out, std::int64_t n);
 // the staged kernel updates whole rows, whose part left of j is 0 - 0). u is
 // upper triangular with u^T u = a.
 void cholesky_rows(const double* a, double* u, std::int64_t n);
+// Issue 18: a 3x3 convolution with bias, valid padding, NHWC f32:
+// out[n, y, x, f] = b[f] + sum_{i, j, c} img[n, y + i, x + j, c] w[i, j, c, f],
+// img (nb, h, wd, c), w (3, 3, c, nf), out (nb, h - 2, wd - 2, nf).
+void conv2d_3x3(const float* img, const float* w, const float* b, float* out, std::int64_t nb, std::int64_t h,
+                std::int64_t wd, std::int64_t c, std::int64_t nf);
 // Issue 25: gesummv, y = alpha A x + beta B x (A, B n x n, one pass over both).
 void gesummv(const double* a, const double* b, const double* x, double alpha, double beta, double* y, std::int64_t n);
 }  // namespace loops

@@ -7,18 +7,23 @@
 // kernel compiled with buffer reuse off, detail::buffer_reuse(): every
 // iteration copies the carry, as before issue 18), loops (the hand loop of
 // baseline_loops.cpp, -O3 -march=native, writing into a preallocated
-// output). NumPy's versions: benchmarks/numpy_issue18.py. Each benchmark
-// checks its result against the hand loop's before timing.
+// output). conv/*: the 3x3 convolution with bias of the compile-time
+// benchmark (realistic_kernels.hpp, (8,64,64,3) -> 16 channels, f32) at run
+// time: jit, eager and the hand loop. NumPy's versions:
+// benchmarks/numpy_issue18.py. Each benchmark checks its result against the
+// hand loop's before timing.
 #include <benchmark/benchmark.h>
 
 #include <dynstage/dynstage.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "baselines.hpp"
+#include "realistic_kernels.hpp"
 
 namespace {
 
@@ -161,11 +166,76 @@ void BM_chol_loops(benchmark::State& st) {
                                                benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// conv/*: inputs as numpy_issue18.py makes them (sin/cos of the flat index).
+constexpr i64 kCb = 8, kCh = 64, kCw = 64, kCc = 3, kCf = 16;
+struct ConvInputs {
+  dyn::Array<float> img, w, b;
+};
+dyn::Array<float> filled(std::vector<i64> shape, double scale, bool cosine) {
+  i64 n = 1;
+  for (i64 d : shape) n *= d;
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    const double t = static_cast<double>(k) * scale;
+    v[k] = static_cast<float>(cosine ? std::cos(t) : std::sin(t));
+  }
+  return dyn::Array<float>(shape, v);
+}
+const ConvInputs& conv_inputs() {
+  static const ConvInputs in{filled({kCb, kCh, kCw, kCc}, 0.01, false), filled({3, 3, kCc, kCf}, 0.1, true),
+                             filled({kCf}, 0.5, false)};
+  return in;
+}
+const std::vector<float>& conv_ref() {
+  static const std::vector<float> r = [] {
+    const ConvInputs& in = conv_inputs();
+    std::vector<float> out(static_cast<std::size_t>(kCb * (kCh - 2) * (kCw - 2) * kCf));
+    bench::loops::conv2d_3x3(in.img.data(), in.w.data(), in.b.data(), out.data(), kCb, kCh, kCw, kCc, kCf);
+    return out;
+  }();
+  return r;
+}
+template <class F>
+void run_conv(benchmark::State& st, const F& f) {
+  const ConvInputs& in = conv_inputs();
+  {
+    const dyn::Array<float> got = f(in.img, in.w, in.b);
+    const std::vector<float>& ref = conv_ref();
+    for (std::size_t k = 0; k < ref.size(); ++k)
+      if (!(std::abs(got.data()[k] - ref[k]) <= 1e-4f * std::max(1.0f, std::abs(ref[k])))) {
+        st.SkipWithError(("element " + std::to_string(k) + " differs from the hand loop's").c_str());
+        return;
+      }
+  }
+  for (auto _ : st) {
+    auto r = f(in.img, in.w, in.b);
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+}
+void BM_conv_jit(benchmark::State& st) {
+  static const auto jf = dyn::jit(realistic::conv2d);
+  run_conv(st, jf);
+}
+void BM_conv_eager(benchmark::State& st) { run_conv(st, dyn::eager(realistic::conv2d)); }
+void BM_conv_loops(benchmark::State& st) {
+  const ConvInputs& in = conv_inputs();
+  std::vector<float> out(conv_ref().size());
+  for (auto _ : st) {
+    bench::loops::conv2d_3x3(in.img.data(), in.w.data(), in.b.data(), out.data(), kCb, kCh, kCw, kCc, kCf);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+}
+
 BENCHMARK(BM_rowupd_jit)->Name("rowupd/jit")->Arg(kN)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_rowupd_jit_copying)->Name("rowupd/jit_copying")->Arg(kN)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_rowupd_loops)->Name("rowupd/loops")->Arg(kN)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_chol_jit)->Name("chol/jit")->Arg(kN)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_chol_jit_copying)->Name("chol/jit_copying")->Arg(kN)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_chol_loops)->Name("chol/loops")->Arg(kN)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_conv_jit)->Name("conv/jit")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_conv_eager)->Name("conv/eager")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_conv_loops)->Name("conv/loops")->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -35,8 +35,9 @@ inline constexpr auto stencil3d = [](auto u) {  // 7-point Laplacian of a cube
 // 3x3 "valid" convolution of NHWC images (B, H, W, C) with weights (3, 3, C,
 // F): (B, H-2, W-2, F), written tap by tap (nine products).
 inline constexpr auto conv2d = [](auto img, auto w, auto b) {
-  const std::int64_t nb = img.shape()[0].value(), h = img.shape()[1].value() - 2;
-  const std::int64_t wd = img.shape()[2].value() - 2, c = img.shape()[3].value();
+  // (dyn::Dim of a size: the same code on arrays, whose sizes are integers, and tracers.)
+  const std::int64_t nb = dyn::Dim(img.shape()[0]).value(), h = dyn::Dim(img.shape()[1]).value() - 2;
+  const std::int64_t wd = dyn::Dim(img.shape()[2]).value() - 2, c = dyn::Dim(img.shape()[3]).value();
   auto s = dyn::matmul(dyn::slice(img, {0, 0, 0, 0}, {nb, h, wd, c}), w.at(0, 0).get());
   for (std::int64_t t = 1; t < 9; ++t) {
     const std::int64_t i = t / 3, j = t % 3;
