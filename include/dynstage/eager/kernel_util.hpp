@@ -56,9 +56,35 @@ T wrap_sub(T a, T b) {
   if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
   else return a - b;
 }
+// Complex multiply and divide as the compiled kernels compute them
+// (llvm/lower_expr.hpp, complex_mul, complex_div), operation for operation,
+// instead of std::complex's operators (libgcc's __mulsc3 and __divsc3, with
+// Annex G's inf/NaN recovery, which the vectorised kernels do not do):
+//   (a+bi)(c+di) = (ac - bd) + (ad + bc)i, as XLA;
+//   (a+bi)/(c+di) by Smith's algorithm (no overflow of c^2 + d^2): with
+//   |c| >= |d|, r = d/c, t = c + d r: ((a + b r)/t, (b - a r)/t); else
+//   r = c/d, t = c r + d: ((a r + b)/t, (b r - a)/t).
+template <class C>
+C complex_mul(C x, C y) {
+  const auto a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
+  return C(a * c - b * d, a * d + b * c);
+}
+template <class C>
+C complex_div(C x, C y) {
+  using R = typename C::value_type;
+  const R a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
+  if (std::fabs(c) >= std::fabs(d)) {
+    const R r = d / c, t = c + d * r;
+    return C((a + b * r) / t, (b - a * r) / t);
+  }
+  const R r = c / d, t = c * r + d;
+  return C((a * r + b) / t, (b * r - a) / t);
+}
+
 template <class T>
 T wrap_mul(T a, T b) {
   if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+  else if constexpr (is_complex_v<T>) return complex_mul(a, b);
   else return a * b;
 }
 template <class T>
@@ -107,12 +133,14 @@ T int_pow(T base, T exponent) {
 // max/min propagating NaN, as lax.max/lax.min.
 template <class T>
 T max_value(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
+  if constexpr (is_complex_v<T>) internal_error("max of complex values: refused by the dtype rules");
+  else if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
   else return a > b ? a : b;
 }
 template <class T>
 T min_value(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
+  if constexpr (is_complex_v<T>) internal_error("min of complex values: refused by the dtype rules");
+  else if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
   else return a < b ? a : b;
 }
 // clamp(lo, x, hi) as XLA defines it, min(max(x, lo), hi) with the max and
@@ -124,7 +152,17 @@ T clamp_value(T lo, T x, T hi) {
 
 template <class D, class S>
 D convert_value(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
+  if constexpr (is_complex_v<D>) {
+    // to complex: the parts converted (a real value is the real part)
+    using R = typename D::value_type;
+    if constexpr (is_complex_v<S>) return D(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+    else return D(static_cast<R>(v));
+  } else if constexpr (is_complex_v<S>) {
+    // complex to a real dtype: nonzero for bool, else the real part
+    // (convert_element_type's rule, numpy's astype)
+    if constexpr (std::is_same_v<D, bool>) return v != S(0);
+    else return convert_value<D>(v.real());
+  } else if constexpr (std::is_same_v<D, bool>) {
     return v != S(0);
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
     // Saturating (llvm.fpto[su]i.sat): 2^digits is one past max, a power of

@@ -46,7 +46,8 @@ AnyArray map_unary(Prim p, const AnyArray& x, const Aval& out, F f) {
   Storage o = alloc_output(out);
   visit_dtype_in<S>(p, x.dtype(), [&](auto t) {
     using T = decltype(t);
-    loop_map(data_as<T>(o), data_as<T>(x), o.size, f);
+    using R = decltype(f(t));  // T, or for abs, real, imag of complex and conj of real another dtype
+    loop_map(data_as<R>(o), data_as<T>(x), o.size, f);
   });
   return AnyArray(std::move(o));
 }
@@ -58,7 +59,7 @@ AnyArray map_binary(Prim p, const std::vector<AnyArray>& in, const Aval& out, F 
   Storage o = alloc_output(out);
   visit_dtype_in<S>(p, in[0].dtype(), [&](auto t) {
     using T = decltype(t);
-    using R = std::conditional_t<Compare, bool, T>;
+    using R = std::conditional_t<Compare, bool, decltype(f(t, t))>;  // T; complex: complex of T
     const T* a = data_as<T>(in[0]);
     const T* b = data_as<T>(in[1]);
     R* r = data_as<R>(o);
@@ -98,7 +99,7 @@ inline AnyArray select_n_impl(const std::vector<AnyArray>& in, const Aval& out) 
 // clamp(lo, x, hi); lo and hi may be rank 0.
 inline AnyArray clamp_impl(const std::vector<AnyArray>& in, const Aval& out) {
   Storage o = alloc_output(out);
-  visit_dtype(in[1].dtype(), [&](auto t) {
+  visit_dtype_in<DTypeSet::ordered>(Prim::clamp, in[1].dtype(), [&](auto t) {
     using T = decltype(t);
     const T* lo = data_as<T>(in[0]);
     const T* x = data_as<T>(in[1]);
@@ -361,7 +362,8 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
 
 auto scalar(PrimTag<Prim::neg>, auto v) { return wrap_neg(v); }
 auto scalar(PrimTag<Prim::abs>, auto v) {
-  if constexpr (std::is_unsigned_v<decltype(v)>) return v;
+  if constexpr (is_complex_v<decltype(v)>) return std::hypot(v.real(), v.imag());  // |z|, real (lax.abs)
+  else if constexpr (std::is_unsigned_v<decltype(v)>) return v;
   else if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
   else return std::fabs(v);
 }
@@ -386,6 +388,15 @@ auto scalar(PrimTag<Prim::logistic>, auto v) {
   using T = decltype(v);
   return T(1) / (T(1) + std::exp(-v));
 }
+// Complex numbers: the parts, the conjugate (a real operand gives the
+// complex dtype of its width, lax.conj), and complex(re, im).
+auto scalar(PrimTag<Prim::real>, auto v) { return v.real(); }
+auto scalar(PrimTag<Prim::imag>, auto v) { return v.imag(); }
+auto scalar(PrimTag<Prim::conj>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return std::conj(v);
+  else return std::complex<decltype(v)>(v, -decltype(v)(0));
+}
+auto scalar(PrimTag<Prim::complex>, auto a, auto b) { return std::complex<decltype(a)>(a, b); }
 auto scalar(PrimTag<Prim::not_>, auto v) {
   if constexpr (std::is_same_v<decltype(v), bool>) return !v;
   else return static_cast<decltype(v)>(~v);
@@ -396,6 +407,7 @@ auto scalar(PrimTag<Prim::sub>, auto a, auto b) { return wrap_sub(a, b); }
 auto scalar(PrimTag<Prim::mul>, auto a, auto b) { return wrap_mul(a, b); }
 auto scalar(PrimTag<Prim::div>, auto a, auto b) {
   if constexpr (std::is_integral_v<decltype(a)>) return int_div(a, b);
+  else if constexpr (is_complex_v<decltype(a)>) return complex_div(a, b);
   else return a / b;
 }
 auto scalar(PrimTag<Prim::rem>, auto a, auto b) {

@@ -43,6 +43,12 @@ inline bool differentiable_dtype(DType d) { return is_float(d); }
 inline const char* jvp_missing(Prim p) {
   switch (p) {
     case Prim::trigamma: return "its derivative is polygamma(2, x), which has no primitive yet";
+    // Complex values carry no tangents yet (differentiable_dtype): a
+    // primitive making a complex value of a float one that has a tangent
+    // would drop it (docs/transformations.md, "Complex numbers").
+    case Prim::complex:
+    case Prim::conj:
+      return "complex values are not differentiated in dynstage yet (docs/transformations.md, \"Complex numbers\")";
     default: return nullptr;
   }
 }
@@ -413,6 +419,11 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
         return linear_in(p, x, t, params, cases);
       }
     case Kind::convert: {
+      if (t[0] && is_complex(std::get<ConvertParams>(params).new_dtype))
+        fail<TypeError>("jvp: cannot differentiate through convert_element_type to " +
+                        std::string(dtype_name(std::get<ConvertParams>(params).new_dtype)) +
+                        ": complex values are not differentiated in dynstage yet (docs/transformations.md, "
+                        "\"Complex numbers\")");
       const Value y = op(p, x, params);
       if (!t[0] || !differentiable_dtype(y.dtype())) return {{y}, {std::nullopt}};
       return {{y}, {op(p, {*t[0]}, params)}};
