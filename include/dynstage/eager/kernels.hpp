@@ -288,6 +288,18 @@ AnyArray reduce_impl(Prim p, const AnyArray& x, const Aval& out, const ReducePar
 
 template <class T>
 void matmul_ikj(const T* l, const T* r, T* o, std::int64_t B, std::int64_t M, std::int64_t K, std::int64_t N) {
+  if constexpr (is_complex_v<T>) {
+    // Complex: the products as complex_mul computes them (no Annex G
+    // recovery, as the compiled kernels), summed over k in order.
+    for (std::int64_t b = 0; b < B; ++b, l += M * K, r += K * N, o += M * N)
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+          T acc(0);
+          for (std::int64_t k = 0; k < K; ++k) acc += complex_mul(l[i * K + k], r[k * N + j]);
+          o[i * N + j] = acc;
+        }
+    return;
+  } else {
   // Integers wrap: run in the unsigned type of the same width.
   using A = typename WrapType<T>::type;
   const A* L = reinterpret_cast<const A*>(l);
@@ -311,6 +323,7 @@ void matmul_ikj(const T* l, const T* r, T* o, std::int64_t B, std::int64_t M, st
         loop_axpy(orow, rrow, a, N);
       }
     }
+  }
   }
 }
 
@@ -348,7 +361,7 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
   rperm.insert(rperm.end(), rf.begin(), rf.end());
   const AnyArray l = permuted(x, lperm), r = permuted(y, rperm);
   Storage o = alloc_output(out);
-  visit_dtype_in<DTypeSet::numeric>(Prim::dot_general, o.dtype, [&](auto t) {
+  visit_dtype_in<DTypeSet::number>(Prim::dot_general, o.dtype, [&](auto t) {
     using T = decltype(t);
     matmul_ikj(data_as<T>(l), data_as<T>(r), data_as<T>(o), B, M, K, N);
   });

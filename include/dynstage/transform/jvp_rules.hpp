@@ -53,6 +53,19 @@ inline const char* jvp_missing(Prim p) {
   }
 }
 
+// Differentiating through primitive p, whose result has the complex dtype
+// d, of an operand with a tangent: a TypeError (complex values carry no
+// tangents yet; docs/transformations.md, "Complex numbers").
+[[noreturn]] void complex_jvp_error(Prim p, DType d);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void complex_jvp_error(Prim p, DType d) {
+  fail<TypeError>("jvp: cannot differentiate through " + std::string(prim_name(p)) + " with a result of dtype " +
+                  std::string(dtype_name(d)) +
+                  ": complex values are not differentiated in dynstage yet (docs/transformations.md, \"Complex "
+                  "numbers\")");
+}
+#endif
+
 // Out of line (DYNSTAGE_IMPLEMENTATION): the rules reach most of the trace layer.
 JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t, const Params& params);
 // The control-flow primitives' rule (transform/jvp_control.hpp): the bodies
@@ -420,10 +433,7 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
       }
     case Kind::convert: {
       if (t[0] && is_complex(std::get<ConvertParams>(params).new_dtype))
-        fail<TypeError>("jvp: cannot differentiate through convert_element_type to " +
-                        std::string(dtype_name(std::get<ConvertParams>(params).new_dtype)) +
-                        ": complex values are not differentiated in dynstage yet (docs/transformations.md, "
-                        "\"Complex numbers\")");
+        complex_jvp_error(p, std::get<ConvertParams>(params).new_dtype);
       const Value y = op(p, x, params);
       if (!t[0] || !differentiable_dtype(y.dtype())) return {{y}, {std::nullopt}};
       return {{y}, {op(p, {*t[0]}, params)}};
