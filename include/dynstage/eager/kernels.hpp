@@ -388,15 +388,33 @@ auto scalar(PrimTag<Prim::sign>, auto v) {
 }
 auto scalar(PrimTag<Prim::floor>, auto v) { return std::floor(v); }
 auto scalar(PrimTag<Prim::ceil>, auto v) { return std::ceil(v); }
-auto scalar(PrimTag<Prim::exp>, auto v) { return std::exp(v); }
-auto scalar(PrimTag<Prim::log>, auto v) { return std::log(v); }
+auto scalar(PrimTag<Prim::exp>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_exp(v);
+  else return std::exp(v);
+}
+auto scalar(PrimTag<Prim::log>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_log(v);
+  else return std::log(v);
+}
 auto scalar(PrimTag<Prim::log1p>, auto v) { return std::log1p(v); }
-auto scalar(PrimTag<Prim::sqrt>, auto v) { return std::sqrt(v); }
+auto scalar(PrimTag<Prim::sqrt>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_sqrt(v);
+  else return std::sqrt(v);
+}
 auto scalar(PrimTag<Prim::rsqrt>, auto v) { return decltype(v)(1) / std::sqrt(v); }
-auto scalar(PrimTag<Prim::sin>, auto v) { return std::sin(v); }
-auto scalar(PrimTag<Prim::cos>, auto v) { return std::cos(v); }
+auto scalar(PrimTag<Prim::sin>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_sin(v);
+  else return std::sin(v);
+}
+auto scalar(PrimTag<Prim::cos>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_cos(v);
+  else return std::cos(v);
+}
 auto scalar(PrimTag<Prim::tan>, auto v) { return std::tan(v); }
-auto scalar(PrimTag<Prim::tanh>, auto v) { return std::tanh(v); }
+auto scalar(PrimTag<Prim::tanh>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_tanh(v);
+  else return std::tanh(v);
+}
 auto scalar(PrimTag<Prim::logistic>, auto v) {
   using T = decltype(v);
   return T(1) / (T(1) + std::exp(-v));
@@ -429,6 +447,7 @@ auto scalar(PrimTag<Prim::rem>, auto a, auto b) {
 }
 auto scalar(PrimTag<Prim::pow>, auto a, auto b) {
   if constexpr (std::is_integral_v<decltype(a)>) return int_pow(a, b);
+  else if constexpr (is_complex_v<decltype(a)>) return complex_pow(a, b);
   else return std::pow(a, b);
 }
 auto scalar(PrimTag<Prim::max>, auto a, auto b) { return max_value(a, b); }
