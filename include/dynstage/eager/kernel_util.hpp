@@ -368,6 +368,12 @@ void visit_dtype_in(Prim p, DType d, F&& f) {
   });
 }
 
+// Sixteen bytes (a c128 element), for the kernels that only move elements.
+struct Bytes16 {
+  std::uint64_t lo = 0, hi = 0;
+  friend bool operator==(const Bytes16&, const Bytes16&) = default;
+};
+
 // Unsigned integer of the element's width: structural kernels only move
 // bytes, so they need one instantiation per width, not per dtype.
 template <class F>
@@ -377,6 +383,7 @@ void visit_width(DType d, F&& f) {
     case 2: f(std::uint16_t{}); return;
     case 4: f(std::uint32_t{}); return;
     case 8: f(std::uint64_t{}); return;
+    case 16: f(Bytes16{}); return;  // c128
     default: internal_error("visit_width: unexpected element size");
   }
 }

@@ -46,7 +46,10 @@ AnyArray map_unary(Prim p, const AnyArray& x, const Aval& out, F f) {
   Storage o = alloc_output(out);
   visit_dtype_in<S>(p, x.dtype(), [&](auto t) {
     using T = decltype(t);
-    using R = decltype(f(t));  // T, or for abs, real, imag of complex and conj of real another dtype
+    // T, or for abs, real, imag of complex and conj of real another dtype (a
+    // bool's `!v` is bool; integer promotion of other results is wrapped back)
+    using F = decltype(f(t));
+    using R = std::conditional_t<is_complex_v<T> || is_complex_v<F>, F, T>;
     loop_map(data_as<R>(o), data_as<T>(x), o.size, f);
   });
   return AnyArray(std::move(o));
@@ -59,7 +62,9 @@ AnyArray map_binary(Prim p, const std::vector<AnyArray>& in, const Aval& out, F 
   Storage o = alloc_output(out);
   visit_dtype_in<S>(p, in[0].dtype(), [&](auto t) {
     using T = decltype(t);
-    using R = std::conditional_t<Compare, bool, decltype(f(t, t))>;  // T; complex: complex of T
+    // T (bool & bool is an int, stored back as bool); complex(re, im): complex of T
+    using F = decltype(f(t, t));
+    using R = std::conditional_t<Compare, bool, std::conditional_t<is_complex_v<F> && !is_complex_v<T>, F, T>>;
     const T* a = data_as<T>(in[0]);
     const T* b = data_as<T>(in[1]);
     R* r = data_as<R>(o);

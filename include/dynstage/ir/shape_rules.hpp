@@ -103,10 +103,10 @@ inline const char* dtype_set_str(DTypeSet s) {
   switch (s) {
     case DTypeSet::any: return "any dtype";
     case DTypeSet::ordered: return "an ordered dtype (complex numbers have no order)";
-    case DTypeSet::numeric: return "a real numeric dtype (integer or floating-point)";
+    case DTypeSet::numeric: return "a numeric dtype (integer or floating-point)";
     case DTypeSet::number: return "a numeric dtype (integer, floating-point or complex)";
     case DTypeSet::floating:
-    case DTypeSet::rounding: return "a real floating-point dtype";
+    case DTypeSet::rounding: return "a floating-point dtype";
     case DTypeSet::inexact: return "a floating-point or complex dtype";
     case DTypeSet::complex: return "a complex dtype";
     case DTypeSet::integer_or_bool: return "a boolean or integer dtype";
