@@ -24,6 +24,7 @@
 
 #include "../array/array.hpp"
 #include "../ir/debug_format.hpp"
+#include "../ir/print.hpp"  // py_complex_repr
 
 namespace dyn::detail {
 

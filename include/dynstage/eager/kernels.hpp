@@ -48,8 +48,8 @@ AnyArray map_unary(Prim p, const AnyArray& x, const Aval& out, F f) {
     using T = decltype(t);
     // T, or for abs, real, imag of complex and conj of real another dtype (a
     // bool's `!v` is bool; integer promotion of other results is wrapped back)
-    using F = decltype(f(t));
-    using R = std::conditional_t<is_complex_v<T> || is_complex_v<F>, F, T>;
+    using Fr = decltype(f(t));
+    using R = std::conditional_t<is_complex_v<T> || is_complex_v<Fr>, Fr, T>;
     loop_map(data_as<R>(o), data_as<T>(x), o.size, f);
   });
   return AnyArray(std::move(o));
@@ -63,8 +63,8 @@ AnyArray map_binary(Prim p, const std::vector<AnyArray>& in, const Aval& out, F 
   visit_dtype_in<S>(p, in[0].dtype(), [&](auto t) {
     using T = decltype(t);
     // T (bool & bool is an int, stored back as bool); complex(re, im): complex of T
-    using F = decltype(f(t, t));
-    using R = std::conditional_t<Compare, bool, std::conditional_t<is_complex_v<F> && !is_complex_v<T>, F, T>>;
+    using Fr = decltype(f(t, t));
+    using R = std::conditional_t<Compare, bool, std::conditional_t<is_complex_v<Fr> && !is_complex_v<T>, Fr, T>>;
     const T* a = data_as<T>(in[0]);
     const T* b = data_as<T>(in[1]);
     R* r = data_as<R>(o);
