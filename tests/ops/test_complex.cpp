@@ -11,6 +11,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -139,6 +140,11 @@ TEST_CASE("complex: arithmetic") {
   CHECK(vals(a == a) == std::vector<bool>{true, true});
   CHECK(vals(a != Array<c64>({2}, {c64(1, 2), c64(-3, 1)})) == std::vector<bool>{false, true});
   CHECK(vals(dyn::integer_pow(a, 2)) == std::vector<c64>{c64(-3, 4), c64(8.75f, -3)});
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Array<c64> s({4}, {c64(1, 2), c64(inf, 0), c64(0, -inf), c64(nan, 1)});
+  CHECK(vals(dyn::isinf(s)) == std::vector<bool>{false, true, true, false});
+  CHECK(vals(dyn::is_finite(s)) == std::vector<bool>{true, false, false, false});
+  CHECK(vals(dyn::isnan(s)) == std::vector<bool>{false, false, false, true});
 }
 
 TEST_CASE("complex: real, imag, conj, abs, angle, complex") {

@@ -75,14 +75,18 @@ Value log10(const Value& x) {
 // jnp.isnan: ne(x, x), for every dtype (always false for integers).
 Value isnan(const Value& x) { return compare(Prim::ne, x, x); }
 
-// jnp.isinf: eq(abs(x), inf) for floats; all false otherwise.
+// jnp.isinf: eq(abs(x), inf) for floats; either part infinite for complex
+// values (jnp's isinf(real) | isinf(imag)); all false otherwise.
 Value isinf(const Value& x) {
+  if (is_complex(x.dtype())) return binary(Prim::or_, isinf(real(x)), isinf(imag(x)));
   if (!is_float(x.dtype())) return math_detail::full_bool_like(x, false, "isinf");
   return compare(Prim::eq, unary(Prim::abs, x), math_detail::float_const(INFINITY, x.dtype()));
 }
 
-// jnp.isfinite: the primitive is_finite for floats; all true otherwise.
+// jnp.isfinite: the primitive is_finite for floats; both parts finite for
+// complex values; all true otherwise.
 Value is_finite(const Value& x) {
+  if (is_complex(x.dtype())) return binary(Prim::and_, is_finite(real(x)), is_finite(imag(x)));
   if (!is_float(x.dtype())) return math_detail::full_bool_like(x, true, "isfinite");
   return bind1(Prim::is_finite, {x});
 }
