@@ -190,8 +190,8 @@ TEST_CASE("jit diff: bool + bool and bool * bool raise TypeError with the dtype 
     agree(r, what);
     REQUIRE(r.error() == "TypeError");
     const std::string want = op == kAdd
-                                 ? "add does not accept dtype bool; it requires a numeric dtype (integer or floating-point)"
-                                 : "mul does not accept dtype bool; it requires a numeric dtype (integer or floating-point)";
+                                 ? "add does not accept dtype bool; it requires a numeric dtype (integer, floating-point or complex)"
+                                 : "mul does not accept dtype bool; it requires a numeric dtype (integer, floating-point or complex)";
     expect_accepted(r, false, what, want);
   }
 }
