@@ -98,6 +98,27 @@ TEST_CASE("jit complex: larger products agree with eager (the loop nest, transpo
   CHECK(dyn::allclose(std::get<2>(c), std::get<2>(e), 1e-12, 1e-12));
 }
 
+// A Mandelbrot iteration with complex arithmetic: a complex loop carry,
+// where (select_n on complex values), abs.
+TEST_CASE("jit complex: a Mandelbrot set in a for_loop, eager and compiled alike") {
+  auto mandel = [](auto c) {
+    auto z = dyn::for_loop(0, 30, 1)([&](auto, auto z) { return dyn::where(dyn::abs(z) <= 2.0f, z * z + c, z); })(
+        dyn::zeros_like(c));
+    return dyn::abs(z) <= 2.0f;
+  };
+  // c = 0, -1, i, -2 are in the set; 1, 0.5, 2i, -2.5 are not
+  const Array<c64> pts({8}, {c64(0, 0), c64(-1, 0), c64(0, 1), c64(-2, 0), c64(1, 0), c64(0.5f, 0), c64(0, 2),
+                             c64(-2.5f, 0)});
+  const std::vector<bool> want{true, true, true, true, false, false, false, false};
+  CHECK(vals(mandel(pts)) == want);
+  CHECK(vals(dyn::jit(mandel)(pts)) == want);
+  std::vector<c64> grid;
+  for (int i = 0; i < 24; ++i)
+    for (int k = 0; k < 24; ++k) grid.push_back(c64(-2.0f + 2.5f * static_cast<float>(k) / 23, -1.25f + 2.5f * static_cast<float>(i) / 23));
+  const Array<c64> g({24, 24}, grid);
+  CHECK(vals(dyn::jit(mandel)(g)) == vals(mandel(g)));  // the same operations, bit for bit
+}
+
 TEST_CASE("jit complex: multiply and divide are inlined and vectorised") {
   auto jf = dyn::jit([](auto a, auto b) { return a * b + a / b; });
   const Array<c64> x = plane<c64>(1024, 0.1), y = plane<c64>(1024, 0.9);
