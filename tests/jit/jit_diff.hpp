@@ -335,6 +335,8 @@ inline std::string dtype_rejection(const std::string& prim, DType d, const std::
   return prim + " does not accept dtype " + dt_name(d) + "; it requires " + required;
 }
 inline const std::string kNumeric = "a numeric dtype (integer or floating-point)";
+// arithmetic that complex values have too (add, mul, neg, abs, dot_general, ...)
+inline const std::string kNumber = "a numeric dtype (integer, floating-point or complex)";
 inline const std::string kIntegerOrBool = "a boolean or integer dtype";
 
 // f jitted once with polymorphic_shapes{"(n, m)"} serves every size of an

@@ -126,7 +126,9 @@ std::string binary_rejection(int op, DType d) {
                                      "add", "sub", "mul", "div", "rem", "rem", "pow", "pow", "max", "min", "and", "or"};
   static_assert(std::size(prim) == kNumBinary);
   const bool bitwise = op == kAnd || op == kOr || op == kAndL || op == kOrL;
-  return dtype_rejection(prim[op], d, bitwise ? kIntegerOrBool : kNumeric);
+  const std::string p = prim[op];
+  const bool ordered = p == "rem" || p == "max" || p == "min";  // not defined on complex values
+  return dtype_rejection(prim[op], d, bitwise ? kIntegerOrBool : ordered ? kNumeric : kNumber);
 }
 
 // Operand data for op: integer divisors without zero; small pow exponents.
