@@ -98,6 +98,7 @@ enum class Op {
                          // integer index, dyn::switch_(index, body[0], ..., body[N-1]) (N = 2 or 3)
   scan,                  // p = reverse, length (no xs), ncarry; in = carries, xs; body[0](carries..., x rows...)
                          // -> carries, ys; out = carries, ys (each y with the length as a leading dimension)
+  checkpoint,            // in = operands; dyn::checkpoint(body[0])(operands...) -> outs
 };
 
 enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos,

@@ -705,6 +705,11 @@ struct Gen {
         c.outs = {predicate(c, cs)};
         n.body.push_back(std::move(c));
       }
+    } else if (r.coin(0.25)) {  // dyn::checkpoint of a body of the operands
+      n.op = Op::checkpoint;
+      std::vector<bool> e;
+      n.body.push_back(body(scope, carry, carry, depth, &e));
+      for (std::size_t j = 0; j < carry.size(); ++j) params[j].inexact = e[j];
     } else {  // cond
       std::vector<Ty> ps = scope;
       const bool indexed = r.coin(0.5);  // dyn::switch_ on an integer index (clamped)
@@ -1024,7 +1029,7 @@ struct Emitter {
           e = "dyn::dynamic_update_slice(" + in(0) + ", " + in(1) + ", " + list(ix) + ")";
           break;
         }
-        case Op::for_loop: case Op::while_loop: case Op::cond: case Op::scan: {
+        case Op::for_loop: case Op::while_loop: case Op::cond: case Op::scan: case Op::checkpoint: {
           control(os, n, env, ind, names);
           break;
         }
@@ -1156,6 +1161,11 @@ struct Emitter {
         os << ind << "auto " << names.back() << " = std::get<" << j + 1 << ">(" << t << ");\n";
       }
       return;
+    } else if (n.op == Op::checkpoint) {
+      for (int s : n.in) init.push_back(env.at(s));
+      os << ind << "auto " << t << " = dyn::checkpoint(" << lambda(n.body[0], env, ind, {}, {}) << ")(";
+      for (std::size_t j = 0; j < init.size(); ++j) os << (j ? ", " : "") << init[j];
+      os << ");\n";
     } else {
       for (std::size_t j = 1; j < n.in.size(); ++j) init.push_back(env.at(n.in[j]));
       const bool indexed = n.k != 0;

@@ -543,6 +543,13 @@ struct Interp {
         auto r = dyn::cond(std::get<0>(in(0)), branch(n.body.at(0)), branch(n.body.at(1)))(pack_all<K>(ops));
         return unpack<K>(r, n.out);
       }
+      case Op::checkpoint: {
+        std::vector<V> ops;
+        for (int s : n.in) ops.push_back(env.at(s));
+        const Program& b = n.body.at(0);
+        auto body = [&](auto c) { return pack_all<K>(run(b, env, unpack<K>(c, b.params))); };
+        return unpack<K>(dyn::checkpoint(body)(pack_all<K>(ops)), n.out);
+      }
     }
     throw std::logic_error("fuzz: bad op");
   }

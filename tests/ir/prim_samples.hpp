@@ -226,6 +226,9 @@ inline Sample sample_of(Prim p) {
                              {.reverse = true});
           },
           sample_array(DType::f64, {4, 3}));
+    case Prim::checkpoint:  // a body of two equations, one result sized like the operand
+      return traced([](auto x) { return dyn::checkpoint([](auto y) { return dyn::sin(y) * y; })(x); },
+                    sample_array(DType::f64, {3}));
     case Prim::debug_callback:  // an effect: no outputs; its operand is dead but for the print
       return traced(
           [](auto x) {

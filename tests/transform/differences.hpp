@@ -94,6 +94,19 @@ inline const auto spring = [](auto k, auto x0) {
   return x * x + v;
 };
 
+// A while loop inside a scan (test_vjp_loops.cpp, test_vjp_jit.cpp): each
+// step multiplies c + x by w until it reaches 4, a count per step; reverse
+// mode recomputes the loop in the backward pass.
+inline const auto while_in_scan = [](auto w, auto xs) {
+  auto [c, ys] = dyn::scan(
+      [&](auto c, auto x) {
+        auto r = dyn::while_loop([](auto v) { return v < 4.0; })([&](auto v) { return v * w; })(c + x);
+        return std::tuple{r * 0.1, r};
+      },
+      1.0, xs);
+  return dyn::sum(ys) + c;
+};
+
 // sin(x) y for x > 0, x^3 otherwise: the branches keep different residuals.
 inline const auto branchy = [](auto x, auto y) {
   return dyn::cond(x > 0.0, [&](auto v) { return dyn::sin(v) * y; }, [&](auto v) { return v * v * v; })(x);

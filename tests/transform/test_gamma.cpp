@@ -7,6 +7,7 @@
 
 #include <dynstage/core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -136,4 +137,30 @@ TEST_CASE("grad(lgamma) is digamma and grad(grad(lgamma)) is trigamma: against c
   // vmap of grad: the per-lane derivative.
   const Array<double> vg = dyn::vmap(dyn::grad([](auto v) { return dyn::lgamma(v); }))(x);
   CHECK(str(vg) == str(g));
+}
+
+TEST_CASE("trigamma's derivative, polygamma(2, x): against -2 zeta(3) and the recurrence and reflection "
+          "(within 1e-10), and central differences of trigamma") {
+  // psi''(1) = -2 zeta(3); psi''(1/2) = -14 zeta(3); psi''(x + 1) = psi''(x) + 2 / x^3 gives the others.
+  const double z3 = 1.2020569031595942854;
+  struct Case {
+    double x, want;
+  };
+  const Case cases[] = {{1.0, -2 * z3},
+                        {0.5, -14 * z3},
+                        {-0.5, -14 * z3 + 16},
+                        {-1.5, -0.2362040516417272},
+                        {-2.5, -0.10820405164172719},
+                        {10.0, -0.011049834970802141}};
+  auto dt = [](auto v) { return dyn::sum(dyn::trigamma(v)); };
+  for (const Case& c : cases) {
+    CAPTURE(c.x);
+    const double g = dyn::grad(dt)(c.x)();
+    CHECK(std::fabs(g - c.want) <= 1e-10 * std::max(1.0, std::fabs(c.want)));
+    const double h = 1e-5;
+    const double fd = (dyn::trigamma(Array<double>::scalar(c.x + h))() - dyn::trigamma(Array<double>::scalar(c.x - h))()) / (2 * h);
+    CHECK(g == doctest::Approx(fd).epsilon(1e-6));
+  }
+  // hessian of digamma at a point: trigamma's derivative again.
+  CHECK(dyn::grad(dyn::grad([](auto v) { return dyn::digamma(v); }))(1.0)() == doctest::Approx(-2 * z3).epsilon(1e-10));
 }

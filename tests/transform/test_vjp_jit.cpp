@@ -7,6 +7,7 @@
 #include <dynstage/dynstage.hpp>
 
 #include <cmath>
+#include <string>
 #include <tuple>
 
 #include "../test_util.hpp"
@@ -149,4 +150,59 @@ TEST_CASE("a scatter of a literal at a computed index under jit (the fuzzer's se
   CHECK(test_util::str(add(v, Array<std::int64_t>::scalar(2))) == "[1. 2. 4.]");
   auto set = dyn::jit([](auto n, auto i) { return dyn::isnan(dyn::arange<double>(n)).at(i).set(true); });
   CHECK(test_util::str(set(Array<std::int64_t>::scalar(3), Array<std::int64_t>::scalar(1))) == "[False  True False]");
+}
+
+TEST_CASE("checkpoint under jit: the body is inlined (fused with its neighbours); jit(grad) of a checkpointed "
+          "layer stack gives eager grad's numbers for every batch size, in one compile") {
+  using dyn::Array;
+  auto layer = [](auto w, auto h) { return dyn::tanh(dyn::matmul(h, w)); };
+  auto loss = [&](auto w1, auto w2, auto x) {
+    auto h = dyn::checkpoint(layer)(w1, x);
+    h = dyn::checkpoint(layer)(w2, h);
+    return dyn::mean(dyn::square(h));
+  };
+  auto plain = [&](auto w1, auto w2, auto x) { return dyn::mean(dyn::square(layer(w2, layer(w1, x)))); };
+  const Array<double> w1 = dyn::reshape(dyn::linspace<double>(-1.0, 1.0, 12), {3, 4});
+  const Array<double> w2 = dyn::reshape(dyn::linspace<double>(0.5, -0.7, 8), {4, 2});
+  auto jg = dyn::jit(dyn::grad(loss, dyn::argnums<0, 1>{}), dyn::polymorphic_shapes{"(3, 4)", "(4, 2)", "(b, 3)"});
+  for (std::int64_t b : {1, 5}) {
+    const Array<double> x = dyn::reshape(dyn::linspace<double>(-2.0, 2.0, 3 * b), {b, 3});
+    const auto [g1, g2] = jg(w1, w2, x);
+    const auto [e1, e2] = dyn::grad(plain, dyn::argnums<0, 1>{})(w1, w2, x);
+    CHECK(dyn::allclose(g1, e1, 1e-13));
+    CHECK(dyn::allclose(g2, e2, 1e-13));
+  }
+  CHECK(jg.stats().compiles == 1);
+  // jit of the checkpointed function alone: f's numbers.
+  const Array<double> x = dyn::reshape(dyn::linspace<double>(-2.0, 2.0, 6), {2, 3});
+  CHECK(dyn::allclose(dyn::jit(loss)(w1, w2, x), plain(w1, w2, x), 1e-14));
+  // Inlined: the body's elementwise equations fuse with the add after it
+  // into one loop, one buffer (the output), as without checkpoint.
+  auto cf = [](auto x) { return dyn::checkpoint([](auto y) { return dyn::tanh(dyn::sin(y) * y); })(x) + 1.0; };
+  const std::string ir = dyn::jit(cf).llvm_ir(dyn::linspace<double>(0.0, 1.0, 100));
+  for (const char* fused : {"= sin: fused", "= mul: fused", "= tanh: fused", "= add: buffer (output)"})
+    CHECK_MESSAGE(ir.find(fused) != std::string::npos, fused);
+  std::size_t buffers = 0;
+  for (std::size_t p = ir.find(": buffer"); p != std::string::npos; p = ir.find(": buffer", p + 1)) ++buffers;
+  CHECK(buffers == 1);
+  // A checkpoint inside a scan body (inlined where the body is lowered).
+  auto steps = [](auto x) {
+    auto body = [&](auto c, auto) {
+      auto n = dyn::checkpoint([](auto c, auto x) { return dyn::tanh(dyn::sin(c) * c) + x; })(c, x);
+      return std::tuple{n, n};
+    };
+    auto [c, ys] = dyn::scan(body, x, dyn::zeros<double>({4}));
+    return c + dyn::sum(ys);
+  };
+  CHECK(dyn::jit(dyn::grad(steps))(0.4)() == doctest::Approx(dyn::grad(steps)(0.4)()).epsilon(1e-13));
+}
+
+TEST_CASE("grad of a while loop inside a scan under jit: the loop recomputed in the backward pass compiles and "
+          "gives eager grad's numbers") {
+  using dyn::Array;
+  const auto& f = transform_test::while_in_scan;
+  auto jg = dyn::jit(dyn::grad(f), dyn::polymorphic_shapes{"()", "(n,)"});
+  for (const Array<double>& xs : {Array<double>({3}, {0.5, 0.2, 0.9}), Array<double>({5}, {0.1, 2.5, 0.3, 0.0, 1.1})})
+    CHECK(jg(1.5, xs)() == doctest::Approx(dyn::grad(f)(1.5, xs)()).epsilon(1e-13));
+  CHECK(jg.stats().compiles == 1);
 }

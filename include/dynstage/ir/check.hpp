@@ -148,6 +148,7 @@ inline void check_structure(const Jaxpr& j, const std::string& in) {
     };
     if (const auto* p = std::get_if<ForLoopParams>(&e.params)) body(p->body_jaxpr, "body_jaxpr");
     if (const auto* p = std::get_if<ScanParams>(&e.params)) body(p->jaxpr, "jaxpr");
+    if (const auto* p = std::get_if<CheckpointParams>(&e.params)) body(p->jaxpr, "jaxpr");
     if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
       body(p->cond_jaxpr, "cond_jaxpr");
       body(p->body_jaxpr, "body_jaxpr");
@@ -470,6 +471,7 @@ private:
       bind(j, env, v, k, what, out[i].dim_value);
     }
     if (const auto* p = std::get_if<CondParams>(&e.params)) check_cond_outputs(j, env, k, *p, bodies);
+    if (std::holds_alternative<CheckpointParams>(e.params)) check_body_outputs(j, env, k, *std::get<CheckpointParams>(e.params).jaxpr, "jaxpr", bodies.at(0));
   }
 
   // -- control flow: bodies and their layouts (prims.hpp) ---------------------
@@ -488,6 +490,8 @@ private:
   void check_scan(const Jaxpr& j, const Env& env, std::size_t k, const std::vector<Aval>& in, const ScanParams& p);
   void check_cond_outputs(const Jaxpr& j, const Env& env, std::size_t k, const CondParams& p,
                           const std::vector<Env>& envs);
+  void check_body_outputs(const Jaxpr& j, const Env& env, std::size_t k, const Jaxpr& b, const std::string& bname,
+                          const Env& benv);
 };
 
 // Clears the error context while checking: rules' messages are quoted

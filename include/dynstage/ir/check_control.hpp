@@ -173,6 +173,13 @@ std::vector<Env> Checker::check_bodies(const Jaxpr& j, const Env& env, std::size
     check_scan(j, env, k, in, *p);
     return {};
   }
+  if (const auto* p = std::get_if<CheckpointParams>(&e.params)) {
+    // checkpoint: the body takes the operands.
+    if (in.size() != p->jaxpr->invars.size())
+      layout_error(j, k, std::to_string(in.size()) + " operands do not fit a jaxpr of " +
+                             std::to_string(p->jaxpr->invars.size()) + " inputs");
+    return {check_body(j, env, k, *p->jaxpr, "jaxpr", in, in.size(), [](std::size_t q) { return q; })};
+  }
   const auto& p = std::get<CondParams>(e.params);
   const std::size_t nb = p.branches.size();
   const Jaxpr& b0 = *p.branches[0];
@@ -254,35 +261,37 @@ void Checker::check_scan(const Jaxpr& j, const Env& env, std::size_t k, const st
   }
 }
 
-// A branch's outputs against the equation's (now bound) output types: a
+// A branch's (or a checkpoint's body's) outputs against the equation's (now bound) output types: a
 // dimension that is output q of the equation is the branch's output q, any
 // other the caller's variable, whose Dim the branch shares via its inputs.
 void Checker::check_cond_outputs(const Jaxpr& j, const Env& env, std::size_t k, const CondParams& p,
                                  const std::vector<Env>& envs) {
+  for (std::size_t r = 0; r < p.branches.size(); ++r)
+    check_body_outputs(j, env, k, *p.branches[r], cond_branch_name(p, r), envs[r]);
+}
+
+void Checker::check_body_outputs(const Jaxpr& j, const Env& env, std::size_t k, const Jaxpr& b,
+                                 const std::string& bname, const Env& benv) {
   const Eqn& e = j.eqns[k];
-  for (std::size_t r = 0; r < p.branches.size(); ++r) {
-    const Jaxpr& b = *p.branches[r];
-    const Env& benv = envs[r];
-    for (std::size_t s = 0; s < b.outvars.size(); ++s) {
-      const Aval got = atom_aval(benv, b.outvars[s]);
-      const Type& t = var_type(j, e.outputs[s]);
-      Aval want{t.dtype, {}, got.weak, std::nullopt};
-      for (const JDim& d : t.shape) {
-        if (d.is_static()) {
-          want.shape.emplace_back(d.value);
-          continue;
-        }
-        // An earlier output (its type is checked: an i64[]) or a caller variable.
-        const auto q = static_cast<std::size_t>(std::find(e.outputs.begin(), e.outputs.end(), d.var) -
-                                                e.outputs.begin());
-        want.shape.push_back(q < s ? *atom_aval(benv, b.outvars[q]).dim_value
-                                   : *env[static_cast<std::size_t>(d.var)].aval.dim_value);
+  for (std::size_t s = 0; s < b.outvars.size(); ++s) {
+    const Aval got = atom_aval(benv, b.outvars[s]);
+    const Type& t = var_type(j, e.outputs[s]);
+    Aval want{t.dtype, {}, got.weak, std::nullopt};
+    for (const JDim& d : t.shape) {
+      if (d.is_static()) {
+        want.shape.emplace_back(d.value);
+        continue;
       }
-      if (!same(got, want, false))
-        fail(j, k, cond_branch_name(p, r) + " output #" + std::to_string(s) + " has type " +
-                       aval_text(got, b, benv) + " but the equation's output #" + std::to_string(s) + " (" +
-                       name(j, e.outputs[s]) + ":" + type_of(j, t) + ") is " + aval_text(want, b, benv) + " for it");
+      // An earlier output (its type is checked: an i64[]) or a caller variable.
+      const auto q = static_cast<std::size_t>(std::find(e.outputs.begin(), e.outputs.end(), d.var) -
+                                              e.outputs.begin());
+      want.shape.push_back(q < s ? *atom_aval(benv, b.outvars[q]).dim_value
+                                 : *env[static_cast<std::size_t>(d.var)].aval.dim_value);
     }
+    if (!same(got, want, false))
+      fail(j, k, bname + " output #" + std::to_string(s) + " has type " + aval_text(got, b, benv) +
+                     " but the equation's output #" + std::to_string(s) + " (" + name(j, e.outputs[s]) + ":" +
+                     type_of(j, t) + ") is " + aval_text(want, b, benv) + " for it");
   }
 }
 

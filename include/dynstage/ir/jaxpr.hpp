@@ -145,6 +145,12 @@ namespace detail {
 // canonical order, the backend's liveness).
 bool has_effect(const Eqn& e);
 bool has_effect(const Jaxpr& j);
+
+// The nested jaxprs a control-flow equation's params hold (none for other
+// params): a for_loop's body, a while_loop's cond and body, a cond's
+// branches, a scan's and a checkpoint's jaxpr. Walks that only visit every
+// body use this; rules that read a body's layout use the params.
+std::vector<const Jaxpr*> bodies_of(const Params& p);
 }  // namespace detail
 
 #ifdef DYNSTAGE_IMPLEMENTATION
@@ -170,16 +176,24 @@ bool has_effect(const Eqn& e) {
     case Kind::sort:
     case Kind::contraction: return false;
   }
-  if (const auto* p = std::get_if<ForLoopParams>(&e.params)) return has_effect(*p->body_jaxpr);
-  if (const auto* p = std::get_if<WhileLoopParams>(&e.params))
-    return has_effect(*p->cond_jaxpr) || has_effect(*p->body_jaxpr);
-  if (const auto* p = std::get_if<CondParams>(&e.params)) {
-    for (const auto& b : p->branches)
-      if (has_effect(*b)) return true;
-    return false;
-  }
-  if (const auto* p = std::get_if<ScanParams>(&e.params)) return has_effect(*p->jaxpr);
+  for (const Jaxpr* b : bodies_of(e.params))
+    if (has_effect(*b)) return true;
   return false;
+}
+std::vector<const Jaxpr*> bodies_of(const Params& params) {
+  return std::visit(
+      [](const auto& p) -> std::vector<const Jaxpr*> {
+        using P = std::remove_cvref_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, ForLoopParams>) return {p.body_jaxpr.get()};
+        else if constexpr (std::is_same_v<P, WhileLoopParams>) return {p.cond_jaxpr.get(), p.body_jaxpr.get()};
+        else if constexpr (std::is_same_v<P, CondParams>) {
+          std::vector<const Jaxpr*> r;
+          for (const auto& b : p.branches) r.push_back(b.get());
+          return r;
+        } else if constexpr (std::is_same_v<P, ScanParams> || std::is_same_v<P, CheckpointParams>) return {p.jaxpr.get()};
+        else return {};
+      },
+      params);
 }
 }  // namespace detail
 #endif  // DYNSTAGE_IMPLEMENTATION

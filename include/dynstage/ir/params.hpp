@@ -274,6 +274,22 @@ struct ScanParams {
   friend bool operator==(const ScanParams&, const ScanParams&) = default;
 };
 
+// checkpoint (dyn::checkpoint; JAX's remat primitive, printed as JAX prints
+// it): runs `jaxpr` on its operands (a body in Catalyst's no-constant form:
+// the equation passes the values it closes over first). Reverse mode saves
+// none of the body's intermediates: the linear part is another checkpoint
+// (differentiated=True) that recomputes them from the operands, and its
+// transpose recomputes them again in the backward pass (JAX's policy=None,
+// nothing saveable). `prevent_cse` is JAX's flag, printed, not acted on: the
+// LLVM backend inlines the body and does no common-subexpression elimination
+// across equations.
+struct CheckpointParams {
+  std::shared_ptr<const Jaxpr> jaxpr;
+  bool prevent_cse = true;
+  bool differentiated = false;
+  friend bool operator==(const CheckpointParams&, const CheckpointParams&) = default;
+};
+
 // debug_callback (dyn::debug_print): the {fmt}-style format string its
 // operands are printed with (eager/debug_print.hpp). JAX's debug_callback
 // holds a Python callback instead; dynstage's one callback is printing.
@@ -285,7 +301,7 @@ struct DebugCallbackParams {
 using Params = std::variant<NoParams, ConvertParams, ConjParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
                             RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
-                            DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams,
+                            DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams, CheckpointParams,
                             DebugCallbackParams>;
 }  // namespace detail
 }  // namespace dyn

@@ -47,7 +47,7 @@ enum class Kind : std::uint8_t {
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
   sort,        // sort, top_k: operands reordered along one axis by one permutation (top_k: its first k); several outputs
   contraction, // dot_general
-  control,     // for_loop, while_loop, cond, scan: nested jaxprs (trace/control.hpp, trace/scan.hpp)
+  control,     // for_loop, while_loop, cond, scan, checkpoint: nested jaxprs (trace/control.hpp, trace/scan.hpp)
   effect,      // debug_callback (dyn::debug_print): no outputs; never dropped or reordered against other effects
 };
 
@@ -271,7 +271,8 @@ inline constexpr int kVariadic = -1;
   X(for_loop,             "for_loop",             control,     ForLoopParams,          -1, any,             false, simple,         none,  none)              \
   X(while_loop,           "while_loop",           control,     WhileLoopParams,        -1, any,             false, simple,         none,  none)              \
   X(cond,                 "cond",                 control,     CondParams,             -1, any,             false, simple,         none,  none)              \
-  X(scan,                 "scan",                 control,     ScanParams,             -1, any,             false, simple,         none,  none)
+  X(scan,                 "scan",                 control,     ScanParams,             -1, any,             false, simple,         none,  none)              \
+  X(checkpoint,           "checkpoint",           control,     CheckpointParams,       -1, any,             false, simple,         none,  none)
 #define DYN_EFFECT_PRIMITIVES(X) \
   X(debug_callback,       "debug_callback",       effect,      DebugCallbackParams,    -1, any,             false, simple,         none,  none)
 // clang-format on

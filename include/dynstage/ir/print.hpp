@@ -473,6 +473,15 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
               kvs.push_back({"nimplicit_outputs", text(std::to_string(p.nimplicit_outputs))});
             return kvs;
           },
+          // jax.checkpoint as JAX prints it (policy: JAX's None, nothing saveable).
+          [&ctx](const CheckpointParams& p) {
+            std::vector<pp::KeyValue> kvs;
+            kvs.push_back({"differentiated", text(py_bool(p.differentiated))});
+            kvs.push_back({"jaxpr", pp_jaxpr(*p.jaxpr, ctx)});
+            kvs.push_back({"policy", text("None")});
+            kvs.push_back({"prevent_cse", text(py_bool(p.prevent_cse))});
+            return kvs;
+          },
           // lax.scan as JAX prints it; `linear` has one False per data
           // operand (consts, carry, xs; not a dynamic length).
           [&ctx](const ScanParams& p) {

@@ -64,6 +64,8 @@ bool var_sizes_arrays(const Jaxpr& j, int var) {
       } else if (const auto* c = std::get_if<CondParams>(&q.params)) {
         // operands: pred, then every branch's inputs.
         for (const auto& b : c->branches) used = used || (p > 0 && passes(*b, p - 1));
+      } else if (const auto* c = std::get_if<CheckpointParams>(&q.params)) {
+        used = passes(*c->jaxpr, p);  // operands: the body's inputs
       }
       if (used) return true;
     }

@@ -244,14 +244,7 @@ inline void literal_bits(const Jaxpr& j, std::string& out) {
   };
   for (const Eqn& e : j.eqns) {
     for (const Atom& a : e.inputs) atom(a);
-    if (const auto* p = std::get_if<ForLoopParams>(&e.params)) literal_bits(*p->body_jaxpr, out);
-    if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
-      literal_bits(*p->cond_jaxpr, out);
-      literal_bits(*p->body_jaxpr, out);
-    }
-    if (const auto* p = std::get_if<CondParams>(&e.params))
-      for (const auto& b : p->branches) literal_bits(*b, out);
-    if (const auto* p = std::get_if<ScanParams>(&e.params)) literal_bits(*p->jaxpr, out);
+    for (const Jaxpr* b : bodies_of(e.params)) literal_bits(*b, out);
   }
   for (const Atom& a : j.outvars) atom(a);
 }

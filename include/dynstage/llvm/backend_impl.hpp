@@ -87,14 +87,7 @@ inline void check_supported(const Jaxpr& j) {
           fail<TypeError>("jit: variable #" + std::to_string(v) + " has a dimension that is not an integer scalar");
       }
   for (const Eqn& e : j.eqns) {
-    if (const auto* p = std::get_if<ForLoopParams>(&e.params)) check_supported(*p->body_jaxpr);
-    if (const auto* p = std::get_if<ScanParams>(&e.params)) check_supported(*p->jaxpr);
-    if (const auto* p = std::get_if<WhileLoopParams>(&e.params)) {
-      check_supported(*p->cond_jaxpr);
-      check_supported(*p->body_jaxpr);
-    }
-    if (const auto* p = std::get_if<CondParams>(&e.params))
-      for (const auto& br : p->branches) check_supported(*br);
+    for (const Jaxpr* b : bodies_of(e.params)) check_supported(*b);
   }
   for (const Eqn& e : j.eqns)
     if (e.outputs.size() != 1 && !has_several_outputs(prim_kind(e.prim)))

@@ -1,9 +1,12 @@
-// dynstage: canonicalize_dots, the jaxpr rewrite before fusion planning:
-// every dot_general becomes a batched matrix product (B,M,K) x (B,K,N) on
-// reshaped/transposed operands (no LLVM here).
+// dynstage: the jaxpr rewrites before fusion planning (no LLVM here):
+// inline_checkpoints puts each checkpoint's body in its place, and
+// canonicalize_dots makes every dot_general a batched matrix product
+// (B,M,K) x (B,K,N) on reshaped/transposed operands.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "../ir/jaxpr.hpp"
@@ -38,7 +41,67 @@ inline bool is_canonical_dot(const DotGeneralParams& p) {
 inline bool dot_lhs_transposed(const DotGeneralParams& p) { return p.lhs_contracting[0] == 1; }
 inline bool dot_rhs_transposed(const DotGeneralParams& p) { return p.rhs_contracting[0] == 2; }
 
-inline Jaxpr canonicalize_dots(const Jaxpr& in) {
+// ---------------------------------------------------------------------------
+// inline_checkpoints
+//
+// A checkpoint equation computes its body on its operands; what reverse mode
+// recomputes is already a second checkpoint in the program. The backend
+// lowers the body's equations in place, so they fuse with their neighbours
+// (a checkpoint is no barrier to fusion here, and the backend does no CSE
+// that could undo the recomputation). Each body variable becomes a new
+// variable of `j` (its dimensions mapped as its values are), and uses of
+// the equation's outputs read the body's results. Checkpoints nested in
+// loop bodies and branches are inlined when those are lowered
+// (lower_control.hpp canonicalizes each body).
+inline Jaxpr inline_checkpoints(const Jaxpr& in) {
+  if (std::none_of(in.eqns.begin(), in.eqns.end(), [](const Eqn& e) { return e.prim == Prim::checkpoint; }))
+    return in;
+  Jaxpr j = in;
+  j.eqns.clear();
+  std::vector<std::optional<Atom>> sub(in.types.size());  // an inlined equation's output -> its value
+  auto outer = [&](const Atom& a) {
+    return a.is_var() && sub[static_cast<std::size_t>(a.var)] ? *sub[static_cast<std::size_t>(a.var)] : a;
+  };
+  auto as_dim = [](const Atom& a) { return a.is_var() ? JDim::of_var(a.var) : JDim{a.lit.as<std::int64_t>(), -1}; };
+  for (const Eqn& e0 : in.eqns) {
+    Eqn e = e0;
+    for (Atom& a : e.inputs) a = outer(a);
+    if (e.prim != Prim::checkpoint) {
+      j.eqns.push_back(std::move(e));
+      continue;
+    }
+    const Jaxpr body = inline_checkpoints(*std::get<CheckpointParams>(e.params).jaxpr);
+    if (!body.constvars.empty()) internal_error("inline_checkpoints: a checkpoint body with constvars");
+    std::vector<std::optional<Atom>> map(body.types.size());
+    for (std::size_t k = 0; k < body.invars.size(); ++k) map[static_cast<std::size_t>(body.invars[k])] = e.inputs.at(k);
+    auto read = [&](const Atom& a) { return a.is_var() ? *map.at(static_cast<std::size_t>(a.var)) : a; };
+    for (const Eqn& be : body.eqns) {
+      Eqn q = be;
+      for (Atom& a : q.inputs) a = read(a);
+      for (int& v : q.outputs) {
+        Type t = body.types[static_cast<std::size_t>(v)];
+        for (JDim& d : t.shape)
+          if (!d.is_static()) d = as_dim(read(Atom::of_var(d.var)));
+        const int w = j.new_var(std::move(t));
+        map[static_cast<std::size_t>(v)] = Atom::of_var(w);
+        v = w;
+      }
+      j.eqns.push_back(std::move(q));
+    }
+    for (std::size_t k = 0; k < e.outputs.size(); ++k) sub[static_cast<std::size_t>(e.outputs[k])] = read(body.outvars.at(k));
+  }
+  for (Type& t : j.types)
+    for (JDim& d : t.shape)
+      if (!d.is_static() && static_cast<std::size_t>(d.var) < sub.size()) d = as_dim(outer(Atom::of_var(d.var)));
+  for (Atom& a : j.outvars) a = outer(a);
+  return j;
+}
+
+// ---------------------------------------------------------------------------
+// canonicalize_dots (checkpoints inlined first)
+
+inline Jaxpr canonicalize_dots(const Jaxpr& in0) {
+  const Jaxpr in = inline_checkpoints(in0);
   Jaxpr j = in;
   j.eqns.clear();
   // A product of dimensions as one JDim: static, a dimension variable, or a

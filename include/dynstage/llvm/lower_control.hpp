@@ -128,6 +128,7 @@ inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
     case Prim::while_loop:
     case Prim::scan: return emit_loop(ei, free_after);
     case Prim::cond: return emit_cond(ei, free_after);
+    case Prim::checkpoint: internal_error("LLVM lowering: a checkpoint equation is inlined before lowering");
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)

@@ -769,6 +769,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::while_loop:
     case Prim::cond:
     case Prim::scan:
+    case Prim::checkpoint:
     case Prim::debug_callback: return not_fusible();
   }
   return not_fusible();

@@ -96,6 +96,21 @@ std::vector<Value> bind_cond(const Value& pred, const std::vector<Value>& operan
 void check_switch_index(const Aval& index);
 std::vector<Value> bind_switch(const Value& index, const std::vector<Value>& operands,
                                const std::vector<NestedFn>& branches);
+// fn traced once on tracers of the operands' types, in a scope nested in
+// the current trace (a fresh one outside any): its jaxpr, whose constvars
+// are the values it closes over, and those values.
+struct StagedBody {
+  std::shared_ptr<Jaxpr> jaxpr;
+  std::vector<Value> consts;
+};
+StagedBody stage_body(const std::vector<Value>& operands, const NestedFn& fn);
+// checkpoint (dyn::checkpoint, and the transformations' rules that rebuild
+// one): `body` traced once on tracers of the operands' types, in a scope
+// nested in the current trace; binds a checkpoint equation with params
+// `opts` (its jaxpr replaced by the body's, in no-constant form: the values
+// it closes over are passed first). Returns the body's results.
+std::vector<Value> bind_checkpoint(const std::vector<Value>& operands, const NestedFn& body,
+                                   const CheckpointParams& opts);
 // scan's rules (trace/scan.hpp), which control_abstract_eval and control_impl call.
 std::vector<Aval> scan_abstract_eval(const std::vector<Aval>& in, const ScanParams& p);
 std::vector<AnyArray> scan_impl(const std::vector<AnyArray>& in, const ScanParams& p);

@@ -221,8 +221,68 @@ std::vector<Value> bind_switch(const Value& index, const std::vector<Value>& ope
                                 [](std::size_t b) { return "branch " + std::to_string(b); });
 }
 
+StagedBody stage_body(const std::vector<Value>& operands, const NestedFn& fn) {
+  TraceScope scope;
+  std::vector<Value> args;
+  for (const Value& x : operands) args.push_back(scope.new_arg(x.aval()));
+  const std::vector<Value> outs = fn(args);
+  StagedBody r;
+  r.jaxpr = scope.finish(outs, /*implicit_results=*/false);
+  r.consts = scope.const_sources();
+  return r;
+}
+
+std::vector<Value> bind_checkpoint(const std::vector<Value>& operands, const NestedFn& body,
+                                   const CheckpointParams& opts) {
+  StagedBody b = stage_body(operands, body);
+  control::to_no_const_form(*b.jaxpr);
+  std::vector<Value> ops = std::move(b.consts);
+  ops.insert(ops.end(), operands.begin(), operands.end());
+  CheckpointParams p = opts;
+  p.jaxpr = std::move(b.jaxpr);
+  return bind(Prim::checkpoint, ops, p);
+}
+
 // ---------------------------------------------------------------------------
 // The rules.
+
+// The result types of a cond's branches (or a checkpoint's body), whose
+// inputs have the types `in`: `ni` new dimension values first (a cond's
+// implicit outputs), then each explicit result, a dimension of which is
+// static, one of the implicit outputs (if every body returns it there) or
+// computed from the inputs' dimensions.
+std::vector<Aval> body_out_avals(const char* op, const std::vector<std::shared_ptr<const Jaxpr>>& bodies,
+                                 std::size_t ni, const std::vector<Aval>& in, TraceState& t) {
+  const Jaxpr& b0 = *bodies.at(0);
+  std::vector<std::optional<Dim>> invar_dims;
+  for (const Aval& a : in) invar_dims.push_back(a.dim_value);
+  std::vector<Aval> out;
+  for (std::size_t s = 0; s < ni; ++s) out.push_back(Aval{DType::i64, {}, false, t.new_dim_var()});
+  for (std::size_t k = ni; k < b0.outvars.size(); ++k) {
+    const Type& t0 = b0.type_of(b0.outvars[k]);
+    Aval a{t0.dtype, {}, false, std::nullopt};
+    for (std::size_t j = 0; j < t0.shape.size(); ++j) {
+      if (t0.shape[j].is_static()) {
+        a.shape.push_back(Dim(t0.shape[j].value));
+        continue;
+      }
+      // Implicit output s, if every body returns its dimension j there.
+      std::optional<Dim> d;
+      for (std::size_t s = 0; s < ni && !d; ++s) {
+        bool all = true;
+        for (const auto& b : bodies) all = all && b->outvars[s].var == b->type_of(b->outvars[k]).shape[j].var;
+        if (all) d = out[s].dim_value;
+      }
+      if (!d) d = control::eval_dim(b0, t0.shape[j].var, invar_dims);
+      if (!d)
+        fail<TypeError>(std::string(op) + ": result #" + std::to_string(k - ni) +
+                        " has a dimension that is neither an output size nor computable from the inputs' sizes");
+      a.shape.push_back(*d);
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
 
 std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, const Params& params) {
   using namespace control;
@@ -273,36 +333,18 @@ std::vector<Aval> control_abstract_eval(Prim prim, const std::vector<Aval>& in, 
       }
       TraceState* t = current_trace();
       if (!t) internal_error("cond: output types outside of a trace");
-      const auto ni = static_cast<std::size_t>(p.nimplicit_outputs);
-      std::vector<std::optional<Dim>> invar_dims;
-      for (std::size_t q = 1; q < in.size(); ++q) invar_dims.push_back(in[q].dim_value);
-      std::vector<Aval> out;
-      for (std::size_t s = 0; s < ni; ++s) out.push_back(Aval{DType::i64, {}, false, t->new_dim_var()});
-      for (std::size_t k = ni; k < b0.outvars.size(); ++k) {
-        const Type& t0 = b0.type_of(b0.outvars[k]);
-        Aval a{t0.dtype, {}, false, std::nullopt};
-        for (std::size_t j = 0; j < t0.shape.size(); ++j) {
-          if (t0.shape[j].is_static()) {
-            a.shape.push_back(Dim(t0.shape[j].value));
-            continue;
-          }
-          // Implicit output s, if every branch returns its dimension j there.
-          std::optional<Dim> d;
-          for (std::size_t s = 0; s < ni && !d; ++s) {
-            bool all = true;
-            for (const auto& b : p.branches)
-              all = all && b->outvars[s].var == b->type_of(b->outvars[k]).shape[j].var;
-            if (all) d = out[s].dim_value;
-          }
-          if (!d) d = eval_dim(b0, t0.shape[j].var, invar_dims);
-          if (!d) internal_error("cond: an output dimension is neither implicit nor computable from the operands");
-          a.shape.push_back(*d);
-        }
-        out.push_back(std::move(a));
-      }
-      return out;
+      return body_out_avals("cond", p.branches, static_cast<std::size_t>(p.nimplicit_outputs),
+                            std::vector<Aval>(in.begin() + 1, in.end()), *t);
     }
     case Prim::scan: return scan_abstract_eval(in, std::get<ScanParams>(params));
+    case Prim::checkpoint: {
+      const auto& p = std::get<CheckpointParams>(params);
+      if (!p.jaxpr || p.jaxpr->invars.size() != in.size()) internal_error("checkpoint: the operands do not match the body's inputs");
+      check_operands("checkpoint", *p.jaxpr, in, [](std::size_t q) { return q; });
+      TraceState* t = current_trace();
+      if (!t) internal_error("checkpoint: output types outside of a trace");
+      return body_out_avals("checkpoint", {p.jaxpr}, 0, in, *t);
+    }
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
@@ -362,6 +404,7 @@ std::vector<AnyArray> control_impl(Prim prim, const std::vector<AnyArray>& in, c
       return eval_jaxpr(*p.branches[b], {}, std::vector<AnyArray>(in.begin() + 1, in.end()));
     }
     case Prim::scan: return scan_impl(in, std::get<ScanParams>(params));
+    case Prim::checkpoint: return eval_jaxpr(*std::get<CheckpointParams>(params).jaxpr, {}, in);
     DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)

@@ -49,20 +49,13 @@ namespace batch_detail {
 template <class Fn>
 std::vector<Value> staged_or_run(const std::vector<Value>& operands, const Fn& fn) {
   if (current_trace()) return fn(operands);
-  std::shared_ptr<Jaxpr> j;
+  const StagedBody b = stage_body(operands, fn);
   std::vector<AnyArray> consts;
-  {
-    TraceScope scope;
-    std::vector<Value> args;
-    for (const Value& v : operands) args.push_back(scope.new_arg(v.aval()));
-    const std::vector<Value> outs = fn(args);
-    j = scope.finish(outs, /*implicit_results=*/false);
-    for (const Value& c : scope.const_sources()) consts.push_back(c.array);
-  }
+  for (const Value& c : b.consts) consts.push_back(c.array);
   std::vector<AnyArray> in;
   for (const Value& v : operands) in.push_back(v.array);
   std::vector<Value> r;
-  for (AnyArray& a : eval_jaxpr(ClosedJaxpr{j, consts}, in)) r.push_back(Value{std::move(a), nullptr, false});
+  for (AnyArray& a : eval_jaxpr(ClosedJaxpr{b.jaxpr, consts}, in)) r.push_back(Value{std::move(a), nullptr, false});
   return r;
 }
 
@@ -303,6 +296,17 @@ BatchOut scan_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
   return {outs, od};
 }
 
+// checkpoint: a checkpoint of the batched body, every result batched at 0
+// (JAX's remat batching rule).
+BatchOut checkpoint_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, const CheckpointParams& cp) {
+  const Dim size = batch_size(x, dims);
+  const auto run = [&](const std::vector<Value>& ops) {
+    return bind_checkpoint(ops, [&](const std::vector<Value>& a) { return all_front(*cp.jaxpr, a, dims, size); }, cp);
+  };
+  const std::vector<Value> outs = staged_or_run(x, run);
+  return {outs, std::vector<BDim>(outs.size(), BDim{0})};
+}
+
 }  // namespace batch_detail
 
 BatchOut batch_control(Prim p, const std::vector<Value>& x, const std::vector<BDim>& dims, const Params& params) {
@@ -312,6 +316,7 @@ BatchOut batch_control(Prim p, const std::vector<Value>& x, const std::vector<BD
     case Prim::while_loop: return while_rule(x, dims, std::get<WhileLoopParams>(params));
     case Prim::cond: return cond_rule(x, dims, std::get<CondParams>(params));
     case Prim::scan: return scan_rule(x, dims, std::get<ScanParams>(params));
+    case Prim::checkpoint: return checkpoint_rule(x, dims, std::get<CheckpointParams>(params));
     default: internal_error("vmap: batch_control of " + std::string(prim_name(p)));
   }
 }

@@ -23,8 +23,16 @@
 // zeros for the others'); the linear cond takes all residuals, each branch
 // reading its own; its transpose is a cond over the branches' backward
 // passes. A residual's sizes must be static or sizes of the cond's operands.
+// checkpoint follows JAX's remat_partial_eval and remat_transpose with
+// policy None: the known outputs are computed by the body's known part, and
+// none of its values is kept; the linear part is a checkpoint of the body
+// (differentiated=True) that reads only the known operands and recomputes
+// the rest, and its transpose is a checkpoint that recomputes them again
+// and runs the backward pass of the linear equations.
 #pragma once
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -425,6 +433,154 @@ std::vector<Tangent> transpose_cond(const Eqn& q, const std::vector<LinArg>& in,
   std::size_t o = 0;
   for (std::size_t k = 0; k < nin; ++k)
     if (in[1 + k].linear()) r[1 + k] = outs.at(o++);
+  return r;
+}
+
+void partial_eval_checkpoint(PartialEval& pe, const Eqn& q) {
+  const CheckpointParams& p = std::get<CheckpointParams>(q.params);
+  const Jaxpr& body = *p.jaxpr;
+  const std::size_t nin = q.inputs.size(), nout = q.outputs.size();
+  std::vector<bool> uk(nin);
+  for (std::size_t k = 0; k < nin; ++k) uk[k] = pe.is_linear(q.inputs[k]);
+  // (Its while loops keep their residuals: they stay inside the split.)
+  const SplitJaxpr sp = split_body(body, uk, std::vector<bool>(nout, false), /*recompute_whiles=*/false);
+  // The known outputs, by the known part without its residuals, inlined (as
+  // JAX evaluates jaxpr_known).
+  std::vector<Value> kin;
+  for (std::size_t k = 0; k < nin; ++k)
+    if (!uk[k]) kin.push_back(pe.read(q.inputs[k]));
+  Jaxpr known = *sp.known;
+  known.outvars.resize(known.outvars.size() - sp.residuals.size());
+  known.eqns = dce_jaxpr(known, std::vector<bool>(known.outvars.size(), true)).eqns;
+  const std::vector<Value> kout = jvp_eval(known, sp.known_consts, kin, std::vector<Tangent>(kin.size())).primals;
+  std::size_t o = 0;
+  for (std::size_t i = 0; i < nout; ++i)
+    if (!sp.out_unknown[i]) pe.env[static_cast<std::size_t>(q.outputs[i])] = kout.at(o++);
+  // The linear checkpoint: the body's equations the unknown outputs need,
+  // on the operands they read.
+  auto lj = control_reverse::copy_body(body);
+  lj->outvars.clear();
+  for (std::size_t i = 0; i < nout; ++i)
+    if (sp.out_unknown[i]) lj->outvars.push_back(body.outvars[i]);
+  const DceResult d = dce_jaxpr(*lj, std::vector<bool>(lj->outvars.size(), true));
+  lj->eqns = d.eqns;
+  lj->invars.clear();
+  Eqn e;
+  e.prim = Prim::checkpoint;
+  for (std::size_t k = 0; k < nin; ++k)
+    if (d.used_in[k]) {
+      lj->invars.push_back(body.invars[k]);
+      e.inputs.push_back(q.inputs[k]);
+    }
+  for (std::size_t i = 0; i < nout; ++i)
+    if (sp.out_unknown[i]) e.outputs.push_back(q.outputs[i]);
+  e.params = CheckpointParams{lj, p.prevent_cse, true};
+  for (const Atom& a : e.inputs) pe.keep(a);
+  for (int v : e.outputs) pe.define_linear(v);
+  pe.l.lin.push_back(std::move(e));
+}
+
+void partial_eval_recomputed(PartialEval& pe, const Eqn& q) {
+  if (const auto* w = std::get_if<WhileLoopParams>(&q.params))
+    control_reverse::no_changing_sizes(w->nimplicit, "while_loop");
+  // The checkpoint's operands: the dimension variables of q's types that
+  // are not q's own operands or outputs, then q's variable operands.
+  const std::vector<Type>& types = pe.l.types;
+  std::vector<int> ops;
+  auto add = [&](int v) {
+    if (std::find(ops.begin(), ops.end(), v) == ops.end()) ops.push_back(v);
+  };
+  auto add_dims = [&](int v) {
+    for (const JDim& d : types.at(static_cast<std::size_t>(v)).shape)
+      if (!d.is_static() && std::find(q.outputs.begin(), q.outputs.end(), d.var) == q.outputs.end()) add(d.var);
+  };
+  for (const Atom& a : q.inputs)
+    if (a.is_var()) add_dims(a.var);
+  for (int v : q.outputs) add_dims(v);
+  for (const Atom& a : q.inputs)
+    if (a.is_var()) add(a.var);
+  // The body: one equation, q, on fresh variables.
+  auto body = std::make_shared<Jaxpr>();
+  std::map<int, int> local;
+  auto fresh = [&](int v) {
+    Type t = types.at(static_cast<std::size_t>(v));
+    for (JDim& d : t.shape)
+      if (!d.is_static()) d.var = local.at(d.var);
+    return local[v] = body->new_var(std::move(t));
+  };
+  for (int v : ops) body->invars.push_back(fresh(v));
+  Eqn inner = q;
+  for (Atom& a : inner.inputs)
+    if (a.is_var()) a.var = local.at(a.var);
+  for (int& v : inner.outputs) v = fresh(v);
+  for (int v : inner.outputs) body->outvars.push_back(Atom::of_var(v));
+  body->eqns.push_back(std::move(inner));
+  Eqn e;
+  e.prim = Prim::checkpoint;
+  for (int v : ops) e.inputs.push_back(Atom::of_var(v));
+  e.outputs = q.outputs;
+  e.params = CheckpointParams{body, true, false};
+  partial_eval_checkpoint(pe, e);
+}
+
+std::vector<Tangent> transpose_checkpoint(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
+                                          const std::vector<Shape>& out_shapes) {
+  using linearize_detail::atom_dtype;
+  const CheckpointParams& p = std::get<CheckpointParams>(q.params);
+  const Jaxpr& body = *p.jaxpr;
+  const std::size_t nin = in.size(), nout = ct.size(), n = body.types.size();
+  // The body: (known operands, the outputs' cotangents) -> the linear
+  // operands' cotangents, recomputing the known values by partial evaluation.
+  std::shared_ptr<Jaxpr> tj;
+  std::vector<Value> consts;
+  {
+    TraceScope scope;
+    Linearized l;
+    l.types = body.types;
+    l.linear.assign(n, 0);
+    l.shapes.resize(n);
+    PartialEval pe{l, std::vector<std::optional<Value>>(n), std::vector<char>(n, 0)};
+    for (std::size_t k = 0; k < nin; ++k) {
+      const auto v = static_cast<std::size_t>(body.invars[k]);
+      if (in[k].linear()) {
+        l.linear[v] = 1;
+        l.shapes[v] = in[k].shape;
+      } else {
+        pe.env[v] = scope.new_arg(in[k].value->aval());
+      }
+    }
+    std::vector<Value> ct_args;
+    for (std::size_t o = 0; o < nout; ++o)
+      ct_args.push_back(scope.new_arg(Aval{atom_dtype(body.types, body.outvars[o]), out_shapes.at(o), false, std::nullopt}));
+    partial_eval_eqns(pe, body.eqns);
+    std::vector<Tangent> cts(l.types.size());
+    for (std::size_t o = 0; o < nout; ++o) {
+      const Atom& a = body.outvars[o];
+      if (pe.is_linear(a)) linearize_detail::accumulate(cts, a.var, ct_args[o]);
+    }
+    auto known = [&](const Atom& a) { return pe.read(a); };
+    backward_pass(l.lin, l.types, known, l.linear, l.shapes, cts);
+    std::vector<Value> outs;
+    for (std::size_t k = 0; k < nin; ++k)
+      if (in[k].linear()) {
+        const Tangent& c = cts[static_cast<std::size_t>(body.invars[k])];
+        outs.push_back(c ? jvp_detail::fit(*c, in[k].shape) : transpose_detail::zeros(in[k].shape, in[k].dtype));
+      }
+    tj = scan_reverse::constants_as_invars(scope.finish(outs, /*implicit_results=*/false));
+    consts = scope.const_sources();
+  }
+  std::vector<Value> ops = consts;
+  for (std::size_t k = 0; k < nin; ++k)
+    if (!in[k].linear()) ops.push_back(*in[k].value);
+  for (std::size_t o = 0; o < nout; ++o) {
+    const DType dt = atom_dtype(body.types, body.outvars[o]);
+    ops.push_back(ct[o] ? jvp_detail::fit(*ct[o], out_shapes[o]) : transpose_detail::zeros(out_shapes[o], dt));
+  }
+  const std::vector<Value> outs = bind(Prim::checkpoint, ops, CheckpointParams{tj, p.prevent_cse, true});
+  std::vector<Tangent> r(nin);
+  std::size_t o = 0;
+  for (std::size_t k = 0; k < nin; ++k)
+    if (in[k].linear()) r[k] = outs.at(o++);
   return r;
 }
 

@@ -371,6 +371,29 @@ inline JvpOut scan_jvp(const std::vector<Value>& x, const std::vector<Tangent>& 
   return r;
 }
 
+// checkpoint (JAX's remat_jvp): a checkpoint of the body's JVP, primals
+// then the nonzero tangents, so reverse mode can split it without saving
+// the body's intermediates.
+inline JvpOut checkpoint_jvp(const std::vector<Value>& x, const std::vector<Tangent>& t, const CheckpointParams& p) {
+  const std::size_t nout = p.jaxpr->outvars.size();
+  std::vector<bool> in;
+  for (std::size_t k = 0; k < x.size(); ++k) in.push_back(has_tangent(t[k], x[k]));
+  JvpJaxpr b = jvp_jaxpr(*p.jaxpr, in, std::vector<bool>(nout, false));
+  std::vector<std::shared_ptr<Jaxpr>> js{b.jaxpr};
+  std::vector<std::vector<Value>> cs{b.consts};
+  std::vector<Value> ops = join_branch_constants(js, cs);
+  ops.insert(ops.end(), x.begin(), x.end());
+  push_tangents(ops, x, t, 0, in);
+  const std::vector<Value> outs = bind(Prim::checkpoint, ops, CheckpointParams{b.jaxpr, p.prevent_cse, p.differentiated});
+  JvpOut r;
+  r.primals.assign(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(nout));
+  r.tangents.assign(nout, std::nullopt);
+  std::size_t next = nout;
+  for (std::size_t k = 0; k < nout; ++k)
+    if (b.nonzero_out[k]) r.tangents[k] = outs.at(next++);
+  return r;
+}
+
 }  // namespace jvp_control
 
 JvpOut control_jvp(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t, const Params& params) {
@@ -380,6 +403,7 @@ JvpOut control_jvp(Prim p, const std::vector<Value>& x, const std::vector<Tangen
     case Prim::while_loop: return while_loop_jvp(x, t, std::get<WhileLoopParams>(params));
     case Prim::cond: return cond_jvp(x, t, std::get<CondParams>(params));
     case Prim::scan: return scan_jvp(x, t, std::get<ScanParams>(params));
+    case Prim::checkpoint: return checkpoint_jvp(x, t, std::get<CheckpointParams>(params));
     default: internal_error("control_jvp: " + std::string(prim_name(p)) + " is not a control-flow primitive");
   }
 }

@@ -42,7 +42,6 @@ inline bool differentiable_dtype(DType d) { return is_float(d); }
 // (comparisons, bit operations, argmax, ...) need no rule and are not here.
 inline const char* jvp_missing(Prim p) {
   switch (p) {
-    case Prim::trigamma: return "its derivative is polygamma(2, x), which has no primitive yet";
     // Complex values carry no tangents yet (differentiable_dtype): a
     // primitive making a complex value of a float one that has a tangent
     // would drop it (docs/transformations.md, "Complex numbers").
@@ -136,6 +135,34 @@ inline Tangent times(const Tangent& t, const Value& factor, const Shape& out) {
 
 namespace jvp_detail {
 
+// psi''(x), trigamma's derivative (JAX: polygamma(2, x)), from primitives
+// that have derivatives themselves (so hessians go on): for x > 0 the
+// recurrence psi''(x) = psi''(x + 8) - 2 sum_{k<8} (x + k)^-3 and the
+// asymptotic series at z = x + 8 >= 8,
+//   psi''(z) ~ -1/z^2 - 1/z^3 - 1/(2 z^4) + 1/(6 z^6) - 1/(6 z^8) + 3/(10 z^10) - 5/(6 z^12)
+// (the next term, 691/(210 z^14), is below 1e-10 of the sum); for x <= 0
+// the reflection psi''(x) = psi''(1 - x) - 2 pi^3 cos(pi x) / sin(pi x)^3.
+inline Value polygamma2(const Value& x) {
+  const DType dt = x.dtype();
+  auto positive = [&](const Value& a) {
+    Value inv_cubes = lit(dt, 0);
+    for (int k = 0; k < 8; ++k) {
+      const Value ak = add(a, lit(dt, k));
+      inv_cubes = add(inv_cubes, div(lit(dt, 1), mul(mul(ak, ak), ak)));
+    }
+    const Value w = div(lit(dt, 1), add(a, lit(dt, 8))), w2 = mul(w, w);
+    Value poly = lit(dt, -5.0 / 6.0);
+    for (double c : {3.0 / 10.0, -1.0 / 6.0, 1.0 / 6.0, -0.5, -1.0}) poly = add(mul(poly, w2), lit(dt, c));
+    const Value series = sub(mul(poly, w2), mul(w2, w));  // ... - w^2 - w^3
+    return sub(series, mulc(inv_cubes, 2));
+  };
+  constexpr double pi = 3.14159265358979323846;
+  const Value px = mulc(x, pi), s = op(Prim::sin, {px});
+  const Value reflection = mulc(div(op(Prim::cos, {px}), mul(mul(s, s), s)), 2 * pi * pi * pi);
+  const Value reflected = sub(positive(sub(lit(dt, 1), x)), reflection);
+  return select(op(Prim::gt, {x, lit(dt, 0)}), positive(x), reflected);
+}
+
 // The derivative of a unary function at x with result y, as a factor of the
 // tangent; nullopt: the derivative is zero almost everywhere.
 inline std::optional<Value> unary_factor(Prim p, const Value& x, const Value& y, const Params& params) {
@@ -176,6 +203,7 @@ inline std::optional<Value> unary_factor(Prim p, const Value& x, const Value& y,
     case Prim::erf_inv: return mulc(op(Prim::exp, {mul(y, y)}), 0.88622692545275801365);  // sqrt(pi)/2
     case Prim::lgamma: return op(Prim::digamma, {x});
     case Prim::digamma: return op(Prim::trigamma, {x});  // JAX: polygamma(1, x)
+    case Prim::trigamma: return polygamma2(x);              // JAX: polygamma(2, x)
     case Prim::integer_pow: {
       const int n = std::get<IntegerPowParams>(params).y;
       if (n == 0) return std::nullopt;
@@ -403,13 +431,16 @@ inline JvpOut scatter_chooser(Prim p, const std::vector<Value>& x, const std::ve
   return {{y}, {div(sum, op(Prim::max, {count, lit(dt, 1)}))}};
 }
 
-// clamp(lo, x, hi): the tangent of whichever operand the result is.
+// clamp(lo, x, hi) = min(max(x, lo), hi): the tangent of whichever operand
+// the result is: hi's where max(x, lo) > hi (also where lo > hi, whatever
+// x is), else lo's where x < lo, else x's. A tie of x with a bound takes x's
+// tangent (JAX's rule gives zero there, although clamp(lo, x, x) is x).
 inline JvpOut clamp_rule(const std::vector<Value>& x, const std::vector<Tangent>& t) {
   const Value y = op(Prim::clamp, x);
   if (!t[0] && !t[1] && !t[2]) return {{y}, {std::nullopt}};
   const Shape out = y.shape();
-  const Value below = op(Prim::lt, {x[1], x[0]}), above = op(Prim::gt, {x[1], x[2]});
-  const Value r = select(fit(below, out), instantiate(t[0], y), select(fit(above, out), instantiate(t[2], y),
+  const Value below = op(Prim::lt, {x[1], x[0]}), above = op(Prim::gt, {op(Prim::max, {x[1], x[0]}), x[2]});
+  const Value r = select(fit(above, out), instantiate(t[2], y), select(fit(below, out), instantiate(t[0], y),
                                                                         instantiate(t[1], y)));
   return {{y}, {r}};
 }

@@ -56,6 +56,11 @@ struct PartialEval {
   Linearized& l;
   std::vector<std::optional<Value>> env;  // the value of every known variable so far
   std::vector<char> residual;             // known variables the linear program reads
+  // Splitting a loop body or a branch: a while_loop there is recomputed in
+  // the backward pass (partial_eval_recomputed) instead of keeping residual
+  // buffers whose length, its count, the body computes (no buffer of the
+  // enclosing loop stacks them, and no cond output has their size).
+  bool recompute_whiles = false;
 
   bool is_linear(const Atom& a) const { return a.is_var() && l.linear[static_cast<std::size_t>(a.var)]; }
   Value read(const Atom& a) const {
@@ -99,10 +104,14 @@ void partial_eval_scan(PartialEval& pe, const Eqn& q);
 void partial_eval_for_loop(PartialEval& pe, const Eqn& q);
 void partial_eval_while_loop(PartialEval& pe, const Eqn& q);
 void partial_eval_cond(PartialEval& pe, const Eqn& q);
+void partial_eval_checkpoint(PartialEval& pe, const Eqn& q);
+void partial_eval_recomputed(PartialEval& pe, const Eqn& q);
 std::vector<Tangent> transpose_scan(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
                                     const std::vector<Shape>& out_shapes);
 std::vector<Tangent> transpose_cond(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
                                     const std::vector<Shape>& out_shapes);
+std::vector<Tangent> transpose_checkpoint(const Eqn& q, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
+                                          const std::vector<Shape>& out_shapes);
 
 // Partial evaluation of `eqns` in order: an equation none of whose operands
 // is linear is bound now (staged when tracing, as it was), a control-flow
@@ -115,7 +124,10 @@ void partial_eval_eqns(PartialEval& pe, const std::vector<Eqn>& eqns);
 // by its own rule, recursively; the unknown part is the linear equations.
 // Outvars with force_unknown[k] are unknown even when known (a loop carry
 // whose value entering the body is unknown).
-SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const std::vector<bool>& force_unknown);
+// With `recompute_whiles` (a loop body or a branch), while loops in it are
+// recomputed in the backward pass (PartialEval::recompute_whiles).
+SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const std::vector<bool>& force_unknown,
+                      bool recompute_whiles = true);
 
 // A loop body (carries: invars [first_carry, first_carry + ncar), the first
 // ncar outvars) split at the fixed point of its unknown carries: a carry
@@ -215,8 +227,12 @@ void partial_eval_eqns(PartialEval& pe, const std::vector<Eqn>& eqns) {
       switch (q.prim) {
         case Prim::scan: partial_eval_scan(pe, q); break;
         case Prim::for_loop: partial_eval_for_loop(pe, q); break;
-        case Prim::while_loop: partial_eval_while_loop(pe, q); break;
+        case Prim::while_loop:
+          if (pe.recompute_whiles) partial_eval_recomputed(pe, q);
+          else partial_eval_while_loop(pe, q);
+          break;
         case Prim::cond: partial_eval_cond(pe, q); break;
+        case Prim::checkpoint: partial_eval_checkpoint(pe, q); break;
         default: internal_error("vjp: no partial evaluation rule for " + std::string(prim_name(q.prim)));
       }
       continue;
@@ -227,14 +243,15 @@ void partial_eval_eqns(PartialEval& pe, const std::vector<Eqn>& eqns) {
   }
 }
 
-SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const std::vector<bool>& force_unknown) {
+SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const std::vector<bool>& force_unknown,
+                      bool recompute_whiles) {
   if (!j.constvars.empty()) internal_error("split_body: a body with constvars");
   const std::size_t n = j.types.size();
   Linearized l;
   l.types = j.types;
   l.linear.assign(n, 0);
   l.shapes.resize(n);
-  PartialEval pe{l, std::vector<std::optional<Value>>(n), std::vector<char>(n, 0)};
+  PartialEval pe{l, std::vector<std::optional<Value>>(n), std::vector<char>(n, 0), recompute_whiles};
   TraceScope scope;
   // The known invars as arguments, their dimensions earlier arguments'.
   std::vector<std::optional<Dim>> dim(n);
@@ -366,9 +383,10 @@ void backward_pass(const std::vector<Eqn>& eqns, const std::vector<Type>& types,
         in.push_back(LinArg{v, v.dtype(), v.shape()});
       }
     }
-    const std::vector<Tangent> r = q.prim == Prim::scan   ? transpose_scan(q, in, out, out_shapes)
-                                   : q.prim == Prim::cond ? transpose_cond(q, in, out, out_shapes)
-                                                          : transpose_rule(q.prim, in, out, q.params);
+    const std::vector<Tangent> r = q.prim == Prim::scan         ? transpose_scan(q, in, out, out_shapes)
+                                   : q.prim == Prim::cond       ? transpose_cond(q, in, out, out_shapes)
+                                   : q.prim == Prim::checkpoint ? transpose_checkpoint(q, in, out, out_shapes)
+                                                                : transpose_rule(q.prim, in, out, q.params);
     for (std::size_t k = 0; k < q.inputs.size(); ++k)
       if (in[k].linear() && r.at(k)) accumulate(ct, q.inputs[k].var, *r[k]);
   }

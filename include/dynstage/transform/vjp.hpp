@@ -325,14 +325,43 @@ auto value_and_grad(F f, std::source_location loc = std::source_location::curren
   return detail::GradFn<true, F, 0>(std::move(f), loc);
 }
 
-// checkpoint(f): jax.checkpoint's name and contract for derivatives:
-// checkpoint(f) computes what f computes and has f's derivatives. What
-// checkpointing is for, recomputing f's forward pass in the backward pass
-// instead of keeping its residuals, is not built yet (issue 20): today the
-// residuals are kept, as for f (docs/transformations.md).
+// checkpoint(f): jax.checkpoint. checkpoint(f)(args...) computes what
+// f(args...) computes. On tracers (under grad, vjp, jit, make_jaxpr) it is
+// recorded as one `checkpoint` equation around f's traced body, and
+// reverse mode keeps none of f's intermediates as residuals: it recomputes
+// them from f's inputs in the backward pass (JAX's default policy, nothing
+// saveable). Memory for time: in a loop or a deep composition only the
+// checkpointed functions' inputs are kept. Under jit the backend inlines
+// the body, so a checkpoint costs nothing when no derivative is taken. On
+// arrays (no tracer among the arguments) it calls f: there is nothing to
+// record, as cond on a concrete predicate runs its branch.
 template <class F>
-auto checkpoint(F f) {
-  return f;
+auto checkpoint(F f, std::source_location loc = std::source_location::current()) {
+  return [f = std::move(f), loc](const auto&... args) {
+    using namespace detail;
+    constexpr bool traced = any_tracer_leaf_v<std::remove_cvref_t<decltype(args)>...>;
+    if constexpr (!traced) {
+      return f(args...);
+    } else {
+      OpSite site(loc);
+      const std::vector<Value> xs = leaves_of(args...);
+      const std::tuple<const std::remove_cvref_t<decltype(args)>&...> protos(args...);
+      using R = traced_result_t<F, std::remove_cvref_t<decltype(args)>...>;
+      TreeDef out_tree;
+      auto body = [&](const std::vector<Value>& in) {
+        std::size_t k = 0;
+        auto typed = std::apply(
+            [&](const auto&... p) {
+              return std::tuple<traced_t<std::remove_cvref_t<decltype(p)>>...>{traced_like(p, in, k)...};
+            },
+            protos);
+        const R out = std::apply(f, typed);
+        out_tree = treedef_of(out);
+        return flatten_results(out);
+      };
+      return rebuild<traced_t<R>>(out_tree, bind_checkpoint(xs, body, CheckpointParams{}));
+    }
+  };
 }
 
 // jacfwd(f)(x, ...): the Jacobian of f's (one array) result with respect to
