@@ -306,6 +306,13 @@ TEST_CASE("complex: ordering, floor, % and bit operations are refused") {
   CHECK(message_of<dyn::TypeError>([&] {
           (void)dyn::detail::abstract_eval(Prim::reduce_max, {c}, dyn::detail::ReduceParams{{0}});
         }) == "reduce_max does not accept dtype c64; it requires an ordered dtype (complex numbers have no order)");
+  // x.at(i).max(v) of a complex x: scatter-max's dtype rule
+  const Array<c64> z({3}, {c64(1, 0), c64(2, 0), c64(3, 0)});
+  CHECK(message_of<dyn::TypeError>([&] { (void)z.at(Array<std::int32_t>({1}, {1})).max(c64(5, 0)); })
+            .rfind("scatter-max does not accept dtype c64; it requires an ordered dtype", 0) == 0);
+  // a complex scatter-add is fine
+  CHECK(vals(z.at(Array<std::int32_t>({2}, {0, 0})).add(c64(0, 1))) ==
+        std::vector<c64>{c64(1, 2), c64(2, 0), c64(3, 0)});
   // floor of a complex value in the numpy layer (jnp.floor(int) is the
   // identity; complex is refused)
   const dyn::detail::Value v{dyn::AnyArray(Array<c64>({2})), nullptr, false};
