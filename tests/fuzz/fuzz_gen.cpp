@@ -62,7 +62,7 @@ struct Gen {
   // Values: ints in [-100, 100] and now and then an extreme; floats in
   // [-8, 8] and now and then a special (NaN, +-inf, +-0, huge, tiny).
   dyn::AnyArray array(DType dt, const std::vector<i64>& shape) {
-    return dyn::visit_dtype(dt, [&](auto t) -> dyn::AnyArray {
+    return fuzz::visit_dtype(dt, [&](auto t) -> dyn::AnyArray {
       using T = decltype(t);
       dyn::Array<T> a(shape);
       T* p = a.mutable_data();
@@ -853,7 +853,7 @@ std::string array_cpp(const dyn::AnyArray& a) {
   os << "dyn::Array<" << T << ">(std::vector<std::int64_t>{";
   for (std::size_t i = 0; i < a.shape().size(); ++i) os << (i ? ", " : "") << a.shape()[i];
   os << "}, std::vector<" << T << ">{";
-  dyn::visit_dtype(a.dtype(), [&](auto t) {
+  fuzz::visit_dtype(a.dtype(), [&](auto t) {
     using X = decltype(t);
     const X* p = static_cast<const X*>(a.data());
     for (i64 i = 0; i < a.size(); ++i) {

@@ -61,7 +61,7 @@ typename K::V as_v(const X& x) {
 
 template <class K>
 typename K::V from_any(const dyn::AnyArray& a) {
-  return dyn::visit_dtype(a.dtype(), [&](auto t) -> typename K::V { return lift<K>(a.get<decltype(t)>()); });
+  return fuzz::visit_dtype(a.dtype(), [&](auto t) -> typename K::V { return lift<K>(a.get<decltype(t)>()); });
 }
 
 template <class K>
@@ -78,14 +78,14 @@ typename K::Bundle pack_all(const std::vector<typename K::V>& vs) {
 template <class K>
 std::vector<typename K::V> unpack(const typename K::Bundle& b, const std::vector<Ty>& tys, int skip_i64 = 0) {
   std::vector<typename K::V> r;
-  int pos[dyn::kNumDTypes] = {};
+  int pos[kNumFuzzDTypes] = {};
   pos[kI64] = skip_i64;
   for (const Ty& t : tys) {
     const int d = dt_index(t.dt);
     const int k = pos[d]++;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((static_cast<int>(I) == d ? (r.push_back(std::get<I>(b).at(k)), 0) : 0), ...);
-    }(std::make_index_sequence<dyn::kNumDTypes>{});
+    }(std::make_index_sequence<kNumFuzzDTypes>{});
   }
   return r;
 }
@@ -356,16 +356,16 @@ struct Interp {
     switch (n.op) {
       case Op::constant: return {from_any<K>(n.data)};
       case Op::full:
-        return {dyn::visit_dtype(odt, [&](auto t) { return full_of<decltype(t)>(n.p, n.lit); })};
+        return {fuzz::visit_dtype(odt, [&](auto t) { return full_of<decltype(t)>(n.p, n.lit); })};
       case Op::iota:
-        return {dyn::visit_dtype(odt, [&](auto t) -> V {
+        return {fuzz::visit_dtype(odt, [&](auto t) -> V {
           using T = decltype(t);
           if constexpr (std::is_same_v<T, bool>) throw std::logic_error("fuzz: bool iota");
           else return lift<K>(dyn::arange<T>(n.p.at(0)));
         })};
       case Op::iota_dyn: {
         const auto& sz = std::get<kI64>(in(0));
-        return {dyn::visit_dtype(odt, [&](auto t) -> V {
+        return {fuzz::visit_dtype(odt, [&](auto t) -> V {
           using T = decltype(t);
           if constexpr (std::is_same_v<T, bool>) throw std::logic_error("fuzz: bool iota");
           else return as_v<K>(dyn::arange<T>(sz));
@@ -399,7 +399,7 @@ struct Interp {
         }, in(0))};
       case Op::astype:
         return {std::visit([&](const auto& x) {
-          return dyn::visit_dtype(odt, [&](auto t) -> V { return as_v<K>(dyn::astype<decltype(t)>(x)); });
+          return fuzz::visit_dtype(odt, [&](auto t) -> V { return as_v<K>(dyn::astype<decltype(t)>(x)); });
         }, in(0))};
       case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
       case Op::cumulative: return {std::visit([&](const auto& x) { return cumulative(n, x); }, in(0))};
@@ -624,7 +624,7 @@ constexpr double kRel32 = 1e-4, kRel64 = 1e-11;
 std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp) {
   if (got.dtype() != ref.dtype() || got.shape() != ref.shape())
     return "type " + dyn::detail::array_type_str(got) + " vs " + dyn::detail::array_type_str(ref);
-  return dyn::visit_dtype(got.dtype(), [&](auto t) -> std::string {
+  return fuzz::visit_dtype(got.dtype(), [&](auto t) -> std::string {
     using T = decltype(t);
     const T* x = static_cast<const T*>(got.data());
     const T* y = static_cast<const T*>(ref.data());
@@ -711,7 +711,7 @@ Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
         for (const Ty& t : c.prog.params) slot.push_back(&t);
         for (const Node& n : c.prog.nodes)
           for (const Ty& t : n.out) slot.push_back(&t);
-        for (int d = 0; d < dyn::kNumDTypes; ++d)
+        for (int d = 0; d < kNumFuzzDTypes; ++d)
           for (int s : c.prog.outs)
             if (dt_index(slot.at(s)->dt) == d) {
               inexact.push_back(slot.at(s)->inexact);
@@ -793,7 +793,7 @@ std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<d
     using K = decltype(kind);
     std::vector<typename K::V> ps;
     for (const dyn::detail::Value& v : params)
-      ps.push_back(dyn::visit_dtype(v.dtype(), [&](auto t) -> typename K::V {
+      ps.push_back(fuzz::visit_dtype(v.dtype(), [&](auto t) -> typename K::V {
         using T = decltype(t);
         if constexpr (K::traced) return dyn::detail::from_value<Tracer<T>>(v);
         else return dyn::detail::from_value<Array<T>>(v);

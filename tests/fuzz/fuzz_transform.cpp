@@ -40,7 +40,7 @@ using Pack = std::tuple<std::vector<A<bool>>, std::vector<A<std::int8_t>>, std::
 
 template <template <class> class A>
 void push(Pack<A>& p, const Value& v) {
-  dyn::visit_dtype(v.dtype(), [&](auto t) {
+  fuzz::visit_dtype(v.dtype(), [&](auto t) {
     using T = decltype(t);
     std::get<std::vector<A<T>>>(p).push_back(dyn::detail::from_value<A<T>>(v));
   });
@@ -59,7 +59,7 @@ std::vector<Value> values(const P& p) {
 // dtype, stable): position k of the Pack's leaves is item order[k].
 std::vector<std::size_t> pack_order(const std::vector<DType>& dts) {
   std::vector<std::size_t> order;
-  for (int d = 0; d < dyn::kNumDTypes; ++d)
+  for (int d = 0; d < kNumFuzzDTypes; ++d)
     for (std::size_t k = 0; k < dts.size(); ++k)
       if (static_cast<int>(dts[k]) == d) order.push_back(k);
   return order;
@@ -197,7 +197,7 @@ struct Weighted {
 std::pair<double, double> dot(const std::vector<Value>& a, const std::vector<Value>& b) {
   double s = 0, m = 0;
   for (std::size_t k = 0; k < a.size(); ++k)
-    dyn::visit_dtype(a[k].dtype(), [&](auto t) {
+    fuzz::visit_dtype(a[k].dtype(), [&](auto t) {
       using T = decltype(t);
       if constexpr (std::is_floating_point_v<T>) {
         const T* x = static_cast<const T*>(a[k].array.data());
@@ -215,7 +215,7 @@ std::pair<double, double> dot(const std::vector<Value>& a, const std::vector<Val
 std::string close(const dyn::AnyArray& got, const dyn::AnyArray& ref, double rtol) {
   if (got.dtype() != ref.dtype() || got.shape() != ref.shape())
     return "type " + dyn::detail::array_type_str(got) + " vs " + dyn::detail::array_type_str(ref);
-  return dyn::visit_dtype(got.dtype(), [&](auto t) -> std::string {
+  return fuzz::visit_dtype(got.dtype(), [&](auto t) -> std::string {
     using T = decltype(t);
     if constexpr (std::is_floating_point_v<T>) {
       const T* x = static_cast<const T*>(got.data());
@@ -243,7 +243,7 @@ std::string close(const dyn::AnyArray& got, const dyn::AnyArray& ref, double rto
 bool all_finite(const std::vector<Value>& vs) {
   for (const Value& v : vs) {
     bool ok = true;
-    dyn::visit_dtype(v.dtype(), [&](auto t) {
+    fuzz::visit_dtype(v.dtype(), [&](auto t) {
       using T = decltype(t);
       if constexpr (std::is_floating_point_v<T>) {
         const T* x = static_cast<const T*>(v.array.data());
@@ -485,7 +485,7 @@ namespace {
 // (a float by 0.375 b, an integer by b, a bool flipped on odd lanes).
 dyn::AnyArray lane_of(const dyn::AnyArray& a, i64 b) {
   if (b == 0) return a;
-  return dyn::visit_dtype(a.dtype(), [&](auto t) -> dyn::AnyArray {
+  return fuzz::visit_dtype(a.dtype(), [&](auto t) -> dyn::AnyArray {
     using T = decltype(t);
     const Array<T> x = a.get<T>();
     Array<T> y(x.shape());
@@ -541,7 +541,7 @@ std::vector<Value> call_n(G&& g, const std::vector<Pack<Array>>& a) {
 void perturb_first(std::vector<Value>& vs) {  // Fault::vmap
   for (Value& v : vs)
     if (v.array.size() > 0) {
-      dyn::visit_dtype(v.dtype(), [&](auto t) {
+      fuzz::visit_dtype(v.dtype(), [&](auto t) {
         using T = decltype(t);
         Array<T> a = v.array.get<T>();
         Array<T> b(a.shape());

@@ -35,6 +35,9 @@ inline AnyArray sample_array(DType d, std::vector<std::int64_t> shape) {
     for (std::int64_t i = 0; i < a.size(); ++i) {
       if constexpr (std::is_same_v<T, bool>) p[i] = i % 2 == 0;
       else if constexpr (std::is_floating_point_v<T>) p[i] = static_cast<T>(0.5 * static_cast<double>(i + 1) + 0.1);
+      else if constexpr (is_complex_v<T>)
+        p[i] = T(static_cast<typename T::value_type>(0.5 * static_cast<double>(i + 1) + 0.1),
+                 static_cast<typename T::value_type>(0.25 * static_cast<double>(i) - 0.5));
       else p[i] = static_cast<T>(i + 1);
     }
     return AnyArray(a);
@@ -85,9 +88,13 @@ struct OneEqn {
 inline DType sample_dtype(DTypeSet s) {
   switch (s) {
     case DTypeSet::any:
+    case DTypeSet::ordered:
     case DTypeSet::numeric:
+    case DTypeSet::number:
     case DTypeSet::floating:
+    case DTypeSet::inexact:
     case DTypeSet::rounding: return DType::f64;
+    case DTypeSet::complex: return DType::c128;
     case DTypeSet::integer_or_bool:
     case DTypeSet::integer: return DType::u32;  // (an unsigned dtype on every path)
   }

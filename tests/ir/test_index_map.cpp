@@ -31,7 +31,14 @@ std::vector<double> values_of(const AnyArray& a) {
     using T = decltype(t);
     const Array<T> x = a.get<T>();
     std::vector<double> r;
-    for (std::int64_t i = 0; i < x.size(); ++i) r.push_back(static_cast<double>(x.data()[i]));
+    for (std::int64_t i = 0; i < x.size(); ++i) {
+      if constexpr (dyn::is_complex_v<T>) {
+        r.push_back(static_cast<double>(x.data()[i].real()));
+        r.push_back(static_cast<double>(x.data()[i].imag()));
+      } else {
+        r.push_back(static_cast<double>(x.data()[i]));
+      }
+    }
     return r;
   });
 }

@@ -61,7 +61,11 @@ TEST_CASE("prim table: the rows are the enum, in order, and the kind lists parti
   CHECK(prim_info(Prim::iota).arity == 0);
   CHECK(prim_info(Prim::dynamic_slice).arity == kVariadic);
   CHECK(prim_info(Prim::floor).dtypes == DTypeSet::rounding);
-  CHECK(prim_info(Prim::sqrt).dtypes == DTypeSet::floating);
+  CHECK(prim_info(Prim::sqrt).dtypes == DTypeSet::inexact);  // f32 f64 c64 c128
+  CHECK(prim_info(Prim::log1p).dtypes == DTypeSet::floating);
+  CHECK(prim_info(Prim::lt).dtypes == DTypeSet::ordered);
+  CHECK(prim_info(Prim::mul).dtypes == DTypeSet::number);
+  CHECK(prim_info(Prim::real).dtypes == DTypeSet::complex);
   CHECK(prim_info(Prim::add).dim == DimArith::add);
   CHECK(prim_info(Prim::convert_element_type).dim == DimArith::same);
 }
@@ -114,12 +118,14 @@ TEST_CASE("prim table: every primitive has a shape rule that types its sample") 
     // naming the primitive (elementwise and reductions, whose dtypes are
     // exactly the row's).
     const Kind k = prim_kind(p);
-    if ((prim_info(p).dtypes == DTypeSet::floating || prim_info(p).dtypes == DTypeSet::rounding) &&
+    if ((prim_info(p).dtypes == DTypeSet::floating || prim_info(p).dtypes == DTypeSet::rounding ||
+         prim_info(p).dtypes == DTypeSet::inexact) &&
         (k == Kind::unary || k == Kind::binary)) {
       std::vector<Aval> ints = in;
       for (Aval& a : ints) a.dtype = DType::i32;
       const std::string m = test_util::message_of<TypeError>([&] { abstract_eval(p, ints, e.params); });
-      CHECK(m == std::string(prim_name(p)) + " does not accept dtype i32; it requires a floating-point dtype");
+      CHECK(m == std::string(prim_name(p)) + " does not accept dtype i32; it requires a floating-point" +
+                     (prim_info(p).dtypes == DTypeSet::inexact ? " or complex dtype" : " dtype"));
     }
   }
 }

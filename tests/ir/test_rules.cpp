@@ -182,9 +182,12 @@ TEST_CASE("elementwise primitives accept exactly their dtypes, and impl agrees w
 
 TEST_CASE("dtype error messages name the primitive, the dtype and what is required") {
   CHECK_THROWS_WITH_AS(ae(Prim::sin, {av(DType::i32, {3})}),
-                       "sin does not accept dtype i32; it requires a floating-point dtype", TypeError);
+                       "sin does not accept dtype i32; it requires a floating-point or complex dtype", TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::neg, {av(DType::bool_, {3})}),
-                       "neg does not accept dtype bool; it requires a numeric dtype (integer or floating-point)",
+                       "neg does not accept dtype bool; it requires a numeric dtype (integer, floating-point or complex)",
+                       TypeError);
+  CHECK_THROWS_WITH_AS(ae(Prim::sign, {av(DType::bool_, {3})}),
+                       "sign does not accept dtype bool; it requires a numeric dtype (integer or floating-point)",
                        TypeError);
   CHECK_THROWS_WITH_AS(ae(Prim::and_, {av(DType::f32, {3}), av(DType::f32, {3})}),
                        "and does not accept dtype f32; it requires a boolean or integer dtype", TypeError);

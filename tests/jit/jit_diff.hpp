@@ -170,7 +170,21 @@ inline std::string mismatch(const AnyArray& got, const AnyArray& ref, const Tol&
     }
     for (i64 i = 0; i < got.size(); ++i) {
       bool ok;
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (dyn::is_complex_v<T>) {
+        // part by part, each as a float element
+        auto part_ok = [&](auto a, auto c) {
+          if (std::isnan(a) || std::isnan(c)) return std::isnan(a) && std::isnan(c);
+          if (a == c) return true;
+          if (ulp_distance(a, c) <= tol.ulps) return true;
+          return bound && std::isfinite(a) && std::isfinite(c) &&
+                 std::fabs(static_cast<double>(a) - static_cast<double>(c)) <= bound[i];
+        };
+        ok = part_ok(x[i].real(), y[i].real()) && part_ok(x[i].imag(), y[i].imag());
+        if (!ok)
+          return "element " + std::to_string(i) + ": kernel (" + fmt(static_cast<double>(x[i].real())) + ", " +
+                 fmt(static_cast<double>(x[i].imag())) + "), reference (" + fmt(static_cast<double>(y[i].real())) +
+                 ", " + fmt(static_cast<double>(y[i].imag())) + ")";
+      } else if constexpr (std::is_floating_point_v<T>) {
         if (std::isnan(x[i]) || std::isnan(y[i])) ok = std::isnan(x[i]) && std::isnan(y[i]);
         else if (std::memcmp(&x[i], &y[i], sizeof(T)) == 0) ok = true;
         else if (x[i] == y[i]) ok = tol.any_zero_sign || tol.ulps > 0;  // +0 vs -0
@@ -321,6 +335,8 @@ inline std::string dtype_rejection(const std::string& prim, DType d, const std::
   return prim + " does not accept dtype " + dt_name(d) + "; it requires " + required;
 }
 inline const std::string kNumeric = "a numeric dtype (integer or floating-point)";
+// arithmetic that complex values have too (add, mul, neg, abs, dot_general, ...)
+inline const std::string kNumber = "a numeric dtype (integer, floating-point or complex)";
 inline const std::string kIntegerOrBool = "a boolean or integer dtype";
 
 // f jitted once with polymorphic_shapes{"(n, m)"} serves every size of an

@@ -101,6 +101,14 @@ std::vector<AnyArray> compile_and_run(const Jaxpr& j, const std::vector<AnyArray
 
 using test_util::ulp_distance;
 
+// Part 0 (the value, or a complex value's real part) or 1 (the imaginary
+// part; 0 for real values) as a double.
+template <class T>
+double part_of(T v, int part) {
+  if constexpr (dyn::is_complex_v<T>) return static_cast<double>(part ? v.imag() : v.real());
+  else return part ? 0.0 : static_cast<double>(v);
+}
+
 // Exact: equal bits, except that any NaN equals any NaN.
 bool same(const AnyArray& a, const AnyArray& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
@@ -144,12 +152,13 @@ bool within(const AnyArray& a, const AnyArray& b, double tol) {
     using T = decltype(t);
     const T* x = static_cast<const T*>(a.data());
     const T* y = static_cast<const T*>(b.data());
-    for (std::int64_t i = 0; i < a.size(); ++i) {
-      const double u = static_cast<double>(x[i]), v = static_cast<double>(y[i]);
-      if (std::isnan(u) && std::isnan(v)) continue;
-      if (u == v) continue;
-      if (!(std::fabs(u - v) <= tol)) return false;
-    }
+    for (std::int64_t i = 0; i < a.size(); ++i)
+      for (int part = 0; part < 2; ++part) {
+        const double u = part_of(x[i], part), v = part_of(y[i], part);
+        if (std::isnan(u) && std::isnan(v)) continue;
+        if (u == v) continue;
+        if (!(std::fabs(u - v) <= tol)) return false;
+      }
     return true;
   });
 }
@@ -172,6 +181,10 @@ Array<T> data(std::vector<std::int64_t> shape, std::uint64_t seed, double lo = -
     const double u = static_cast<double>(lcg(s)) / 9007199254740992.0;
     if constexpr (std::is_same_v<T, bool>) {
       p[i] = u < 0.5;
+    } else if constexpr (dyn::is_complex_v<T>) {
+      using R = typename T::value_type;
+      const double v = static_cast<double>(lcg(s)) / 9007199254740992.0;
+      p[i] = T(static_cast<R>(lo + (hi - lo) * u), static_cast<R>(lo + (hi - lo) * v));
     } else if constexpr (std::is_integral_v<T>) {
       const std::int64_t r = static_cast<std::int64_t>(lo + (hi - lo) * u);
       p[i] = static_cast<T>(r);
@@ -1064,17 +1077,18 @@ std::vector<AnyArray> run_like(const Kernel& k, const ClosedJaxpr& cj, const std
 // relative tolerance (reductions and FMA change the rounding).
 bool near(const AnyArray& a, const AnyArray& b, double rel = 1e-12) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  if (!is_float(a.dtype())) return same(a, b);
-  if (a.dtype() == DType::f32) rel = std::max(rel, 1e-5);
+  if (!is_inexact(a.dtype())) return same(a, b);
+  if (a.dtype() == DType::f32 || a.dtype() == DType::c64) rel = std::max(rel, 1e-5);
   return visit_dtype(a.dtype(), [&](auto t) {
     using T = decltype(t);
     const T* x = static_cast<const T*>(a.data());
     const T* y = static_cast<const T*>(b.data());
-    for (std::int64_t i = 0; i < a.size(); ++i) {
-      const double u = static_cast<double>(x[i]), v = static_cast<double>(y[i]);
-      if ((std::isnan(u) && std::isnan(v)) || u == v) continue;
-      if (!(std::fabs(u - v) <= rel * (1 + std::fabs(v)))) return false;
-    }
+    for (std::int64_t i = 0; i < a.size(); ++i)
+      for (int part = 0; part < 2; ++part) {
+        const double u = part_of(x[i], part), v = part_of(y[i], part);
+        if ((std::isnan(u) && std::isnan(v)) || u == v) continue;
+        if (!(std::fabs(u - v) <= rel * (1 + std::fabs(v)))) return false;
+      }
     return true;
   });
 }

@@ -95,8 +95,8 @@ bool unary_accepts(int op, DType d) {
 // The message of a rejected (op, dtype) pair.
 std::string unary_rejection(int op, DType d) {
   switch (op) {
-    case kNeg: case kNegOp: return dtype_rejection("neg", d, kNumeric);
-    case kAbs: return dtype_rejection("abs", d, kNumeric);
+    case kNeg: case kNegOp: return dtype_rejection("neg", d, kNumber);
+    case kAbs: return dtype_rejection("abs", d, kNumber);
     case kSign: return dtype_rejection("sign", d, kNumeric);
     case kNot: return dtype_rejection("not", d, kIntegerOrBool);
   }

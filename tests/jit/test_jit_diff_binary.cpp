@@ -126,7 +126,9 @@ std::string binary_rejection(int op, DType d) {
                                      "add", "sub", "mul", "div", "rem", "rem", "pow", "pow", "max", "min", "and", "or"};
   static_assert(std::size(prim) == kNumBinary);
   const bool bitwise = op == kAnd || op == kOr || op == kAndL || op == kOrL;
-  return dtype_rejection(prim[op], d, bitwise ? kIntegerOrBool : kNumeric);
+  const std::string p = prim[op];
+  const bool ordered = p == "rem" || p == "max" || p == "min";  // not defined on complex values
+  return dtype_rejection(prim[op], d, bitwise ? kIntegerOrBool : ordered ? kNumeric : kNumber);
 }
 
 // Operand data for op: integer divisors without zero; small pow exponents.
@@ -190,8 +192,8 @@ TEST_CASE("jit diff: bool + bool and bool * bool raise TypeError with the dtype 
     agree(r, what);
     REQUIRE(r.error() == "TypeError");
     const std::string want = op == kAdd
-                                 ? "add does not accept dtype bool; it requires a numeric dtype (integer or floating-point)"
-                                 : "mul does not accept dtype bool; it requires a numeric dtype (integer or floating-point)";
+                                 ? "add does not accept dtype bool; it requires a numeric dtype (integer, floating-point or complex)"
+                                 : "mul does not accept dtype bool; it requires a numeric dtype (integer, floating-point or complex)";
     expect_accepted(r, false, what, want);
   }
 }

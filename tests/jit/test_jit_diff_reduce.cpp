@@ -152,7 +152,7 @@ void check_dot_pair() {
       // dot_general needs numbers: bool . bool is rejected (a bool with a
       // number is promoted first).
       constexpr bool both_bool = std::is_same_v<A, bool> && std::is_same_v<B, bool>;
-      expect_accepted(r, !both_bool, what, dtype_rejection("dot_general", DType::bool_, kNumeric));
+      expect_accepted(r, !both_bool, what, dtype_rejection("dot_general", DType::bool_, kNumber));
     }
   }
 }

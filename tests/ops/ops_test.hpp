@@ -83,7 +83,9 @@ Vals seq_at(const std::vector<i64>& idx) {
 
 template <class T>
 bool same_elem(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (dyn::is_complex_v<T>) {
+    return same_elem(a.real(), b.real()) && same_elem(a.imag(), b.imag());
+  } else if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
     return a == b && std::signbit(a) == std::signbit(b);
   } else {

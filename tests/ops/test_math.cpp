@@ -296,7 +296,7 @@ TEST_CASE("math: errors: float-only primitives reject integers, integer_pow refu
           std::string(dyn::detail::prim_name(p)) + " does not accept dtype i32; it requires a floating-point dtype");
   }
   CHECK(message_of<dyn::TypeError>([&] { dyn::detail::impl(Prim::square, {Array<bool>({1}, {true})}, NoParams{}); }) ==
-        "square does not accept dtype bool; it requires a numeric dtype (integer or floating-point)");
+        "square does not accept dtype bool; it requires a numeric dtype (integer, floating-point or complex)");
   const Array<i32> x({2}, {1, 2});
   CHECK(message_of<dyn::TypeError>([&] { (void)dyn::integer_pow(x, -2); }) ==
         "integer_pow: integers cannot be raised to negative powers, got integer_pow(x, -2) with x of dtype i32; "

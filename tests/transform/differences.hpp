@@ -34,13 +34,20 @@ inline AnyArray shifted(const AnyArray& x, const AnyArray& v, double h) {
     Array<T> a(x.shape());
     const T* xp = static_cast<const T*>(x.data());
     const T* vp = static_cast<const T*>(v.data());
-    for (std::int64_t i = 0; i < a.size(); ++i) a.mutable_data()[i] = static_cast<T>(xp[i] + h * vp[i]);
+    for (std::int64_t i = 0; i < a.size(); ++i) {
+      if constexpr (dyn::is_complex_v<T>) a.mutable_data()[i] = xp[i] + static_cast<typename T::value_type>(h) * vp[i];
+      else a.mutable_data()[i] = static_cast<T>(xp[i] + h * vp[i]);
+    }
     return AnyArray(a);
   });
 }
 
 inline double at(const AnyArray& a, std::int64_t i) {
-  return visit_dtype(a.dtype(), [&](auto z) { return static_cast<double>(static_cast<const decltype(z)*>(a.data())[i]); });
+  return visit_dtype(a.dtype(), [&](auto z) {
+    const auto v = static_cast<const decltype(z)*>(a.data())[i];
+    if constexpr (dyn::is_complex_v<decltype(z)>) return static_cast<double>(v.real());
+    else return static_cast<double>(v);
+  });
 }
 
 // Samples whose operands sit on a kink of the function (equal operands of

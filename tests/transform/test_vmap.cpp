@@ -44,6 +44,8 @@ AnyArray lane(const AnyArray& a, std::int64_t b) {
         r.mutable_data()[i] = (p[i] != (b % 2 == 1));
       } else if constexpr (std::is_floating_point_v<T>) {
         r.mutable_data()[i] = static_cast<T>(p[i] + 0.125 * static_cast<double>(b));
+      } else if constexpr (dyn::is_complex_v<T>) {
+        r.mutable_data()[i] = p[i] + T(static_cast<typename T::value_type>(0.125 * static_cast<double>(b)));
       } else {
         r.mutable_data()[i] = static_cast<T>(p[i] + b);
       }
@@ -65,17 +67,31 @@ AnyArray stack_at(const std::vector<AnyArray>& lanes, std::int64_t axis) {
 }
 
 double at(const AnyArray& a, std::int64_t i) {
-  return visit_dtype(a.dtype(), [&](auto z) { return static_cast<double>(static_cast<const decltype(z)*>(a.data())[i]); });
+  return visit_dtype(a.dtype(), [&](auto z) {
+    const auto v = static_cast<const decltype(z)*>(a.data())[i];
+    if constexpr (dyn::is_complex_v<decltype(z)>) return static_cast<double>(v.real());  // (real parts only)
+    else return static_cast<double>(v);
+  });
 }
 
-// Equal dtypes, shapes and elements (NaNs equal; floats to 1e-12 relative).
+double at_imag(const AnyArray& a, std::int64_t i) {
+  return visit_dtype(a.dtype(), [&](auto z) {
+    if constexpr (dyn::is_complex_v<decltype(z)>)
+      return static_cast<double>(static_cast<const decltype(z)*>(a.data())[i].imag());
+    else return 0.0;
+  });
+}
+
+// Equal dtypes, shapes and elements (NaNs equal; floats to 1e-12 relative;
+// complex values part by part).
 bool same(const AnyArray& a, const AnyArray& b) {
   if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
-  for (std::int64_t i = 0; i < a.size(); ++i) {
-    const double x = at(a, i), y = at(b, i);
-    if (std::isnan(x) && std::isnan(y)) continue;
-    if (!(std::abs(x - y) <= 1e-12 * (1 + std::abs(y)))) return false;
-  }
+  for (std::int64_t i = 0; i < a.size(); ++i)
+    for (int part = 0; part < 2; ++part) {
+      const double x = part ? at_imag(a, i) : at(a, i), y = part ? at_imag(b, i) : at(b, i);
+      if (std::isnan(x) && std::isnan(y)) continue;
+      if (!(std::abs(x - y) <= 1e-12 * (1 + std::abs(y)))) return false;
+    }
   return true;
 }
 

@@ -325,7 +325,12 @@ void storage_dtype_error(DType want, DType got) {
 
 template <class T>
 std::string format_element(T v) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (is_complex_v<T>) {
+    // numpy's 1.+2.j: the parts as real elements, the imaginary one signed
+    std::string im = format_element(v.imag());
+    if (im.front() != '-') im = "+" + im;
+    return format_element(v.real()) + im + "j";
+  } else if constexpr (std::is_same_v<T, bool>) {
     return v ? "True" : "False";
   } else if constexpr (std::is_integral_v<T>) {
     return std::to_string(v);
@@ -436,6 +441,18 @@ template <class T, class U>
 bool allclose(const Array<T>& a, const Array<U>& b, double rtol = 1e-7, double atol = 0.0, bool equal_nan = false) {
   if (a.shape() != b.shape()) return false;
   for (std::int64_t i = 0; i < a.size(); ++i) {
+    if constexpr (is_complex_v<T> || is_complex_v<U>) {
+      // complex: numpy's rule with the complex modulus; a NaN part is NaN
+      const std::complex<double> x(a.data()[i]), y(b.data()[i]);
+      const bool xn = std::isnan(x.real()) || std::isnan(x.imag()), yn = std::isnan(y.real()) || std::isnan(y.imag());
+      if (xn || yn) {
+        if (equal_nan && xn && yn) continue;
+        return false;
+      }
+      if (x == y) continue;
+      if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+      continue;
+    } else {
     double x = static_cast<double>(a.data()[i]), y = static_cast<double>(b.data()[i]);
     if (std::isnan(x) || std::isnan(y)) {
       if (equal_nan && std::isnan(x) && std::isnan(y)) continue;
@@ -443,6 +460,7 @@ bool allclose(const Array<T>& a, const Array<U>& b, double rtol = 1e-7, double a
     }
     if (x == y) continue;  // also equal infinities
     if (!(std::fabs(x - y) <= atol + rtol * std::fabs(y))) return false;
+    }
   }
   return true;
 }

@@ -8,6 +8,7 @@
 // x64 disabled ("x_i32 + 1.5 becomes f32").
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,16 +18,29 @@
 
 namespace dyn {
 
-enum class DType : std::uint8_t { bool_, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64 };
+// c64 and c128 are std::complex<float> and std::complex<double> (JAX's
+// complex64 and complex128): two floats, real part first, as C++ and numpy
+// lay them out.
+enum class DType : std::uint8_t { bool_, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, c64, c128 };
 
-inline constexpr int kNumDTypes = 11;
+inline constexpr int kNumDTypes = 13;
 
 template <class T>
 inline constexpr bool is_element_v =
     std::is_same_v<T, bool> || std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int16_t> ||
     std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint8_t> ||
     std::is_same_v<T, std::uint16_t> || std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::uint64_t> ||
-    std::is_same_v<T, float> || std::is_same_v<T, double>;
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::complex<float>> ||
+    std::is_same_v<T, std::complex<double>>;
+
+// std::complex<float>, std::complex<double>: the complex element types.
+template <class T> inline constexpr bool is_complex_v = false;
+template <class T> inline constexpr bool is_complex_v<std::complex<T>> = true;
+// The type of a complex element type's parts (std::complex<float> ->
+// float); other types are their own.
+template <class T> struct real_part_of { using type = T; };
+template <class T> struct real_part_of<std::complex<T>> { using type = T; };
+template <class T> using real_part_t = typename real_part_of<T>::type;
 
 template <class T>
 struct dtype_of;
@@ -41,6 +55,8 @@ template <> struct dtype_of<std::uint32_t> { static constexpr DType value = DTyp
 template <> struct dtype_of<std::uint64_t> { static constexpr DType value = DType::u64; };
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <> struct dtype_of<std::complex<float>> { static constexpr DType value = DType::c64; };
+template <> struct dtype_of<std::complex<double>> { static constexpr DType value = DType::c128; };
 
 template <class T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
@@ -59,6 +75,8 @@ constexpr std::string_view dtype_name(DType d) {
     case DType::u64: return "u64";
     case DType::f32: return "f32";
     case DType::f64: return "f64";
+    case DType::c64: return "c64";
+    case DType::c128: return "c128";
   }
   return "?";
 }
@@ -77,6 +95,8 @@ constexpr std::string_view dtype_numpy_name(DType d) {
     case DType::u64: return "uint64";
     case DType::f32: return "float32";
     case DType::f64: return "float64";
+    case DType::c64: return "complex64";
+    case DType::c128: return "complex128";
   }
   return "?";
 }
@@ -96,6 +116,8 @@ constexpr std::string_view dtype_cpp_name(DType d) {
     case DType::u64: return "std::uint64_t";
     case DType::f32: return "float";
     case DType::f64: return "double";
+    case DType::c64: return "std::complex<float>";
+    case DType::c128: return "std::complex<double>";
   }
   return "?";
 }
@@ -113,11 +135,27 @@ constexpr std::size_t dtype_size(DType d) {
     case DType::u64: return 8;
     case DType::f32: return 4;
     case DType::f64: return 8;
+    case DType::c64: return 8;
+    case DType::c128: return 16;
   }
   return 0;
 }
 
+// Real floating point only: f32, f64 (complex dtypes are is_complex).
 constexpr bool is_float(DType d) { return d == DType::f32 || d == DType::f64; }
+constexpr bool is_complex(DType d) { return d == DType::c64 || d == DType::c128; }
+// Floating or complex (numpy's "inexact").
+constexpr bool is_inexact(DType d) { return is_float(d) || is_complex(d); }
+// The real dtype of a complex one's parts (c64 -> f32, c128 -> f64); other
+// dtypes are their own.
+constexpr DType real_dtype(DType d) {
+  return d == DType::c64 ? DType::f32 : d == DType::c128 ? DType::f64 : d;
+}
+// The complex dtype whose parts are the float dtype d (f32 -> c64, f64 ->
+// c128); complex dtypes are their own.
+constexpr DType complex_dtype(DType d) {
+  return d == DType::f32 ? DType::c64 : d == DType::f64 ? DType::c128 : d;
+}
 constexpr bool is_signed_integer(DType d) {
   return d == DType::i8 || d == DType::i16 || d == DType::i32 || d == DType::i64;
 }
@@ -158,6 +196,8 @@ decltype(auto) visit_dtype(DType d, F&& f) {
     case DType::u64: return f(std::uint64_t{});
     case DType::f32: return f(float{});
     case DType::f64: return f(double{});
+    case DType::c64: return f(std::complex<float>{});
+    case DType::c128: return f(std::complex<double>{});
   }
   detail::internal_error("visit_dtype: bad dtype tag");
 }
@@ -184,10 +224,20 @@ constexpr DType signed_of_bits(int bits) {
 // than the unsigned one (u8 + i8 -> i16, u32 + i32 -> i64), and u64 with any
 // signed integer meets at the weak float f*, which jnp.promote_types gives as
 // float64 (np.dtype(float)); dynstage gives f64 too, strongly typed.
+//   and on to the complex ones: f32 -> {f64, c64};  f64 -> c128;  c64 -> c128
+// so an integer meets a complex dtype at that dtype, f32 + c64 -> c64 and
+// f64 + c64 -> c128 (a complex dtype as wide as both operands' parts).
 constexpr DType strong_lub(DType a, DType b) {
   if (a == b) return a;
   if (is_bool(a)) return b;
   if (is_bool(b)) return a;
+  if (is_complex(a) || is_complex(b)) {
+    const DType ra = is_inexact(a) ? real_dtype(a) : DType::f32, rb = is_inexact(b) ? real_dtype(b) : DType::f32;
+    // an integer operand adds nothing: c64 with any integer is c64
+    if (!is_inexact(a)) return b;
+    if (!is_inexact(b)) return a;
+    return complex_dtype(dtype_size(ra) >= dtype_size(rb) ? ra : rb);
+  }
   if (is_float(a) || is_float(b)) {
     if (is_float(a) && is_float(b)) return dtype_size(a) >= dtype_size(b) ? a : b;
     return is_float(a) ? a : b;
@@ -200,8 +250,8 @@ constexpr DType strong_lub(DType a, DType b) {
   if (u == DType::u64) return DType::f64;
   return signed_of_bits(2 * dtype_bits(u));
 }
-// The kind order of weak literals: bool < int < float.
-constexpr int weak_kind(DType d) { return is_bool(d) ? 0 : is_float(d) ? 2 : 1; }
+// The kind order of weak literals: bool < int < float < complex.
+constexpr int weak_kind(DType d) { return is_bool(d) ? 0 : is_complex(d) ? 3 : is_float(d) ? 2 : 1; }
 }  // namespace dtype_detail
 
 // JAX's lattice on our dtypes, with the weak int i* and weak float f* of C++
@@ -216,7 +266,15 @@ constexpr TypeInfo promote_types(TypeInfo a, TypeInfo b) {
   if (a.weak) std::swap(a, b);
   if (b.weak) {
     // a strong, b weak.
-    if (is_float(b.dtype)) return is_float(a.dtype) ? a : TypeInfo{DType::f32, false};
+    // A weak complex c* (a std::complex literal) is above f*: a complex
+    // operand keeps its dtype, a float one becomes the complex dtype of its
+    // width (f32 -> c64, f64 -> c128), an integer or bool one the default
+    // complex c64 (JAX without x64, as for f* above).
+    if (is_complex(b.dtype)) {
+      if (is_inexact(a.dtype)) return TypeInfo{complex_dtype(a.dtype), false};
+      return TypeInfo{DType::c64, false};
+    }
+    if (is_float(b.dtype)) return is_inexact(a.dtype) ? a : TypeInfo{DType::f32, false};
     if (is_integer(b.dtype)) return is_bool(a.dtype) ? TypeInfo{DType::i32, false} : a;
     return a;  // weak bool never widens anything
   }
@@ -247,6 +305,7 @@ constexpr DType sum_dtype(DType d) {
 template <class S>
 constexpr TypeInfo weak_type_of() {
   if constexpr (std::is_same_v<S, bool>) return {DType::bool_, true};
+  else if constexpr (is_complex_v<S>) return {DType::c128, true};
   else if constexpr (std::is_floating_point_v<S>) return {DType::f64, true};
   else return {DType::i32, true};
 }
@@ -264,6 +323,8 @@ template <> struct element_of<DType::u32> { using type = std::uint32_t; };
 template <> struct element_of<DType::u64> { using type = std::uint64_t; };
 template <> struct element_of<DType::f32> { using type = float; };
 template <> struct element_of<DType::f64> { using type = double; };
+template <> struct element_of<DType::c64> { using type = std::complex<float>; };
+template <> struct element_of<DType::c128> { using type = std::complex<double>; };
 template <DType D> using element_t = typename element_of<D>::type;
 
 }  // namespace dyn

@@ -24,6 +24,7 @@
 
 #include "../array/array.hpp"
 #include "../ir/debug_format.hpp"
+#include "../ir/print.hpp"  // py_complex_repr
 
 namespace dyn::detail {
 
@@ -81,7 +82,9 @@ namespace debug_print_detail {
 // Python's str of a scalar.
 template <class T>
 std::string scalar_str(T v) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (is_complex_v<T>) {
+    return py_complex_repr(static_cast<double>(v.real()), static_cast<double>(v.imag()));  // Python's str
+  } else if constexpr (std::is_same_v<T, bool>) {
     return v ? "True" : "False";
   } else if constexpr (std::is_integral_v<T>) {
     return fmt::format("{}", v);
@@ -96,7 +99,12 @@ template <class T>
 std::string with_spec(T v, const std::string& spec) {
   const std::string f = "{:" + spec + "}";
   try {
-    if constexpr (std::is_same_v<T, bool>) return fmt::format(fmt::runtime(f), std::string(v ? "True" : "False"));
+    if constexpr (is_complex_v<T>) {
+      // the spec applies to each part, as Python's complex.__format__
+      const std::string re = fmt::format(fmt::runtime(f), v.real());
+      std::string im = fmt::format(fmt::runtime("{:+" + spec + "}"), v.imag());
+      return re + im + "j";
+    } else if constexpr (std::is_same_v<T, bool>) return fmt::format(fmt::runtime(f), std::string(v ? "True" : "False"));
     else if constexpr (sizeof(T) == 1 && std::is_integral_v<T>) return fmt::format(fmt::runtime(f), static_cast<int>(v));
     else return fmt::format(fmt::runtime(f), v);
   } catch (const fmt::format_error& e) {

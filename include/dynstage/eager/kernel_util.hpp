@@ -56,9 +56,95 @@ T wrap_sub(T a, T b) {
   if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b));
   else return a - b;
 }
+// Complex multiply and divide as the compiled kernels compute them
+// (llvm/lower_expr.hpp, complex_mul, complex_div), operation for operation,
+// instead of std::complex's operators (libgcc's __mulsc3 and __divsc3, with
+// Annex G's inf/NaN recovery, which the vectorised kernels do not do):
+//   (a+bi)(c+di) = (ac - bd) + (ad + bc)i, as XLA;
+//   (a+bi)/(c+di) by Smith's algorithm (no overflow of c^2 + d^2): with
+//   |c| >= |d|, r = d/c, t = c + d r: ((a + b r)/t, (b - a r)/t); else
+//   r = c/d, t = c r + d: ((a r + b)/t, (b r - a)/t).
+template <class C>
+C complex_mul(C x, C y) {
+  const auto a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
+  return C(a * c - b * d, a * d + b * c);
+}
+template <class C>
+C complex_div(C x, C y) {
+  using R = typename C::value_type;
+  const R a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
+  if (std::fabs(c) >= std::fabs(d)) {
+    const R r = d / c, t = c + d * r;
+    return C((a + b * r) / t, (b - a * r) / t);
+  }
+  const R r = c / d, t = c * r + d;
+  return C((a * r + b) / t, (b * r - a) / t);
+}
+
+// The complex functions, by formulas on the parts that the compiled kernels
+// evaluate the same way (llvm/lower_expr.hpp, Lowering::complex_fused):
+//   abs   hypot(a, b)
+//   exp   e^a (cos b, sin b); (e^a, b) when b == 0 (exact on the real line)
+//   log   (log |z|, atan2(b, a))
+//   sqrt  t = sqrt((|a| + |z|) / 2): (t, b / 2t) for a >= 0, else
+//         (|b| / 2t, copysign(t, b)); (0, b) when t == 0
+//   sin   (sin a cosh b, cos a sinh b);  cos  (cos a cosh b, -sin a sinh b)
+//   tanh  (sinh 2a, sin 2b) / (cosh 2a + cos 2b); (+-1, +-0) for |a| > 20
+//   pow   exp(w log z); 0 ** w is 1 for w == 0, else 0
+// (a = re z, b = im z.) They agree with glibc's cexp, clog, ... to a few
+// ulp away from overflow; the special values of C's Annex G (infinite
+// parts, signed zeros on branch cuts) are not all reproduced.
+template <class C>
+C complex_exp(C z) {
+  using R = typename C::value_type;
+  const R a = z.real(), b = z.imag(), ea = std::exp(a);
+  if (b == R(0)) return C(ea, b);
+  return C(ea * std::cos(b), ea * std::sin(b));
+}
+template <class C>
+C complex_log(C z) {
+  return C(std::log(std::hypot(z.real(), z.imag())), std::atan2(z.imag(), z.real()));
+}
+template <class C>
+C complex_sqrt(C z) {
+  using R = typename C::value_type;
+  const R a = z.real(), b = z.imag();
+  const R t = std::sqrt((std::fabs(a) + std::hypot(a, b)) * R(0.5));
+  if (t == R(0)) return C(R(0), b);
+  if (a >= R(0)) return C(t, b / (t + t));
+  return C(std::fabs(b) / (t + t), std::copysign(t, b));
+}
+template <class C>
+C complex_sin(C z) {
+  const auto a = z.real(), b = z.imag();
+  return C(std::sin(a) * std::cosh(b), std::cos(a) * std::sinh(b));
+}
+template <class C>
+C complex_cos(C z) {
+  const auto a = z.real(), b = z.imag();
+  return C(std::cos(a) * std::cosh(b), -(std::sin(a) * std::sinh(b)));
+}
+template <class C>
+C complex_tanh(C z) {
+  using R = typename C::value_type;
+  const R a = z.real(), b = z.imag();
+  const R a2 = a + a, b2 = b + b;
+  const R den = std::cosh(a2) + std::cos(b2);
+  const R im = std::sin(b2) / den;
+  if (std::fabs(a) > R(20)) return C(std::copysign(R(1), a), std::copysign(R(0), im));
+  return C(std::sinh(a2) / den, im);
+}
+template <class C>
+C complex_pow(C z, C w) {
+  using R = typename C::value_type;
+  if (z.real() == R(0) && z.imag() == R(0)) return w.real() == R(0) && w.imag() == R(0) ? C(R(1), R(0)) : C(R(0), R(0));
+  return complex_exp(complex_mul(w, complex_log(z)));
+}
+
 template <class T>
 T wrap_mul(T a, T b) {
   if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<Unsigned<T>>(a) * static_cast<Unsigned<T>>(b));
+  else if constexpr (is_complex_v<T>) return complex_mul(a, b);
   else return a * b;
 }
 template <class T>
@@ -107,12 +193,14 @@ T int_pow(T base, T exponent) {
 // max/min propagating NaN, as lax.max/lax.min.
 template <class T>
 T max_value(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
+  if constexpr (is_complex_v<T>) internal_error("max of complex values: refused by the dtype rules");
+  else if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
   else return a > b ? a : b;
 }
 template <class T>
 T min_value(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
+  if constexpr (is_complex_v<T>) internal_error("min of complex values: refused by the dtype rules");
+  else if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
   else return a < b ? a : b;
 }
 // clamp(lo, x, hi) as XLA defines it, min(max(x, lo), hi) with the max and
@@ -124,7 +212,17 @@ T clamp_value(T lo, T x, T hi) {
 
 template <class D, class S>
 D convert_value(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
+  if constexpr (is_complex_v<D>) {
+    // to complex: the parts converted (a real value is the real part)
+    using R = typename D::value_type;
+    if constexpr (is_complex_v<S>) return D(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+    else return D(static_cast<R>(v));
+  } else if constexpr (is_complex_v<S>) {
+    // complex to a real dtype: nonzero for bool, else the real part
+    // (convert_element_type's rule, numpy's astype)
+    if constexpr (std::is_same_v<D, bool>) return v != S(0);
+    else return convert_value<D>(v.real());
+  } else if constexpr (std::is_same_v<D, bool>) {
     return v != S(0);
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
     // Saturating (llvm.fpto[su]i.sat): 2^digits is one past max, a power of
@@ -270,6 +368,12 @@ void visit_dtype_in(Prim p, DType d, F&& f) {
   });
 }
 
+// Sixteen bytes (a c128 element), for the kernels that only move elements.
+struct Bytes16 {
+  std::uint64_t lo = 0, hi = 0;
+  friend bool operator==(const Bytes16&, const Bytes16&) = default;
+};
+
 // Unsigned integer of the element's width: structural kernels only move
 // bytes, so they need one instantiation per width, not per dtype.
 template <class F>
@@ -279,6 +383,7 @@ void visit_width(DType d, F&& f) {
     case 2: f(std::uint16_t{}); return;
     case 4: f(std::uint32_t{}); return;
     case 8: f(std::uint64_t{}); return;
+    case 16: f(Bytes16{}); return;  // c128
     default: internal_error("visit_width: unexpected element size");
   }
 }

@@ -47,7 +47,11 @@ AnyArray map_unary(Prim p, const AnyArray& x, const Aval& out, F f) {
   Storage o = alloc_output(out);
   visit_dtype_in<S>(p, x.dtype(), [&](auto t) {
     using T = decltype(t);
-    loop_map(data_as<T>(o), data_as<T>(x), o.size, f);
+    // T, or for abs, real, imag of complex and conj of real another dtype (a
+    // bool's `!v` is bool; integer promotion of other results is wrapped back)
+    using Fr = decltype(f(t));
+    using R = std::conditional_t<is_complex_v<T> || is_complex_v<Fr>, Fr, T>;
+    loop_map(data_as<R>(o), data_as<T>(x), o.size, f);
   });
   return AnyArray(std::move(o));
 }
@@ -59,7 +63,9 @@ AnyArray map_binary(Prim p, const std::vector<AnyArray>& in, const Aval& out, F 
   Storage o = alloc_output(out);
   visit_dtype_in<S>(p, in[0].dtype(), [&](auto t) {
     using T = decltype(t);
-    using R = std::conditional_t<Compare, bool, T>;
+    // T (bool & bool is an int, stored back as bool); complex(re, im): complex of T
+    using Fr = decltype(f(t, t));
+    using R = std::conditional_t<Compare, bool, std::conditional_t<is_complex_v<Fr> && !is_complex_v<T>, Fr, T>>;
     const T* a = data_as<T>(in[0]);
     const T* b = data_as<T>(in[1]);
     R* r = data_as<R>(o);
@@ -99,7 +105,7 @@ inline AnyArray select_n_impl(const std::vector<AnyArray>& in, const Aval& out) 
 // clamp(lo, x, hi); lo and hi may be rank 0.
 inline AnyArray clamp_impl(const std::vector<AnyArray>& in, const Aval& out) {
   Storage o = alloc_output(out);
-  visit_dtype(in[1].dtype(), [&](auto t) {
+  visit_dtype_in<DTypeSet::ordered>(Prim::clamp, in[1].dtype(), [&](auto t) {
     using T = decltype(t);
     const T* lo = data_as<T>(in[0]);
     const T* x = data_as<T>(in[1]);
@@ -288,6 +294,18 @@ AnyArray reduce_impl(Prim p, const AnyArray& x, const Aval& out, const ReducePar
 
 template <class T>
 void matmul_ikj(const T* l, const T* r, T* o, std::int64_t B, std::int64_t M, std::int64_t K, std::int64_t N) {
+  if constexpr (is_complex_v<T>) {
+    // Complex: the products as complex_mul computes them (no Annex G
+    // recovery, as the compiled kernels), summed over k in order.
+    for (std::int64_t b = 0; b < B; ++b, l += M * K, r += K * N, o += M * N)
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+          T acc(0);
+          for (std::int64_t k = 0; k < K; ++k) acc += complex_mul(l[i * K + k], r[k * N + j]);
+          o[i * N + j] = acc;
+        }
+    return;
+  } else {
   // Integers wrap: run in the unsigned type of the same width.
   using A = typename WrapType<T>::type;
   const A* L = reinterpret_cast<const A*>(l);
@@ -311,6 +329,7 @@ void matmul_ikj(const T* l, const T* r, T* o, std::int64_t B, std::int64_t M, st
         loop_axpy(orow, rrow, a, N);
       }
     }
+  }
   }
 }
 
@@ -348,7 +367,7 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
   rperm.insert(rperm.end(), rf.begin(), rf.end());
   const AnyArray l = permuted(x, lperm), r = permuted(y, rperm);
   Storage o = alloc_output(out);
-  visit_dtype_in<DTypeSet::numeric>(Prim::dot_general, o.dtype, [&](auto t) {
+  visit_dtype_in<DTypeSet::number>(Prim::dot_general, o.dtype, [&](auto t) {
     using T = decltype(t);
     matmul_ikj(data_as<T>(l), data_as<T>(r), data_as<T>(o), B, M, K, N);
   });
@@ -362,7 +381,8 @@ inline AnyArray dot_general_impl(const std::vector<AnyArray>& in, const Aval& ou
 
 auto scalar(PrimTag<Prim::neg>, auto v) { return wrap_neg(v); }
 auto scalar(PrimTag<Prim::abs>, auto v) {
-  if constexpr (std::is_unsigned_v<decltype(v)>) return v;
+  if constexpr (is_complex_v<decltype(v)>) return std::hypot(v.real(), v.imag());  // |z|, real (lax.abs)
+  else if constexpr (std::is_unsigned_v<decltype(v)>) return v;
   else if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
   else return std::fabs(v);
 }
@@ -374,19 +394,46 @@ auto scalar(PrimTag<Prim::sign>, auto v) {
 }
 auto scalar(PrimTag<Prim::floor>, auto v) { return std::floor(v); }
 auto scalar(PrimTag<Prim::ceil>, auto v) { return std::ceil(v); }
-auto scalar(PrimTag<Prim::exp>, auto v) { return std::exp(v); }
-auto scalar(PrimTag<Prim::log>, auto v) { return std::log(v); }
+auto scalar(PrimTag<Prim::exp>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_exp(v);
+  else return std::exp(v);
+}
+auto scalar(PrimTag<Prim::log>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_log(v);
+  else return std::log(v);
+}
 auto scalar(PrimTag<Prim::log1p>, auto v) { return std::log1p(v); }
-auto scalar(PrimTag<Prim::sqrt>, auto v) { return std::sqrt(v); }
+auto scalar(PrimTag<Prim::sqrt>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_sqrt(v);
+  else return std::sqrt(v);
+}
 auto scalar(PrimTag<Prim::rsqrt>, auto v) { return decltype(v)(1) / std::sqrt(v); }
-auto scalar(PrimTag<Prim::sin>, auto v) { return std::sin(v); }
-auto scalar(PrimTag<Prim::cos>, auto v) { return std::cos(v); }
+auto scalar(PrimTag<Prim::sin>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_sin(v);
+  else return std::sin(v);
+}
+auto scalar(PrimTag<Prim::cos>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_cos(v);
+  else return std::cos(v);
+}
 auto scalar(PrimTag<Prim::tan>, auto v) { return std::tan(v); }
-auto scalar(PrimTag<Prim::tanh>, auto v) { return std::tanh(v); }
+auto scalar(PrimTag<Prim::tanh>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return complex_tanh(v);
+  else return std::tanh(v);
+}
 auto scalar(PrimTag<Prim::logistic>, auto v) {
   using T = decltype(v);
   return T(1) / (T(1) + std::exp(-v));
 }
+// Complex numbers: the parts, the conjugate (a real operand gives the
+// complex dtype of its width, lax.conj), and complex(re, im).
+auto scalar(PrimTag<Prim::real>, auto v) { return v.real(); }
+auto scalar(PrimTag<Prim::imag>, auto v) { return v.imag(); }
+auto scalar(PrimTag<Prim::conj>, auto v) {
+  if constexpr (is_complex_v<decltype(v)>) return std::conj(v);
+  else return std::complex<decltype(v)>(v, -decltype(v)(0));
+}
+auto scalar(PrimTag<Prim::complex>, auto a, auto b) { return std::complex<decltype(a)>(a, b); }
 auto scalar(PrimTag<Prim::not_>, auto v) {
   if constexpr (std::is_same_v<decltype(v), bool>) return !v;
   else return static_cast<decltype(v)>(~v);
@@ -397,6 +444,7 @@ auto scalar(PrimTag<Prim::sub>, auto a, auto b) { return wrap_sub(a, b); }
 auto scalar(PrimTag<Prim::mul>, auto a, auto b) { return wrap_mul(a, b); }
 auto scalar(PrimTag<Prim::div>, auto a, auto b) {
   if constexpr (std::is_integral_v<decltype(a)>) return int_div(a, b);
+  else if constexpr (is_complex_v<decltype(a)>) return complex_div(a, b);
   else return a / b;
 }
 auto scalar(PrimTag<Prim::rem>, auto a, auto b) {
@@ -405,6 +453,7 @@ auto scalar(PrimTag<Prim::rem>, auto a, auto b) {
 }
 auto scalar(PrimTag<Prim::pow>, auto a, auto b) {
   if constexpr (std::is_integral_v<decltype(a)>) return int_pow(a, b);
+  else if constexpr (is_complex_v<decltype(a)>) return complex_pow(a, b);
   else return std::pow(a, b);
 }
 auto scalar(PrimTag<Prim::max>, auto a, auto b) { return max_value(a, b); }

@@ -198,8 +198,11 @@ T integer_pow_value(T x, int y) {
     n >>= 1;
     if (n > 0) x = wrap_mul(x, x);
   }
-  if constexpr (std::is_floating_point_v<T>)
+  if constexpr (std::is_floating_point_v<T>) {
     if (reciprocal) return T(1) / acc;
+  } else if constexpr (is_complex_v<T>) {
+    if (reciprocal) return complex_div(T(1), acc);
+  }
   return acc;
 }
 inline AnyArray impl_rule(PrimTag<Prim::integer_pow>, const std::vector<AnyArray>& in, const Aval& out,

@@ -32,13 +32,20 @@
 namespace dyn::detail::kernels {
 
 // A strict weak order: NaN after everything, NaNs equivalent.
+// Complex values: lexicographic on (real, imag), as numpy and lax.sort.
 template <class T>
 bool sort_less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a)) return false;
-    if (std::isnan(b)) return true;
+  if constexpr (is_complex_v<T>) {
+    if (sort_less(a.real(), b.real())) return true;
+    if (sort_less(b.real(), a.real())) return false;
+    return sort_less(a.imag(), b.imag());
+  } else {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a)) return false;
+      if (std::isnan(b)) return true;
+    }
+    return a < b;
   }
-  return a < b;
 }
 
 // Sorts one contiguous line stably. Equal elements are indistinguishable
@@ -69,6 +76,8 @@ void sort_line(T* first, T* last, std::vector<T>& zeros, std::vector<T>& nans) {
     if (!zeros.empty()) std::copy(zeros.begin(), zeros.end(), std::lower_bound(first, end, T(0)));
   } else if constexpr (std::is_same_v<T, bool>) {
     std::sort(first, last);
+  } else if constexpr (is_complex_v<T>) {
+    std::stable_sort(first, last, [](T a, T b) { return sort_less(a, b); });  // lexicographic, NaN parts last
   } else {
     boost::sort::spreadsort::integer_sort(first, last);
   }

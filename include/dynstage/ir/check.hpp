@@ -376,7 +376,13 @@ private:
       case DType::u64: break;
       case DType::f32: ok = std::isnan(s.f) || static_cast<double>(static_cast<float>(s.f)) == s.f; break;
       case DType::f64: break;
+      case DType::c64:
+        ok = (std::isnan(s.f) || static_cast<double>(static_cast<float>(s.f)) == s.f) &&
+             (std::isnan(s.fi) || static_cast<double>(static_cast<float>(s.fi)) == s.fi);
+        break;
+      case DType::c128: break;
     }
+    if (!is_complex(s.dtype) && s.fi != 0.0) ok = false;
     if (!ok)
       fail(j, eqn, what + " is the literal " + atom_str(j, a, names()) + ", whose value is not of dtype " +
                        std::string(dtype_name(s.dtype)));

@@ -53,22 +53,34 @@ struct Type {
 struct Scalar {
   DType dtype = DType::f64;
   std::int64_t i = 0;
-  double f = 0.0;
+  double f = 0.0;   // a float's value; a complex one's real part
+  double fi = 0.0;  // a complex value's imaginary part
 
   template <class T>
   static Scalar of(T v) {
     Scalar s;
     s.dtype = dtype_v<T>;
-    if constexpr (std::is_floating_point_v<T>) s.f = static_cast<double>(v);
+    if constexpr (is_complex_v<T>) {
+      s.f = static_cast<double>(v.real());
+      s.fi = static_cast<double>(v.imag());
+    } else if constexpr (std::is_floating_point_v<T>) s.f = static_cast<double>(v);
     else s.i = static_cast<std::int64_t>(v);
     return s;
   }
-  // The value converted to C++ type T.
+  // The value converted to C++ type T (a complex value to a real T: its
+  // real part, as numpy's astype).
   template <class T>
   T as() const {
-    if (is_float(dtype)) return static_cast<T>(f);
-    if (dtype == DType::u64) return static_cast<T>(static_cast<std::uint64_t>(i));
-    return static_cast<T>(i);
+    if constexpr (is_complex_v<T>) {
+      using R = typename T::value_type;
+      if (is_inexact(dtype)) return T(static_cast<R>(f), static_cast<R>(fi));
+      if (dtype == DType::u64) return T(static_cast<R>(static_cast<std::uint64_t>(i)));
+      return T(static_cast<R>(i));
+    } else {
+      if (is_inexact(dtype)) return static_cast<T>(f);
+      if (dtype == DType::u64) return static_cast<T>(static_cast<std::uint64_t>(i));
+      return static_cast<T>(i);
+    }
   }
   friend bool operator==(const Scalar&, const Scalar&) = default;
 };

@@ -244,6 +244,8 @@ std::string python_dtype(DType d) {
     case DType::u64: return "uint64";
     case DType::f32: return "float32";
     case DType::f64: return "float";
+    case DType::c64: return "complex64";
+    case DType::c128: return "complex";
   }
   internal_error("python_dtype: bad dtype tag");
 }

@@ -33,6 +33,13 @@ struct ConvertParams {
   bool weak_type = false;
   friend bool operator==(const ConvertParams&, const ConvertParams&) = default;
 };
+// conj[input_dtype=complex64]: lax.conj's parameter, the operand's dtype
+// (JAX keeps it for its transpose rule; a float operand gives the complex
+// dtype of its width).
+struct ConjParams {
+  DType input_dtype = DType::c64;
+  friend bool operator==(const ConjParams&, const ConjParams&) = default;
+};
 struct RoundParams {
   int rounding_method = 1;  // 0: away from zero, 1: to nearest even (numpy's round)
   friend bool operator==(const RoundParams&, const RoundParams&) = default;
@@ -326,7 +333,7 @@ struct CollectiveParams {
   }
 };
 
-using Params = std::variant<NoParams, ConvertParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,
+using Params = std::variant<NoParams, ConvertParams, ConjParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
                             RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
                             DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams, CheckpointParams,

@@ -62,9 +62,13 @@ enum class Kind : std::uint8_t {
 // returns them unchanged (jnp.floor(int32) is the operand).
 enum class DTypeSet : std::uint8_t {
   any,              // every dtype
-  numeric,          // the integers and floats (not bool)
+  ordered,          // every dtype but the complex ones (ordering: lt, max, sort, ...)
+  numeric,          // the integers and real floats (not bool, not complex)
+  number,           // numeric and the complex dtypes (arithmetic: add, mul, reduce_sum, dot_general, ...)
   floating,         // f32, f64
   rounding,         // f32, f64 (see above)
+  inexact,          // f32, f64, c64, c128 (exp, log, sqrt, sin, cos, tanh; conj)
+  complex,          // c64, c128 (real, imag)
   integer_or_bool,  // bool and the integers (bitwise on integers, logical on bool)
   integer,          // the integers (shifts, population_count, clz: lax's _int)
 };
@@ -72,10 +76,14 @@ enum class DTypeSet : std::uint8_t {
 constexpr bool dtype_in(DType d, DTypeSet s) {
   switch (s) {
     case DTypeSet::any: return true;
-    case DTypeSet::numeric: return !is_bool(d);
+    case DTypeSet::ordered: return !is_complex(d);
+    case DTypeSet::numeric: return is_integer(d) || is_float(d);
+    case DTypeSet::number: return !is_bool(d);
     case DTypeSet::floating:
     case DTypeSet::rounding: return is_float(d);
-    case DTypeSet::integer_or_bool: return !is_float(d);
+    case DTypeSet::inexact: return is_inexact(d);
+    case DTypeSet::complex: return is_complex(d);
+    case DTypeSet::integer_or_bool: return is_integer(d) || is_bool(d);
     case DTypeSet::integer: return is_integer(d);
   }
   return false;
@@ -149,23 +157,23 @@ inline constexpr int kVariadic = -1;
 // clang-format off
 //  enum                  name                    kind         params                arity dtypes           fused  cost            dim    vmath
 #define DYN_UNARY_PRIMITIVES(X) \
-  X(neg,                  "neg",                  unary,       NoParams,                1, numeric,         true,  simple,         neg,   none)              \
-  X(abs,                  "abs",                  unary,       NoParams,                1, numeric,         true,  simple,         none,  none)              \
+  X(neg,                  "neg",                  unary,       NoParams,                1, number,          true,  simple,         neg,   none)              \
+  X(abs,                  "abs",                  unary,       NoParams,                1, number,          true,  simple,         none,  none)              \
   X(sign,                 "sign",                 unary,       NoParams,                1, numeric,         true,  simple,         none,  none)              \
   X(floor,                "floor",                unary,       NoParams,                1, rounding,        true,  simple,         none,  none)              \
   X(ceil,                 "ceil",                 unary,       NoParams,                1, rounding,        true,  simple,         none,  none)              \
   X(round,                "round",                unary,       RoundParams,             1, rounding,        true,  simple,         none,  none)              \
-  X(exp,                  "exp",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  intrinsic("exp"))  \
-  X(log,                  "log",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  intrinsic("log"))  \
+  X(exp,                  "exp",                  unary,       NoParams,                1, inexact,         true,  transcendental, none,  intrinsic("exp"))  \
+  X(log,                  "log",                  unary,       NoParams,                1, inexact,         true,  transcendental, none,  intrinsic("log"))  \
   X(log1p,                "log1p",                unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("log1p"))     \
-  X(sqrt,                 "sqrt",                 unary,       NoParams,                1, floating,        true,  costly,         none,  none)              \
+  X(sqrt,                 "sqrt",                 unary,       NoParams,                1, inexact,         true,  costly,         none,  none)              \
   X(rsqrt,                "rsqrt",                unary,       NoParams,                1, floating,        true,  costly,         none,  none)              \
-  X(sin,                  "sin",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  intrinsic("sin"))  \
-  X(cos,                  "cos",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  intrinsic("cos"))  \
+  X(sin,                  "sin",                  unary,       NoParams,                1, inexact,         true,  transcendental, none,  intrinsic("sin"))  \
+  X(cos,                  "cos",                  unary,       NoParams,                1, inexact,         true,  transcendental, none,  intrinsic("cos"))  \
   X(tan,                  "tan",                  unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("tan"))       \
-  X(tanh,                 "tanh",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("tanh"))      \
+  X(tanh,                 "tanh",                 unary,       NoParams,                1, inexact,         true,  transcendental, none,  libm("tanh"))      \
   X(logistic,             "logistic",             unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
-  X(square,               "square",               unary,       NoParams,                1, numeric,         true,  simple,         none,  none)              \
+  X(square,               "square",               unary,       NoParams,                1, number,          true,  simple,         none,  none)              \
   X(expm1,                "expm1",                unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("expm1"))     \
   X(exp2,                 "exp2",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("exp2"))      \
   X(cbrt,                 "cbrt",                 unary,       NoParams,                1, floating,        true,  transcendental, none,  libm("cbrt"))      \
@@ -185,17 +193,20 @@ inline constexpr int kVariadic = -1;
   X(trigamma,             "trigamma",             unary,       NoParams,                1, floating,        true,  transcendental, none,  none)              \
   X(is_finite,            "is_finite",            unary,       NoParams,                1, floating,        true,  simple,         none,  none)              \
   X(stop_gradient,        "stop_gradient",        unary,       NoParams,                1, any,             true,  simple,         none,  none)              \
-  X(integer_pow,          "integer_pow",          unary,       IntegerPowParams,        1, numeric,         true,  costly,         none,  none)              \
+  X(integer_pow,          "integer_pow",          unary,       IntegerPowParams,        1, number,          true,  costly,         none,  none)              \
   X(not_,                 "not",                  unary,       NoParams,                1, integer_or_bool, true,  simple,         none,  none)              \
   X(population_count,     "population_count",     unary,       NoParams,                1, integer,         true,  simple,         none,  none)              \
-  X(clz,                  "clz",                  unary,       NoParams,                1, integer,         true,  simple,         none,  none)
+  X(clz,                  "clz",                  unary,       NoParams,                1, integer,         true,  simple,         none,  none)              \
+  X(real,                 "real",                 unary,       NoParams,                1, complex,         true,  simple,         none,  none)              \
+  X(imag,                 "imag",                 unary,       NoParams,                1, complex,         true,  simple,         none,  none)              \
+  X(conj,                 "conj",                 unary,       ConjParams,              1, inexact,         true,  simple,         none,  none)
 #define DYN_BINARY_PRIMITIVES(X) \
-  X(add,                  "add",                  binary,      NoParams,                2, numeric,         true,  simple,         add,   none)              \
-  X(sub,                  "sub",                  binary,      NoParams,                2, numeric,         true,  simple,         sub,   none)              \
-  X(mul,                  "mul",                  binary,      NoParams,                2, numeric,         true,  simple,         mul,   none)              \
-  X(div,                  "div",                  binary,      NoParams,                2, numeric,         true,  costly,         div,   none)              \
+  X(add,                  "add",                  binary,      NoParams,                2, number,          true,  simple,         add,   none)              \
+  X(sub,                  "sub",                  binary,      NoParams,                2, number,          true,  simple,         sub,   none)              \
+  X(mul,                  "mul",                  binary,      NoParams,                2, number,          true,  simple,         mul,   none)              \
+  X(div,                  "div",                  binary,      NoParams,                2, number,          true,  costly,         div,   none)              \
   X(rem,                  "rem",                  binary,      NoParams,                2, numeric,         true,  costly,         rem,   none)              \
-  X(pow,                  "pow",                  binary,      NoParams,                2, numeric,         true,  transcendental, none,  intrinsic("pow"))  \
+  X(pow,                  "pow",                  binary,      NoParams,                2, number,          true,  transcendental, none,  intrinsic("pow"))  \
   X(max,                  "max",                  binary,      NoParams,                2, numeric,         true,  simple,         max,   none)              \
   X(min,                  "min",                  binary,      NoParams,                2, numeric,         true,  simple,         min,   none)              \
   X(atan2,                "atan2",                binary,      NoParams,                2, floating,        true,  transcendental, none,  libm("atan2"))     \
@@ -205,17 +216,18 @@ inline constexpr int kVariadic = -1;
   X(xor_,                 "xor",                  binary,      NoParams,                2, integer_or_bool, true,  simple,         none,  none)              \
   X(shift_left,           "shift_left",           binary,      NoParams,                2, integer,         true,  simple,         none,  none)              \
   X(shift_right_arithmetic, "shift_right_arithmetic", binary,  NoParams,                2, integer,         true,  simple,         none,  none)              \
-  X(shift_right_logical,  "shift_right_logical",  binary,      NoParams,                2, integer,         true,  simple,         none,  none)
+  X(shift_right_logical,  "shift_right_logical",  binary,      NoParams,                2, integer,         true,  simple,         none,  none)              \
+  X(complex,              "complex",              binary,      NoParams,                2, floating,        true,  simple,         none,  none)
 #define DYN_COMPARE_PRIMITIVES(X) \
   X(eq,                   "eq",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \
   X(ne,                   "ne",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \
-  X(lt,                   "lt",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \
-  X(le,                   "le",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \
-  X(gt,                   "gt",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)              \
-  X(ge,                   "ge",                   compare,     NoParams,                2, any,             true,  simple,         none,  none)
+  X(lt,                   "lt",                   compare,     NoParams,                2, ordered,         true,  simple,         none,  none)              \
+  X(le,                   "le",                   compare,     NoParams,                2, ordered,         true,  simple,         none,  none)              \
+  X(gt,                   "gt",                   compare,     NoParams,                2, ordered,         true,  simple,         none,  none)              \
+  X(ge,                   "ge",                   compare,     NoParams,                2, ordered,         true,  simple,         none,  none)
 #define DYN_SELECT_PRIMITIVES(X) \
   X(select_n,             "select_n",             select,      NoParams,                3, any,             true,  simple,         none,  none)              \
-  X(clamp,                "clamp",                select,      NoParams,                3, any,             true,  simple,         none,  none)
+  X(clamp,                "clamp",                select,      NoParams,                3, ordered,         true,  simple,         none,  none)
 #define DYN_CONVERT_PRIMITIVES(X) \
   X(convert_element_type, "convert_element_type", convert,     ConvertParams,           1, any,             true,  simple,         same,  none)
 #define DYN_STRUCTURAL_PRIMITIVES(X) \
@@ -235,17 +247,17 @@ inline constexpr int kVariadic = -1;
   X(scatter,              "scatter",              scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
   X(scatter_add,          "scatter-add",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
   X(scatter_mul,          "scatter-mul",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
-  X(scatter_min,          "scatter-min",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)              \
-  X(scatter_max,          "scatter-max",          scatter,     ScatterParams,           3, any,             false, simple,         none,  none)
+  X(scatter_min,          "scatter-min",          scatter,     ScatterParams,           3, ordered,         false, simple,         none,  none)              \
+  X(scatter_max,          "scatter-max",          scatter,     ScatterParams,           3, ordered,         false, simple,         none,  none)
 #define DYN_REDUCTION_PRIMITIVES(X) \
-  X(reduce_sum,           "reduce_sum",           reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)              \
-  X(reduce_max,           "reduce_max",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
-  X(reduce_min,           "reduce_min",           reduction,   ReduceParams,            1, any,             false, simple,         none,  none)              \
-  X(reduce_prod,          "reduce_prod",          reduction,   ReduceParams,            1, numeric,         false, simple,         none,  none)              \
+  X(reduce_sum,           "reduce_sum",           reduction,   ReduceParams,            1, number,          false, simple,         none,  none)              \
+  X(reduce_max,           "reduce_max",           reduction,   ReduceParams,            1, ordered,         false, simple,         none,  none)              \
+  X(reduce_min,           "reduce_min",           reduction,   ReduceParams,            1, ordered,         false, simple,         none,  none)              \
+  X(reduce_prod,          "reduce_prod",          reduction,   ReduceParams,            1, number,          false, simple,         none,  none)              \
   X(reduce_or,            "reduce_or",            reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
   X(reduce_and,           "reduce_and",           reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
-  X(argmax,               "argmax",               reduction,   ArgReduceParams,         1, any,             false, simple,         none,  none)              \
-  X(argmin,               "argmin",               reduction,   ArgReduceParams,         1, any,             false, simple,         none,  none)
+  X(argmax,               "argmax",               reduction,   ArgReduceParams,         1, ordered,         false, simple,         none,  none)              \
+  X(argmin,               "argmin",               reduction,   ArgReduceParams,         1, ordered,         false, simple,         none,  none)
 #define DYN_CUMULATIVE_PRIMITIVES(X) \
   X(cumsum,               "cumsum",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cumprod,              "cumprod",              cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
@@ -255,7 +267,7 @@ inline constexpr int kVariadic = -1;
   X(sort,                 "sort",                 sort,        SortParams,             -1, any,             false, simple,         none,  none)              \
   X(top_k,                "top_k",                sort,        TopKParams,              1, numeric,         false, simple,         none,  none)
 #define DYN_CONTRACTION_PRIMITIVES(X) \
-  X(dot_general,          "dot_general",          contraction, DotGeneralParams,        2, numeric,         false, simple,         none,  none)
+  X(dot_general,          "dot_general",          contraction, DotGeneralParams,        2, number,          false, simple,         none,  none)
 #define DYN_CONTROL_PRIMITIVES(X) \
   X(for_loop,             "for_loop",             control,     ForLoopParams,          -1, any,             false, simple,         none,  none)              \
   X(while_loop,           "while_loop",           control,     WhileLoopParams,        -1, any,             false, simple,         none,  none)              \

@@ -51,6 +51,7 @@ namespace detail {
 
 // Python's repr of a double ("1e-05", "1.0", "inf").
 std::string py_float_repr(double v);
+std::string py_complex_repr(double re, double im);
 // A literal's value as JAX prints it: str(np.asarray(val).item()).
 std::string format_scalar(const Scalar& s);
 std::string py_tuple(const std::vector<std::int64_t>& xs);
@@ -191,8 +192,24 @@ std::string py_float_repr(double v) {
   return out;
 }
 
+// Python's repr of a complex number: "(1+2j)", "(1.5-0.25j)", "2j" (a real
+// part of +0 is left out, with the parentheses), "(nan+infj)"; each part is
+// written as repr(float) without the ".0" it adds ("(1+2j)", not
+// "(1.0+2.0j)"), as CPython's complex_repr does.
+std::string py_complex_repr(double re, double im) {
+  auto part = [](double v) {
+    std::string t = py_float_repr(v);
+    if (t.size() > 2 && t.compare(t.size() - 2, 2, ".0") == 0) t.resize(t.size() - 2);
+    return t;
+  };
+  std::string i = part(im);
+  if (re == 0.0 && !std::signbit(re)) return i + "j";
+  if (i.front() != '-') i = "+" + i;
+  return "(" + part(re) + i + "j)";
+}
+
 // A literal's value as JAX prints it: str(np.asarray(val).item()), i.e.
-// Python's str of a bool, int or float. An f32 value is widened to double
+// Python's str of a bool, int, float or complex. An f32 value is widened to double
 // first, as .item() does, so it shows all digits of the float32 value.
 std::string format_scalar(const Scalar& s) {
   switch (s.dtype) {
@@ -207,6 +224,9 @@ std::string format_scalar(const Scalar& s) {
     case DType::u64: return std::to_string(static_cast<std::uint64_t>(s.i));
     case DType::f32: return py_float_repr(static_cast<double>(static_cast<float>(s.f)));
     case DType::f64: return py_float_repr(s.f);
+    case DType::c64:
+      return py_complex_repr(static_cast<double>(static_cast<float>(s.f)), static_cast<double>(static_cast<float>(s.fi)));
+    case DType::c128: return py_complex_repr(s.f, s.fi);
   }
   internal_error("format_scalar: bad dtype tag");
 }
@@ -318,6 +338,9 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
           [](const ConvertParams& p) {
             return std::vector<pp::KeyValue>{{"new_dtype", text(std::string(dtype_numpy_name(p.new_dtype)))},
                                              {"weak_type", text(py_bool(p.weak_type))}};
+          },
+          [](const ConjParams& p) {
+            return std::vector<pp::KeyValue>{{"input_dtype", text(std::string(dtype_numpy_name(p.input_dtype)))}};
           },
           [](const RoundParams& p) {
             return std::vector<pp::KeyValue>{{"rounding_method", text(std::to_string(p.rounding_method))}};

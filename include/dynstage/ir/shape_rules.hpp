@@ -102,9 +102,13 @@ inline Dim numel(const Shape& s) {
 inline const char* dtype_set_str(DTypeSet s) {
   switch (s) {
     case DTypeSet::any: return "any dtype";
+    case DTypeSet::ordered: return "an ordered dtype (complex numbers have no order)";
     case DTypeSet::numeric: return "a numeric dtype (integer or floating-point)";
+    case DTypeSet::number: return "a numeric dtype (integer, floating-point or complex)";
     case DTypeSet::floating:
     case DTypeSet::rounding: return "a floating-point dtype";
+    case DTypeSet::inexact: return "a floating-point or complex dtype";
+    case DTypeSet::complex: return "a complex dtype";
     case DTypeSet::integer_or_bool: return "a boolean or integer dtype";
     case DTypeSet::integer: return "an integer dtype";
   }
@@ -202,10 +206,20 @@ inline Shape resolve_dynamic_shape(Prim p, const char* what, const std::vector<s
 // elementwise, reduction and control primitives share theirs (the
 // registrations at the end), the others have one each.
 
+// The result dtype of an elementwise primitive whose operands have dtype d:
+// d, except for the complex ones (lax's dtype rules): abs, real and imag of
+// a complex value are real (c64 -> f32), conj and complex give a complex
+// dtype (f32 -> c64).
+inline DType elementwise_out_dtype(Prim p, DType d) {
+  if (p == Prim::abs || p == Prim::real || p == Prim::imag) return real_dtype(d);
+  if (p == Prim::conj || p == Prim::complex) return complex_dtype(d);
+  return d;
+}
+
 inline std::vector<Aval> unary_rule(Prim p, const std::vector<Aval>& in, DTypeSet s) {
   check_arity(p, in, 1);
   check_dtype(p, in[0].dtype, s);
-  return {make_aval(in[0].dtype, in[0].shape, in[0].weak)};
+  return {make_aval(elementwise_out_dtype(p, in[0].dtype), in[0].shape, in[0].weak)};
 }
 
 // Binary elementwise and comparisons: equal dtypes, equal shapes or a rank-0
@@ -221,7 +235,7 @@ inline std::vector<Aval> binary_rule(Prim p, const std::vector<Aval>& in, DTypeS
   else if (a.shape == b.shape) out = a.shape;
   else fail<ShapeError>(prim_str(p) + " got incompatible shapes for broadcasting: " + shapes_str(in));
   if (compare) return {make_aval(DType::bool_, std::move(out), false)};
-  return {make_aval(a.dtype, std::move(out), a.weak && b.weak)};
+  return {make_aval(elementwise_out_dtype(p, a.dtype), std::move(out), a.weak && b.weak)};
 }
 
 // select_n(pred, case0, case1): case0 where pred is false.
@@ -608,7 +622,7 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::is_finite>, const std::vector<
 inline std::vector<Aval> shape_rule(PrimTag<Prim::integer_pow>, const std::vector<Aval>& in,
                                     const IntegerPowParams& ip) {
   std::vector<Aval> out = unary_rule(Prim::integer_pow, in, prim_info(Prim::integer_pow).dtypes);
-  if (ip.y < 0 && !is_float(in[0].dtype))
+  if (ip.y < 0 && !is_inexact(in[0].dtype))
     fail<TypeError>("integer_pow: integers cannot be raised to negative powers, got integer_pow(x, " +
                     std::to_string(ip.y) + ") with x of dtype " + std::string(dtype_name(in[0].dtype)) +
                     "; convert x to a float dtype first");

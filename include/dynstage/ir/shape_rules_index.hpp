@@ -96,6 +96,7 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::gather>, const std::vector<Ava
 inline std::vector<Aval> scatter_rule(Prim p, const std::vector<Aval>& in, const ScatterParams& sp) {
   check_arity(p, in, 3);
   const Aval &x = in[0], &idx = in[1], &u = in[2];
+  check_dtype(p, x.dtype, prim_info(p).dtypes);  // scatter-min/max: not complex
   if (u.dtype != x.dtype)
     fail<TypeError>(prim_str(p) + " updates dtype must match operand dtype, got updates dtype " +
                     dtype_str(u.dtype) + " and operand dtype " + dtype_str(x.dtype));

@@ -233,11 +233,13 @@ inline const std::string& process_fingerprint() {
 inline void literal_bits(const Jaxpr& j, std::string& out) {
   auto atom = [&](const Atom& a) {
     if (a.is_var()) return;
-    std::uint64_t f = 0;
+    std::uint64_t f = 0, fi = 0;
     std::memcpy(&f, &a.lit.f, sizeof f);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%d:%llx:%llx ", static_cast<int>(a.lit.dtype),
-                  static_cast<unsigned long long>(a.lit.i), static_cast<unsigned long long>(f));
+    std::memcpy(&fi, &a.lit.fi, sizeof fi);  // a complex literal's imaginary part
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%d:%llx:%llx:%llx ", static_cast<int>(a.lit.dtype),
+                  static_cast<unsigned long long>(a.lit.i), static_cast<unsigned long long>(f),
+                  static_cast<unsigned long long>(fi));
     out += buf;
   };
   for (const Eqn& e : j.eqns) {

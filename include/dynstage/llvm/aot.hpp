@@ -104,6 +104,16 @@ struct DimEmitter {
 inline void emit_c_entry(Emitter& E, llvm::Function* body, const Jaxpr& j, const std::vector<AnyArray>& consts,
                          const AotSignature& sig, const std::vector<Dim>& dim_args, const SymbolicScope& scope,
                          const std::vector<bool>& kernel_sized) {
+  // A complex scalar would be passed by value, whose C ABI (two floats in
+  // SSE registers, or memory) LLVM's struct arguments do not follow.
+  for (const AotInput& in : sig.inputs)
+    if (is_complex(in.dtype))
+      fail<TypeError>("dyn::aot: complex arguments (dtype " + std::string(dtype_name(in.dtype)) +
+                      ") are not supported by ahead-of-time export yet");
+  for (const AotOutput& o : sig.outputs)
+    if (is_complex(o.dtype))
+      fail<TypeError>("dyn::aot: complex results (dtype " + std::string(dtype_name(o.dtype)) +
+                      ") are not supported by ahead-of-time export yet");
   std::vector<llvm::Type*> params;
   for (const AotInput& in : sig.inputs) params.push_back(in.shape.empty() ? E.mem_type(in.dtype) : E.ptr);
   for (std::size_t k = 0; k < sig.sizes.size(); ++k) params.push_back(E.i64);

@@ -32,6 +32,8 @@ inline const char* c_type(DType d) {
     case DType::u64: return "uint64_t";
     case DType::f32: return "float";
     case DType::f64: return "double";
+    case DType::c64: return "float _Complex";
+    case DType::c128: return "double _Complex";
   }
   return "void";
 }

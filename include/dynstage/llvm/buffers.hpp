@@ -125,7 +125,7 @@ inline bool assign_buffers(const Jaxpr& j, FusionPlan& plan, const BufferOwnersh
     return false;
   };
   auto same_atom = [](const Atom& a, const Atom& b) {
-    return a.is_var() ? b.is_var() && a.var == b.var : !b.is_var() && a.lit.i == b.lit.i && a.lit.f == b.lit.f;
+    return a.is_var() ? b.is_var() && a.var == b.var : !b.is_var() && a.lit.i == b.lit.i && a.lit.f == b.lit.f && a.lit.fi == b.lit.fi;
   };
   // Whether the fused expression of `a`, an input of update equation `upd`,
   // reads x's buffer anywhere but at the element the update writes: the

@@ -101,12 +101,19 @@ struct Emitter {
       case DType::u64: return i64;
       case DType::f32: return f32;
       case DType::f64: return f64;
+      // A complex value is the struct {re, im} of its parts (std::complex's
+      // layout in memory); loads and stores go part by part, so after SROA
+      // a loop over complex elements is two real values per element, which
+      // the vectoriser turns into a vector of real parts and one of
+      // imaginary parts (an interleaved group).
+      case DType::c64: return llvm::StructType::get(ctx, {f32, f32});
+      case DType::c128: return llvm::StructType::get(ctx, {f64, f64});
     }
     return nullptr;
   }
   llvm::Type* mem_type(DType d) { return d == DType::bool_ ? i8 : reg_type(d); }
   llvm::Value* c64(std::int64_t v) { return b.getInt64(static_cast<std::uint64_t>(v)); }
-  llvm::Value* constant(DType d, double f, std::int64_t i) {
+  llvm::Value* constant(DType d, double f, std::int64_t i, double fi = 0.0) {
     switch (d) {
       case DType::bool_: return b.getInt1(i != 0);
       case DType::i8:
@@ -119,8 +126,23 @@ struct Emitter {
       case DType::u64: return b.getInt64(static_cast<std::uint64_t>(i));
       case DType::f32: return llvm::ConstantFP::get(f32, static_cast<float>(f));
       case DType::f64: return llvm::ConstantFP::get(f64, f);
+      case DType::c64:
+        return llvm::ConstantStruct::get(llvm::cast<llvm::StructType>(reg_type(d)),
+                                         {llvm::ConstantFP::get(f32, static_cast<float>(f)),
+                                          llvm::ConstantFP::get(f32, static_cast<float>(fi))});
+      case DType::c128:
+        return llvm::ConstantStruct::get(llvm::cast<llvm::StructType>(reg_type(d)),
+                                         {llvm::ConstantFP::get(f64, f), llvm::ConstantFP::get(f64, fi)});
     }
     return nullptr;
+  }
+  // A complex value's parts, and the complex value of two parts.
+  llvm::Value* re(llvm::Value* z) { return b.CreateExtractValue(z, {0}); }
+  llvm::Value* im(llvm::Value* z) { return b.CreateExtractValue(z, {1}); }
+  llvm::Value* make_complex(DType d, llvm::Value* r, llvm::Value* i) {
+    llvm::Value* z = llvm::PoisonValue::get(reg_type(d));
+    z = b.CreateInsertValue(z, r, {0});
+    return b.CreateInsertValue(z, i, {1});
   }
   // The number `v` (exact for the small integers used as identities and
   // bounds) in dtype d.
@@ -165,10 +187,22 @@ struct Emitter {
     return b.CreateInBoundsGEP(mem_type(d), base, index);
   }
   llvm::Value* load(llvm::Value* base, DType d, llvm::Value* index) {
+    if (is_complex(d)) {
+      llvm::Value* p = elem_ptr(base, d, index);
+      llvm::Type* part = reg_type(real_dtype(d));
+      return make_complex(d, b.CreateLoad(part, b.CreateStructGEP(mem_type(d), p, 0)),
+                          b.CreateLoad(part, b.CreateStructGEP(mem_type(d), p, 1)));
+    }
     llvm::Value* v = b.CreateLoad(mem_type(d), elem_ptr(base, d, index));
     return d == DType::bool_ ? b.CreateICmpNE(v, b.getInt8(0)) : v;
   }
   void store(llvm::Value* base, DType d, llvm::Value* index, llvm::Value* v) {
+    if (is_complex(d)) {
+      llvm::Value* p = elem_ptr(base, d, index);
+      b.CreateStore(re(v), b.CreateStructGEP(mem_type(d), p, 0));
+      b.CreateStore(im(v), b.CreateStructGEP(mem_type(d), p, 1));
+      return;
+    }
     if (d == DType::bool_) v = b.CreateZExt(v, i8);
     b.CreateStore(v, elem_ptr(base, d, index));
   }

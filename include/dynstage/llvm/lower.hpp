@@ -201,7 +201,7 @@ private:
 
   // --- values ------------------------------------------------------------
   llvm::Value* operand(const Atom& a, Ix& ix) {
-    if (!a.is_var()) return E.constant(a.lit.dtype, a.lit.f, a.lit.i);
+    if (!a.is_var()) return E.constant(a.lit.dtype, a.lit.f, a.lit.i, a.lit.fi);
     if (type(a.var).rank() == 0) return value(a.var, scalar_ix());
     return value(a.var, ix);
   }
@@ -240,6 +240,15 @@ private:
   void emit_scatter(const Eqn& e, llvm::Value* out);  // lower_scatter.hpp
 
   llvm::Value* fused(const Eqn& e, Ix& ix);
+  // The elementwise primitives with a complex operand or result (null: the
+  // primitive computes complex values as any other, e.g. a layout
+  // primitive or select_n), and their helpers (lower_expr.hpp).
+  llvm::Value* complex_fused(const Eqn& e, Ix& ix, DType d0, DType od);
+  llvm::Value* complex_mul(DType d, llvm::Value* x, llvm::Value* y);
+  llvm::Value* complex_div(DType d, llvm::Value* x, llvm::Value* y);
+  llvm::Value* complex_exp(DType d, llvm::Value* z);
+  llvm::Value* complex_log(DType d, llvm::Value* z);
+  llvm::Value* complex_convert(DType from, DType to, llvm::Value* x);
   llvm::Value* libm(const char* name, DType d, std::vector<llvm::Value*> args);
   llvm::Value* vector_math(Prim p, DType d, std::vector<llvm::Value*> args);
   llvm::Value* int_divrem(bool rem, llvm::Value* x, llvm::Value* y, DType d);

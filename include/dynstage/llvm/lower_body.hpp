@@ -181,7 +181,7 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
       continue;
     }
     if (!a.is_var()) {
-      E.store(dst, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i));
+      E.store(dst, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i, a.lit.fi));
       continue;
     }
     if (plan_.out_slot[static_cast<std::size_t>(a.var)] == static_cast<int>(k)) continue;

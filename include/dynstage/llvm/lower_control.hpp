@@ -104,7 +104,7 @@ inline llvm::Value* Lowering::operand_ptr(const Atom& a) {
     return p;
   }
   llvm::Value* slot = E.entry_alloca(E.mem_type(a.lit.dtype), 1, 8);
-  E.store(slot, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i));
+  E.store(slot, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i, a.lit.fi));
   return slot;
 }
 

@@ -525,8 +525,41 @@ inline void with_plain_operands(Emitter& E, DType d, const DotShape& s, llvm::Va
 // static (as before), else by run-time tests on the sizes, each folded away
 // when the sizes it reads are static (a runtime-N product with a static
 // N-independent choice emits one nest only).
+// Complex products: a plain loop nest, C[b,i,j] = sum over k in order of
+// A[b,i,k] B[b,k,j] with the inlined complex product (eager's matmul_ikj on
+// complex values), reading a transposed operand where it is stored.
+inline void emit_complex_matmul(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm,
+                                llvm::Value* C) {
+  auto& b = E.b;
+  llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
+  auto idx = [&](llvm::Value* x, llvm::Value* y, llvm::Value* cols) {
+    return b.CreateAdd(b.CreateMul(x, cols, "", true, true), y, "", true, true);
+  };
+  E.loop(s.B, [&](llvm::Value* bi) {
+    llvm::Value* aoff = b.CreateMul(bi, E.mul(s.M, s.K), "", true, true);
+    llvm::Value* boff = b.CreateMul(bi, E.mul(s.K, s.N), "", true, true);
+    llvm::Value* coff = b.CreateMul(bi, E.mul(s.M, s.N), "", true, true);
+    E.loop(s.M, [&](llvm::Value* i) {
+      E.loop(s.N, [&](llvm::Value* jj) {
+        b.CreateStore(E.constant(d, 0, 0, 0), acc);
+        E.loop(s.K, [&](llvm::Value* k) {
+          llvm::Value* x = E.load(A, d, b.CreateAdd(aoff, s.ta ? idx(k, i, s.M) : idx(i, k, s.K), "", true, true));
+          llvm::Value* y = E.load(Bm, d, b.CreateAdd(boff, s.tb ? idx(jj, k, s.K) : idx(k, jj, s.N), "", true, true));
+          llvm::Value *a = E.re(x), *bb = E.im(x), *c = E.re(y), *dd = E.im(y);
+          llvm::Value* cur = b.CreateLoad(E.reg_type(d), acc);
+          llvm::Value* re = b.CreateFAdd(E.re(cur), b.CreateFSub(b.CreateFMul(a, c), b.CreateFMul(bb, dd)));
+          llvm::Value* im = b.CreateFAdd(E.im(cur), b.CreateFAdd(b.CreateFMul(a, dd), b.CreateFMul(bb, c)));
+          b.CreateStore(E.make_complex(d, re, im), acc);
+        });
+        E.store(C, d, b.CreateAdd(coff, idx(i, jj, s.N), "", true, true), b.CreateLoad(E.reg_type(d), acc));
+      });
+    });
+  });
+}
+
 inline void emit_matmul(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
   auto& b = E.b;
+  if (is_complex(d)) return emit_complex_matmul(E, d, s, A, Bm, C);
   auto k = [](llvm::Value* v) { return Emitter::konst(v); };
   auto matvec = [&] {
     with_plain_operands(E, d, s, A, Bm, true, [&](llvm::Value* a, llvm::Value* bm) { emit_matvec(E, d, s, a, bm, C); });

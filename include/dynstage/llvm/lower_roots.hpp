@@ -176,6 +176,8 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
         if (p == Prim::reduce_min) return llvm::ConstantFP::getInfinity(t, false);
         return llvm::ConstantFP::get(t, p == Prim::reduce_prod ? 1.0 : 0.0);
       }
+      case DType::c64:
+      case DType::c128: return E.constant(d, p == Prim::reduce_prod ? 1.0 : 0.0, 0, 0.0);  // sum, prod only
     }
     return nullptr;
   };
@@ -183,6 +185,12 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
     if (d == DType::bool_) {
       const bool is_or = p == Prim::reduce_max || p == Prim::reduce_sum || p == Prim::reduce_or;
       return is_or ? b.CreateOr(acc, v) : b.CreateAnd(acc, v);
+    }
+    if (is_complex(d)) {
+      // reduce_sum, reduce_prod (the dtype rules refuse the others): in
+      // loop order, as eager; the product is complex_mul
+      if (p == Prim::reduce_prod) return complex_mul(d, acc, v);
+      return E.make_complex(d, b.CreateFAdd(E.re(acc), E.re(v)), b.CreateFAdd(E.im(acc), E.im(v)));
     }
     switch (p) {
       case Prim::reduce_sum: {
@@ -305,7 +313,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
     body(l, o);
   };
   if (!x.is_var()) {  // reduction of a literal scalar (folded into the identity, as above)
-    E.store(out, d, E.c64(0), combine(identity(), E.constant(x.lit.dtype, x.lit.f, x.lit.i), false));
+    E.store(out, d, E.c64(0), combine(identity(), E.constant(x.lit.dtype, x.lit.f, x.lit.i, x.lit.fi), false));
     return;
   }
   // On every core (lower_parallel.hpp) when the work is large: float

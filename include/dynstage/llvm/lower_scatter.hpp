@@ -37,6 +37,9 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
 
   const Prim p = e.prim;
   auto combine = [&](llvm::Value* old, llvm::Value* upd) -> llvm::Value* {
+    if (is_complex(d) && p == Prim::scatter_add)
+      return E.make_complex(d, b.CreateFAdd(E.re(old), E.re(upd)), b.CreateFAdd(E.im(old), E.im(upd)));
+    if (is_complex(d) && p == Prim::scatter_mul) return complex_mul(d, old, upd);
     switch (p) {
       case Prim::scatter: return upd;
       case Prim::scatter_add: return fl ? b.CreateFAdd(old, upd) : d == DType::bool_ ? b.CreateOr(old, upd) : b.CreateAdd(old, upd);

@@ -118,7 +118,7 @@ inline void Lowering::emit_debug_print(const Eqn& e) {
       for (llvm::Value* x : d) b.CreateStore(x, b.CreateConstInBoundsGEP1_64(E.i64, dims, static_cast<std::uint64_t>(off++)));
     } else {
       ptr = E.entry_alloca(E.i8, 8, 8);
-      E.store(ptr, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i));
+      E.store(ptr, a.lit.dtype, E.c64(0), E.constant(a.lit.dtype, a.lit.f, a.lit.i, a.lit.fi));
     }
     b.CreateStore(ptr, b.CreateConstInBoundsGEP1_64(E.ptr, data, q));
     b.CreateStore(b.getInt32(static_cast<std::int32_t>(t.dtype)), b.CreateConstInBoundsGEP1_64(E.i32, dtypes, q));

@@ -75,6 +75,8 @@ inline std::string carry_dtype_error(const std::string& op, std::size_t k, const
         case DType::u16:
         case DType::u32:
         case DType::u64:
+        case DType::c64:
+        case DType::c128:
         case DType::bool_: break;
       }
     }

@@ -39,8 +39,11 @@ Value convert(const Value& v, DType dt, bool weak) {
     r.dtype = dt;
     visit_dtype(dt, [&](auto t) {
       using T = decltype(t);
-      T x = visit_dtype(s.dtype, [&](auto u) -> T {
-        using U = decltype(u);
+      T x = visit_dtype(s.dtype, [&](auto u0) -> T {
+        // a complex value goes to a complex T whole, to a real T as its
+        // real part (convert_element_type's rule)
+        if constexpr (is_complex_v<T>) return s.as<T>();
+        using U = real_part_t<decltype(u0)>;
         // integer to integer from all 64 bits (a weak literal's value is
         // held whole, whatever its weak dtype): wraps to T's width
         if constexpr (std::is_integral_v<U> && !std::is_same_v<U, bool> && std::is_integral_v<T> &&
@@ -215,16 +218,24 @@ void promote_and_broadcast(std::string_view op, std::vector<Value>& vs, TypeInfo
 
 // Float-only functions compute bool and integer operands in the default
 // float (the table's `floating` dtype rule, prims.hpp).
-inline bool is_float_only(Prim p) { return prim_info(p).dtypes == DTypeSet::floating; }
+// (`inexact` ones too: jnp.exp(int32) is float32, jnp.exp(complex64) complex64.)
+inline bool is_float_only(Prim p) {
+  return prim_info(p).dtypes == DTypeSet::floating || prim_info(p).dtypes == DTypeSet::inexact;
+}
 
 // The dtype an operand of a float-only op is computed in: ints and bools go
-// to the default float f32 (jnp.sin(int32) is float32).
-inline TypeInfo inexact(TypeInfo t) { return is_float(t.dtype) ? t : TypeInfo{DType::f32, false}; }
+// to the default float f32 (jnp.sin(int32) is float32); floats and complex
+// values stay (a complex operand of a real-only op then meets the
+// primitive's dtype rule, a TypeError naming both).
+inline TypeInfo inexact(TypeInfo t) { return is_inexact(t.dtype) ? t : TypeInfo{DType::f32, false}; }
 
 Value unary(Prim p, const Value& x);
 #ifdef DYNSTAGE_IMPLEMENTATION
 Value unary(Prim p, const Value& x) {
   if (is_float_only(p)) return bind1(p, {convert(x, inexact(x.type_info()).dtype, x.weak)});
+  if (prim_info(p).dtypes == DTypeSet::rounding && is_complex(x.dtype()))
+    fail<TypeError>(std::string(prim_name(p)) + " does not accept dtype " + std::string(dtype_name(x.dtype())) +
+                    ": complex numbers have no order (as in JAX)");
   if (prim_info(p).dtypes == DTypeSet::rounding && !is_float(x.dtype())) return x;  // jnp.floor(int32)
   if (p == Prim::round) return bind1(p, {x}, RoundParams{1});
   // jnp.square's promote_dtypes_numeric: a bool becomes i32 (to_numeric_dtype).

@@ -23,6 +23,11 @@ Value hypot(Value a, Value b);
 Value logical(Prim p, Value a, Value b);  // p: and_, or_, xor_
 Value logical_not(const Value& x);
 Value integer_pow(const Value& x, int n);
+Value real(const Value& x);
+Value imag(const Value& x);
+Value conj(const Value& x);
+Value angle(const Value& x);
+Value make_complex(Value re, Value im);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -70,14 +75,18 @@ Value log10(const Value& x) {
 // jnp.isnan: ne(x, x), for every dtype (always false for integers).
 Value isnan(const Value& x) { return compare(Prim::ne, x, x); }
 
-// jnp.isinf: eq(abs(x), inf) for floats; all false otherwise.
+// jnp.isinf: eq(abs(x), inf) for floats; either part infinite for complex
+// values (jnp's isinf(real) | isinf(imag)); all false otherwise.
 Value isinf(const Value& x) {
+  if (is_complex(x.dtype())) return binary(Prim::or_, isinf(real(x)), isinf(imag(x)));
   if (!is_float(x.dtype())) return math_detail::full_bool_like(x, false, "isinf");
   return compare(Prim::eq, unary(Prim::abs, x), math_detail::float_const(INFINITY, x.dtype()));
 }
 
-// jnp.isfinite: the primitive is_finite for floats; all true otherwise.
+// jnp.isfinite: the primitive is_finite for floats; both parts finite for
+// complex values; all true otherwise.
 Value is_finite(const Value& x) {
+  if (is_complex(x.dtype())) return binary(Prim::and_, is_finite(real(x)), is_finite(imag(x)));
   if (!is_float(x.dtype())) return math_detail::full_bool_like(x, true, "isfinite");
   return bind1(Prim::is_finite, {x});
 }
@@ -127,6 +136,43 @@ Value logical_not(const Value& x) {
 
 // lax.integer_pow(x, n): the primitive with its exponent as parameter y.
 Value integer_pow(const Value& x, int n) { return bind1(Prim::integer_pow, {x}, IntegerPowParams{n}); }
+
+// ---------------------------------------------------------------------------
+// Complex numbers (jnp.real, jnp.imag, jnp.conj, jnp.angle, lax.complex).
+
+// jnp.real: the primitive real of a complex x; any other x is itself.
+Value real(const Value& x) { return is_complex(x.dtype()) ? bind1(Prim::real, {x}) : x; }
+
+// jnp.imag: the primitive imag of a complex x; zeros of x's dtype for any
+// other (lax.full_like(x, 0)).
+Value imag(const Value& x) {
+  if (is_complex(x.dtype())) return bind1(Prim::imag, {x});
+  std::vector<Value> vs{x};
+  const Value z = math_detail::zero_of(x.dtype());
+  return x.rank() == 0 ? z : broadcast_to_shape(z, x.shape(), "imag", any_tracer(vs));
+}
+
+// jnp.conj: the primitive conj[input_dtype] of a complex x; any other x is
+// itself (jnp.conjugate binds conj only for complex operands).
+Value conj(const Value& x) {
+  return is_complex(x.dtype()) ? bind1(Prim::conj, {x}, ConjParams{x.dtype()}) : x;
+}
+
+// jnp.angle: atan2(imag(z), real(z)), in a float dtype (integers and bools
+// as f32).
+Value angle(const Value& x) {
+  const Value z = is_complex(x.dtype()) ? x : math_detail::inexact_operand(x);
+  return binary(Prim::atan2, imag(z), real(z));
+}
+
+// lax.complex(re, im): re + im*1j, both parts promoted to one real float
+// dtype (integers and bools to f32) and broadcast; a complex part is a
+// TypeError from the primitive's dtype rule.
+Value make_complex(Value re, Value im) {
+  std::vector<Value> vs{std::move(re), std::move(im)};
+  promote_and_broadcast("complex", vs, inexact(result_type(vs)));
+  return bind1(Prim::complex, vs);
+}
 
 #endif  // DYNSTAGE_IMPLEMENTATION
 

@@ -34,11 +34,29 @@ template <class A, class B, class C>
 using promoted3_t = element_t<promote_types(promote_types(info_of<A>(), info_of<B>()), info_of<C>()).dtype>;
 
 template <class T>
-using inexact_t = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+using inexact_t = std::conditional_t<std::is_floating_point_v<T> || is_complex_v<T>, T, float>;
 
-// A unary function's result element type, from its primitive's dtype rule.
+// The real type of a complex element type's parts (std::complex<float> ->
+// float); other types are their own.
+template <class T>
+using real_t = real_part_t<T>;
+
+// A unary function's result element type, from its primitive's dtype rule
+// (abs of a complex value is real, as lax.abs).
 template <Prim P, class T>
-using unary_result_t = std::conditional_t<prim_info(P).dtypes == DTypeSet::floating, inexact_t<T>, T>;
+using unary_result_t = std::conditional_t<
+    prim_info(P).dtypes == DTypeSet::floating || prim_info(P).dtypes == DTypeSet::inexact, inexact_t<T>,
+    std::conditional_t<P == Prim::abs, real_t<T>, T>>;
+
+// Whether primitive P's dtype rule takes complex operands: an operation
+// whose C++ operand type is complex and whose primitive does not (ordering,
+// floor, %, bit operations, ...) fails to compile with a static_assert
+// naming it (JAX raises TypeError when tracing; a hand-built jaxpr still
+// meets the primitive's dtype rule).
+template <Prim P>
+inline constexpr bool takes_complex_v = dtype_in(DType::c64, prim_info(P).dtypes);
+template <class... X>
+inline constexpr bool any_complex_v = (is_complex_v<elem_t<X>> || ...);
 
 template <class A, class B>
 concept BinaryOperands = Operand<A> && Operand<B> && (ArrayLike<A> || ArrayLike<B>);
@@ -48,23 +66,33 @@ concept BinaryOperands = Operand<A> && Operand<B> && (ArrayLike<A> || ArrayLike<
 // (JAX raises a TypeError when tracing; in a hand-built jaxpr the
 // primitive's dtype rule still does).
 template <class X>
-concept NotFloatingPoint = !std::is_floating_point_v<elem_t<X>>;
+concept NotFloatingPoint = !std::is_floating_point_v<elem_t<X>> && !is_complex_v<elem_t<X>>;
 template <class A, class B>
 concept BitOperands = BinaryOperands<A, B> && NotFloatingPoint<A> && NotFloatingPoint<B>;
 
 template <Prim P, class A, class B>
 auto arith(const A& a, const B& b) {
+  static_assert(takes_complex_v<P> || !any_complex_v<A, B>,
+                "dynstage: this operation (%, maximum, minimum, bit operations, ...) is not defined for complex "
+                "numbers (std::complex<T> operands): complex numbers have no order and no bits (JAX raises "
+                "TypeError)");
   using T = promoted_t<A, B>;
   return from_value<result_of_t<T, A, B>>(binary(P, to_value(a), to_value(b)));
 }
 
 template <Prim P, class A, class B>
 auto cmp(const A& a, const B& b) {
+  static_assert(takes_complex_v<P> || !any_complex_v<A, B>,
+                "dynstage: ordering comparisons (< <= > >=) are not defined for complex numbers (std::complex<T> "
+                "operands); only == and != are (JAX raises TypeError)");
   return from_value<result_of_t<bool, A, B>>(compare(P, to_value(a), to_value(b)));
 }
 
 template <Prim P, class T, class X>
 auto un(const X& x, const std::source_location& loc) {
+  static_assert(takes_complex_v<P> || !any_complex_v<X>,
+                "dynstage: this function (floor, ceil, round, sign, log1p, tan, ...) is not defined for complex "
+                "numbers (a std::complex<T> operand) in dynstage; see docs/jaxpr.md, \"Complex numbers\"");
   OpSite site(loc);
   return from_value<result_of_t<T, X>>(unary(P, to_value(x)));
 }
@@ -245,6 +273,7 @@ auto where(const P& pred, const A& a, const B& b, detail::Loc loc = detail::Loc:
 template <class L, class X, class H>
   requires Operand<L> && Operand<X> && Operand<H> && (ArrayLike<L> || ArrayLike<X> || ArrayLike<H>)
 auto clamp(const L& lo, const X& x, const H& hi, detail::Loc loc = detail::Loc::current()) {
+  static_assert(!detail::any_complex_v<L, X, H>, "dyn::clamp, dyn::clip: complex numbers have no order (JAX raises TypeError)");
   detail::OpSite site(loc);
   using T = detail::promoted3_t<L, X, H>;
   return detail::from_value<detail::result_of_t<T, L, X, H>>(
@@ -253,6 +282,7 @@ auto clamp(const L& lo, const X& x, const H& hi, detail::Loc loc = detail::Loc::
 template <class X, class L, class H>
   requires Operand<X> && Operand<L> && Operand<H> && (ArrayLike<X> || ArrayLike<L> || ArrayLike<H>)
 auto clip(const X& x, const L& lo, const H& hi, detail::Loc loc = detail::Loc::current()) {
+  static_assert(!detail::any_complex_v<L, X, H>, "dyn::clamp, dyn::clip: complex numbers have no order (JAX raises TypeError)");
   detail::OpSite site(loc);
   using T = detail::promoted3_t<L, X, H>;
   return detail::from_value<detail::result_of_t<T, L, X, H>>(
@@ -290,18 +320,24 @@ using sum_t = element_t<sum_dtype(dtype_v<T>)>;
   template <ArrayLike X>                                                                               \
   auto name(const X& x, detail::Loc loc = detail::Loc::current()) {                                    \
     detail::OpSite site(loc);                                                                          \
+    static_assert(detail::takes_complex_v<detail::Prim::prim> || !detail::any_complex_v<X>,           \
+                  "dyn::" #name ": complex numbers have no order (JAX raises TypeError)");                   \
     return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
         detail::reduce(detail::Prim::prim, detail::to_value(x), {}, true));                            \
   }                                                                                                    \
   template <ArrayLike X>                                                                               \
   auto name(const X& x, const std::vector<std::int64_t>& axes, detail::Loc loc = detail::Loc::current()) { \
     detail::OpSite site(loc);                                                                          \
+    static_assert(detail::takes_complex_v<detail::Prim::prim> || !detail::any_complex_v<X>,           \
+                  "dyn::" #name ": complex numbers have no order (JAX raises TypeError)");                   \
     return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
         detail::reduce(detail::Prim::prim, detail::to_value(x), axes, false));                         \
   }                                                                                                    \
   template <ArrayLike X>                                                                               \
   auto name(const X& x, keepdims_t, detail::Loc loc = detail::Loc::current()) {                        \
     detail::OpSite site(loc);                                                                          \
+    static_assert(detail::takes_complex_v<detail::Prim::prim> || !detail::any_complex_v<X>,           \
+                  "dyn::" #name ": complex numbers have no order (JAX raises TypeError)");                   \
     return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
         detail::reduce(detail::Prim::prim, detail::to_value(x), {}, true, true));                      \
   }                                                                                                    \
@@ -309,6 +345,8 @@ using sum_t = element_t<sum_dtype(dtype_v<T>)>;
   auto name(const X& x, const std::vector<std::int64_t>& axes, keepdims_t,                            \
             detail::Loc loc = detail::Loc::current()) {                                                \
     detail::OpSite site(loc);                                                                          \
+    static_assert(detail::takes_complex_v<detail::Prim::prim> || !detail::any_complex_v<X>,           \
+                  "dyn::" #name ": complex numbers have no order (JAX raises TypeError)");                   \
     return detail::from_value<detail::result_of_t<ResultT, X>>(                                        \
         detail::reduce(detail::Prim::prim, detail::to_value(x), axes, false, true));                   \
   }

@@ -80,6 +80,52 @@ auto nextafter(const A& a, const B& b, detail::Loc loc = detail::Loc::current())
       detail::binary(detail::Prim::nextafter, detail::to_value(a), detail::to_value(b)));
 }
 
+// ---------------------------------------------------------------------------
+// Complex numbers: element types std::complex<float> (c64) and
+// std::complex<double> (c128).
+
+// real(x), imag(x) (jnp.real, jnp.imag): the parts of a complex x, of the
+// real dtype of its width (c64 -> f32); a real x is its own real part and
+// has zeros as imaginary part.
+template <ArrayLike X>
+auto real(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::real_t<detail::elem_t<X>>, X>>(
+      detail::real(detail::to_value(x)));
+}
+template <ArrayLike X>
+auto imag(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::real_t<detail::elem_t<X>>, X>>(
+      detail::imag(detail::to_value(x)));
+}
+// conj(x) (jnp.conj): the complex conjugate; a real x is itself.
+template <ArrayLike X>
+auto conj(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X>>(detail::conj(detail::to_value(x)));
+}
+// angle(x) (jnp.angle): the argument atan2(imag(x), real(x)), real (c64 ->
+// f32; integers and bools are computed in f32).
+template <ArrayLike X>
+auto angle(const X& x, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  using T = detail::real_t<detail::inexact_t<detail::elem_t<X>>>;
+  return detail::from_value<detail::result_of_t<T, X>>(detail::angle(detail::to_value(x)));
+}
+// complex(re, im) (lax.complex, primitive complex): re + im * 1j from two
+// real operands, promoted to one float dtype (f32 -> c64, f64 -> c128;
+// integers as f32) and broadcast. A complex operand does not compile.
+template <class A, class B> requires detail::BinaryOperands<A, B>
+auto complex(const A& re, const B& im, detail::Loc loc = detail::Loc::current()) {
+  static_assert(!detail::any_complex_v<A, B>,
+                "dyn::complex(re, im): the parts must be real (lax.complex takes floating-point operands)");
+  detail::OpSite site(loc);
+  using T = std::complex<detail::inexact_t<detail::promoted_t<A, B>>>;
+  return detail::from_value<detail::result_of_t<T, A, B>>(
+      detail::make_complex(detail::to_value(re), detail::to_value(im)));
+}
+
 // logical_and/or/xor/not (jnp.logical_*): operands of any dtype, nonzero
 // is true; a bool result.
 template <class A, class B> requires detail::BinaryOperands<A, B>

@@ -115,8 +115,10 @@ template <class X> struct is_array : std::false_type {};
 template <class T> struct is_array<Array<T>> : std::true_type {};
 template <class X> inline constexpr bool is_array_v = is_array<std::remove_cvref_t<X>>::value;
 
+// C++ numbers, std::complex<float> and std::complex<double> included.
 template <class X>
-inline constexpr bool is_scalar_v = std::is_arithmetic_v<std::remove_cvref_t<X>>;
+inline constexpr bool is_scalar_v =
+    std::is_arithmetic_v<std::remove_cvref_t<X>> || is_complex_v<std::remove_cvref_t<X>>;
 
 template <class X>
 inline constexpr bool is_dim_v = std::is_same_v<std::remove_cvref_t<X>, Dim>;
@@ -136,7 +138,10 @@ template <class S>
 constexpr auto scalar_element() {
   using U = std::remove_cvref_t<S>;
   if constexpr (std::is_same_v<U, bool>) return bool{};
-  else if constexpr (std::is_floating_point_v<U>) {
+  else if constexpr (is_complex_v<U>) {
+    static_assert(sizeof(U) <= 16, "dynstage: std::complex<long double> is not a supported element type");
+    return U{};
+  } else if constexpr (std::is_floating_point_v<U>) {
     static_assert(sizeof(U) <= 8, "dynstage: long double is not a supported element type");
     if constexpr (std::is_same_v<U, float>) return float{};
     else return double{};
@@ -212,7 +217,8 @@ Value weak_literal(const Scalar& s0, DType weak) {
     Scalar r;
     r.dtype = weak;
     r.i = s.i;
-    r.f = is_float(s.dtype) ? s.f : static_cast<double>(s.i);
+    r.f = is_inexact(s.dtype) ? s.f : static_cast<double>(s.i);
+    r.fi = is_complex(s.dtype) && is_complex(weak) ? s.fi : 0.0;
     if (is_integer(weak) && is_float(s.dtype)) r.i = static_cast<std::int64_t>(s.f);
     v = scalar_value(r, true);
   }

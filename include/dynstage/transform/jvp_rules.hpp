@@ -44,9 +44,28 @@ inline const char* jvp_missing(Prim p) {
   switch (p) {
     case Prim::pmax:
     case Prim::pmin: return "JAX defines no derivative of pmax/pmin either (which rank's block is chosen is not smooth)";
+    // Complex values carry no tangents yet (differentiable_dtype): a
+    // primitive making a complex value of a float one that has a tangent
+    // would drop it (docs/transformations.md, "Complex numbers").
+    case Prim::complex:
+    case Prim::conj:
+      return "complex values are not differentiated in dynstage yet (docs/transformations.md, \"Complex numbers\")";
     default: return nullptr;
   }
 }
+
+// Differentiating through primitive p, whose result has the complex dtype
+// d, of an operand with a tangent: a TypeError (complex values carry no
+// tangents yet; docs/transformations.md, "Complex numbers").
+[[noreturn]] void complex_jvp_error(Prim p, DType d);
+#ifdef DYNSTAGE_IMPLEMENTATION
+void complex_jvp_error(Prim p, DType d) {
+  fail<TypeError>("jvp: cannot differentiate through " + std::string(prim_name(p)) + " with a result of dtype " +
+                  std::string(dtype_name(d)) +
+                  ": complex values are not differentiated in dynstage yet (docs/transformations.md, \"Complex "
+                  "numbers\")");
+}
+#endif
 
 // Out of line (DYNSTAGE_IMPLEMENTATION): the rules reach most of the trace layer.
 JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t, const Params& params);
@@ -446,6 +465,8 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
         return linear_in(p, x, t, params, cases);
       }
     case Kind::convert: {
+      if (t[0] && is_complex(std::get<ConvertParams>(params).new_dtype))
+        complex_jvp_error(p, std::get<ConvertParams>(params).new_dtype);
       const Value y = op(p, x, params);
       if (!t[0] || !differentiable_dtype(y.dtype())) return {{y}, {std::nullopt}};
       return {{y}, {op(p, {*t[0]}, params)}};
