@@ -94,11 +94,15 @@ void interleave(char* out, const char* blocks, std::int64_t g, std::int64_t oute
 template <class T>
 T combine(Prim p, T a, T b) {
   if (p == Prim::psum) return static_cast<T>(a + b);
-  if constexpr (std::is_floating_point_v<T>) {  // a NaN of any rank wins, as lax.max/min
-    if (a != a) return a;
-    if (b != b) return b;
+  if constexpr (is_complex_v<T>) {
+    internal_error("collective: pmax/pmin of complex values (their dtype rule refuses them)");
+  } else {
+    if constexpr (std::is_floating_point_v<T>) {  // a NaN of any rank wins, as lax.max/min
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return p == Prim::pmax ? (a < b ? b : a) : (b < a ? b : a);
   }
-  return p == Prim::pmax ? (a < b ? b : a) : (b < a ? b : a);
 }
 
 }  // namespace

@@ -281,7 +281,7 @@ SplitJaxpr split_body(const Jaxpr& j, const std::vector<bool>& in_unknown, const
       if (pe.residual[v])
         for (const JDim& d : l.types[v].shape)
           if (!d.is_static() && !pe.residual[static_cast<std::size_t>(d.var)])
-            grew = pe.residual[static_cast<std::size_t>(d.var)] = 1;
+            grew = (pe.residual[static_cast<std::size_t>(d.var)] = 1) != 0;
   }
   for (std::size_t v = 0; v < l.types.size(); ++v)
     if (pe.residual[v]) {
