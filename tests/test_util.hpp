@@ -82,4 +82,23 @@ double ulp_distance(T a, T b) {
   return static_cast<double>(d < 0 ? -d : d);
 }
 
+// The number of occurrences of `what` in `s` (counting overlapping ones).
+inline std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// An LLVM module's text without the fusion-plan comment lines at its head
+// (the plan has one line per equation: not code).
+inline std::string code_of(const std::string& ir) {
+  std::string out;
+  for (std::size_t a = 0, nl; a < ir.size(); a = nl + 1) {
+    nl = ir.find('\n', a);
+    if (nl == std::string::npos) nl = ir.size();
+    if (ir[a] != ';') out += ir.substr(a, nl - a + 1);
+  }
+  return out;
+}
+
 }  // namespace test_util

@@ -20,6 +20,9 @@
 
 #include "../test_util.hpp"
 
+using test_util::code_of;
+using test_util::count_of;
+
 namespace {
 
 using dyn::Array;
@@ -41,23 +44,6 @@ int dots_after_rewrite(const F& f, const A&... args) {
   int n = 0;
   for (const auto& e : j.eqns) n += e.prim == dyn::detail::Prim::dot_general ? 1 : 0;
   return n;
-}
-
-std::size_t count_of(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-  return n;
-}
-
-// The module's code without the fusion-plan comment lines at its head.
-std::string code_of(const std::string& ir) {
-  std::string out;
-  for (std::size_t a = 0, nl; a < ir.size(); a = nl + 1) {
-    nl = ir.find('\n', a);
-    if (nl == std::string::npos) nl = ir.size();
-    if (ir[a] != ';') out += ir.substr(a, nl - a + 1);
-  }
-  return out;
 }
 
 template <class F, class... A>
@@ -235,7 +221,7 @@ TEST_CASE("issue 25: same-shaped products inside a for_loop body and a scan body
       return c + dyn::sum(dyn::matmul(c, a)) + dyn::sum(dyn::matmul(c, r)) + dyn::sum(dyn::matmul(c, s));
     })(c0);
   };
-  auto same = [](auto a, auto r, auto s, auto c0) {
+  auto same = [](auto a, [[maybe_unused]] auto r, [[maybe_unused]] auto s, auto c0) {
     return dyn::for_loop(0, 5, 1)([&](auto, auto c) {
       return c + dyn::sum(dyn::matmul(c, a)) + dyn::sum(dyn::matmul(c, a * 2.0)) + dyn::sum(dyn::matmul(c, a * 3.0));
     })(c0);

@@ -10,29 +10,9 @@
 
 #include "../test_util.hpp"
 
+using test_util::code_of;
+using test_util::count_of;
 using test_util::iota_array;
-
-namespace {
-
-std::size_t count_of(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
-  return n;
-}
-
-// The module's code without the fusion-plan comment lines at its head (the
-// plan has one line per equation: not code).
-std::string code_of(const std::string& ir) {
-  std::string out;
-  for (std::size_t a = 0, nl; a < ir.size(); a = nl + 1) {
-    nl = ir.find('\n', a);
-    if (nl == std::string::npos) nl = ir.size();
-    if (ir[a] != ';') out += ir.substr(a, nl - a + 1);
-  }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("compile cost: a large product calls the process's GEMM routine instead of inlining a copy of it") {
   auto f = [](auto a, auto b) { return dyn::matmul(a, b) + dyn::matmul(b, a); };

@@ -20,6 +20,7 @@
 
 using dyn::Array;
 using test_util::message_of;
+using test_util::count_of;
 using test_util::str;
 
 namespace {
@@ -30,12 +31,6 @@ auto layer = [](auto x) { return dyn::tanh(dyn::sin(x) * x); };
 double dlayer(double x) {
   const double t = std::tanh(std::sin(x) * x);
   return (1 - t * t) * (std::cos(x) * x + std::sin(x));
-}
-
-int count_of(const std::string& text, const std::string& word) {
-  int n = 0;
-  for (std::size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) ++n;
-  return n;
 }
 
 }  // namespace

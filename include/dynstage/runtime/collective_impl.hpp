@@ -11,13 +11,7 @@
 #include "distributed.hpp"
 
 #ifdef DYNSTAGE_IMPLEMENTATION
-#ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
-#endif
-#ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
-#endif
-#include <mpi.h>
+// (<mpi.h>, C API only: distributed.hpp's implementation part includes it.)
 
 #include <algorithm>
 #include <cstring>
