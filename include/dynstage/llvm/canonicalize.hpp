@@ -1,5 +1,7 @@
 // dynstage: the jaxpr rewrites before fusion planning (no LLVM here):
-// inline_checkpoints puts each checkpoint's body in its place, and
+// inline_checkpoints puts each checkpoint's body in its place,
+// hoist_loop_invariants (hoist.hpp) moves loop-invariant equations out of
+// loop bodies, and
 // canonicalize_dots makes every dot_general a batched matrix product
 // (B,M,K) x (B,K,N) on reshaped/transposed operands, then batch_small_dots
 // merges independent same-shaped small products into one.
@@ -15,6 +17,7 @@
 
 #include "../ir/jaxpr.hpp"
 #include "fusion_plan.hpp"
+#include "hoist.hpp"
 
 namespace dyn::detail {
 
@@ -318,7 +321,7 @@ inline Jaxpr batch_small_dots(Jaxpr j) {
 // canonicalize_dots (checkpoints inlined first)
 
 inline Jaxpr canonicalize_dots(const Jaxpr& in0) {
-  const Jaxpr in = inline_checkpoints(in0);
+  const Jaxpr in = hoist_loop_invariants(inline_checkpoints(in0));
   Jaxpr j = in;
   j.eqns.clear();
   // A product of dimensions as one JDim: static, a dimension variable, or a
