@@ -1,10 +1,61 @@
-// dynstage: the shape rules of rev and pad (included by shape_rules.hpp,
+// dynstage: the shape rules of rev, pad, dynamic_slice and
+// dynamic_update_slice (included by shape_rules.hpp,
 // inside namespace dyn::detail::rule_util, before abstract_eval; it uses
 // that file's helpers). The checks and messages are lax's (_rev_shape_rule,
 // _pad_shape_rule, _pad_dtype_rule).
 #pragma once
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+
+// slice_sizes may hold kDynamicDim: their values come from the integer
+// scalar operands after the start indices.
+inline std::vector<Aval> shape_rule(PrimTag<Prim::dynamic_slice>, const std::vector<Aval>& in, const DynamicSliceParams& dp) {
+  const Prim p = Prim::dynamic_slice;
+  if (in.empty()) fail<TypeError>("dynamic_slice takes an operand and one start index per operand axis, got 0 operands");
+  const Aval& x = in[0];
+  const auto n = static_cast<std::size_t>(x.rank());
+  const auto ndyn = static_cast<std::size_t>(std::count(dp.slice_sizes.begin(), dp.slice_sizes.end(), kDynamicDim));
+  if (in.size() != 1 + n + ndyn)
+    fail<TypeError>("dynamic_slice takes an operand and one start index per operand axis (" + std::to_string(n) +
+                    " for operand shape " + shape_str(x.shape) + ")" +
+                    (ndyn ? " plus one integer scalar per None in slice_sizes " + ints_str(dp.slice_sizes) : "") +
+                    ", got " + std::to_string(in.size()) + " operands");
+  for (std::size_t i = 1; i <= n; ++i) check_index_operand(p, in[i], i);
+  if (dp.slice_sizes.size() != n)
+    fail<ShapeError>("dynamic_slice slice_sizes must have the same length as the operand rank, got slice_sizes " +
+                     ints_str(dp.slice_sizes) + " for operand shape " + shape_str(x.shape));
+  Shape out = resolve_dynamic_shape(p, "slice_sizes", dp.slice_sizes, in, 1 + n, true);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(out[i] >= Dim(0)) || !(x.shape[i] >= out[i]))
+      fail<IndexError>("dynamic_slice slice_sizes must be non-negative and at most the operand shape, got "
+                       "slice_sizes " + shape_str(out) + " for operand shape " + shape_str(x.shape));
+  return {make_aval(x.dtype, std::move(out), x.weak)};
+}
+
+inline std::vector<Aval> shape_rule(PrimTag<Prim::dynamic_update_slice>, const std::vector<Aval>& in, const NoParams&) {
+  const Prim p = Prim::dynamic_update_slice;
+  if (in.size() < 2)
+    fail<TypeError>("dynamic_update_slice takes an operand, an update and one start index per operand axis, got " +
+                    std::to_string(in.size()) + " operands");
+  const Aval &x = in[0], &u = in[1];
+  const auto n = static_cast<std::size_t>(x.rank());
+  if (in.size() != 2 + n)
+    fail<TypeError>("dynamic_update_slice takes an operand, an update and one start index per operand axis (" +
+                    std::to_string(n) + " for operand shape " + shape_str(x.shape) + "), got " +
+                    std::to_string(in.size()) + " operands");
+  if (u.dtype != x.dtype)
+    fail<TypeError>("dynamic_update_slice update dtype must match operand dtype, got update dtype " +
+                    dtype_str(u.dtype) + " and operand dtype " + dtype_str(x.dtype));
+  for (std::size_t i = 2; i < in.size(); ++i) check_index_operand(p, in[i], i);
+  if (u.rank() != x.rank())
+    fail<ShapeError>("dynamic_update_slice update must have the same rank as operand, got update shape " +
+                     shape_str(u.shape) + " for operand shape " + shape_str(x.shape));
+  for (std::size_t i = 0; i < n; ++i)
+    if (!(u.shape[i] <= x.shape[i]))
+      fail<ShapeError>("dynamic_update_slice update shape must be smaller than operand shape, got update shape " +
+                       shape_str(u.shape) + " for operand shape " + shape_str(x.shape));
+  return {make_aval(x.dtype, x.shape, x.weak)};
+}
 
 inline std::vector<Aval> shape_rule(PrimTag<Prim::rev>, const std::vector<Aval>& in, const RevParams& rp) {
   check_arity(Prim::rev, in, 1);

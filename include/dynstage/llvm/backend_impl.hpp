@@ -47,6 +47,7 @@
 #include "lower_scatter.hpp"
 #include "lower_dot.hpp"
 #include "lower_expr.hpp"
+#include "lower_complex.hpp"
 #include "lower_roots.hpp"
 #include "session.hpp"
 
