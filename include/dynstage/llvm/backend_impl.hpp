@@ -41,6 +41,7 @@
 #include "lower.hpp"
 #include "lower_body.hpp"
 #include "lower_control.hpp"
+#include "lower_pointwise.hpp"
 #include "lower_argreduce.hpp"
 #include "lower_sort.hpp"
 #include "lower_cumulative.hpp"
