@@ -110,6 +110,29 @@ TEST_CASE("pointwise loops: zero trips and a negative step give eager's results"
   }
 }
 
+TEST_CASE("pointwise loops: a block stops at a fixed point only when the body does not read the index") {
+  // u' = u * 0 + i: unchanged by iteration 0 (from zeros), changed by the next
+  auto with_index = [](auto x) {
+    return dyn::for_loop(0, 5, 1)([](auto i, auto u) { return u * 0.0 + dyn::astype<double>(i); })(x);
+  };
+  const Array<double> zeros = dyn::zeros<double>({1000});
+  CHECK(vals(dyn::jit(with_index)(zeros)) == std::vector<double>(1000, 4.0));
+  // halving to zero: every element reaches 0 (a fixed point) long before
+  // the 2000th iteration, some blocks sooner than others
+  auto halve = [](auto x) {
+    return dyn::for_loop(0, 2000, 1)([](auto, auto u, auto k) {
+      return std::tuple{u * 0.5, k + dyn::astype<std::int32_t>(u != 0.0)};
+    })(x, dyn::zeros<std::int32_t>(x.shape()));
+  };
+  Array<double> x({1000});
+  for (i64 i = 0; i < 1000; ++i) x.mutable_data()[i] = i < 600 ? 0.0 : std::ldexp(1.0, static_cast<int>(i % 700));
+  auto [u, k] = dyn::jit(halve)(x);
+  auto [u0, k0] = halve(x);
+  CHECK(vals(u) == vals(u0));
+  CHECK(vals(k) == vals(k0));
+  CHECK(k0.data()[999] == 299 + 1075);  // 2^299 (999 % 700) halves to the smallest subnormal, then to 0
+}
+
 TEST_CASE("pointwise loops: a result read by more code, and a loop over an input updated in place") {
   auto f = [](auto x) {
     auto y = dyn::for_loop(0, 8, 1)([](auto, auto u) { return dyn::cos(u) + 0.25 * u; })(x);

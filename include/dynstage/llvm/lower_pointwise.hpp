@@ -21,7 +21,9 @@
 // partial: its lanes past the end compute on stale values of the previous
 // block (or zeros), never read, never written out. The trip count and the
 // index are the loop's, so every block sees the same iterations; blocks are
-// independent, so they run on the kernel's threads (parallel_tasks).
+// independent, so they run on the kernel's threads (parallel_tasks). When
+// the body does not read the index, a block stops at the first iteration
+// that leaves its state unchanged bit for bit: every later one would too.
 //
 // Results are those of the loop lowered as a whole (the same operations on
 // the same values, element by element). Only static shapes take this path;
@@ -172,6 +174,17 @@ inline void Lowering::emit_pointwise_loop(std::size_t ei, FreeAfter& free_after)
   llvm::Value* trips = b.CreateAdd(b.CreateUDiv(b.CreateSub(span, E.c64(1)), div), E.c64(1));
   trips = b.CreateSelect(b.CreateOr(up, down), trips, zero);
 
+  // A body that does not read the index is a function of the state alone:
+  // once an iteration leaves a block's state unchanged (bit for bit), the
+  // rest would too, and the block stops (a Mandelbrot block whose points
+  // have all escaped).
+  const int index_var = body.invars.at(nc);
+  bool index_free = true;
+  for (const Eqn& be : body.eqns)
+    for (const Atom& a : be.inputs) index_free = index_free && !(a.is_var() && a.var == index_var);
+  for (const Atom& a : body.outvars) index_free = index_free && !(a.is_var() && a.var == index_var);
+  llvm::FunctionCallee bcmp = E.mod.getOrInsertFunction(
+      "bcmp", llvm::FunctionType::get(b.getInt32Ty(), {E.ptr, E.ptr, E.i64}, false));
   auto elem_bytes = [&](const Atom& a) { return static_cast<std::int64_t>(dtype_size(dtype_of(a))); };
   // One task: blocks [first, end). Its block buffers live in its own frame.
   auto run_blocks = [&](llvm::Value* first, llvm::Value* end) {
@@ -209,7 +222,18 @@ inline void Lowering::emit_pointwise_loop(std::size_t ei, FreeAfter& free_after)
         b.CreateStore(bufA[s], b.CreateConstInBoundsGEP1_64(E.ptr, cur_slot, static_cast<std::uint64_t>(s)));
         b.CreateStore(bufB[s], b.CreateConstInBoundsGEP1_64(E.ptr, next_slot, static_cast<std::uint64_t>(s)));
       }
-      E.loop(trips, [&](llvm::Value* t) {
+      // for (t = 0; t < trips; ++t) { body; if (fixed point) break; }
+      llvm::BasicBlock* pre = b.GetInsertBlock();
+      llvm::BasicBlock* head = llvm::BasicBlock::Create(E.ctx, "pw.head", E.fn);
+      llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(E.ctx, "pw.body", E.fn);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(E.ctx, "pw.done", E.fn);
+      b.CreateBr(head);
+      b.SetInsertPoint(head);
+      llvm::PHINode* t = b.CreatePHI(E.i64, 2, "pw.t");
+      t->addIncoming(E.c64(0), pre);
+      b.CreateCondBr(b.CreateICmpSLT(t, trips), body_bb, done);
+      b.SetInsertPoint(body_bb);
+      {
         b.CreateStore(b.CreateAdd(lo, b.CreateMul(t, st)), index_slot);
         std::vector<llvm::Value*> args, cur(nstate), next(nstate);
         for (std::size_t q = 0; q < nc; ++q) args.push_back(cblk[q] ? cblk[q] : consts[q]);
@@ -225,7 +249,24 @@ inline void Lowering::emit_pointwise_loop(std::size_t ei, FreeAfter& free_after)
           b.CreateStore(next[s], b.CreateConstInBoundsGEP1_64(E.ptr, cur_slot, static_cast<std::uint64_t>(s)));
           b.CreateStore(cur[s], b.CreateConstInBoundsGEP1_64(E.ptr, next_slot, static_cast<std::uint64_t>(s)));
         }
-      }, LoopHint::plain);
+        llvm::Value* t1 = b.CreateAdd(t, E.c64(1));
+        if (index_free) {
+          // The block's state did not change: neither will it in any later
+          // iteration (the body is a function of the state alone).
+          llvm::Value* same = b.getTrue();
+          for (std::size_t s = 0; s < nstate; ++s) {
+            const std::int64_t eb = static_cast<std::int64_t>(dtype_size(type(e.outputs[s]).dtype));
+            llvm::Value* c = b.CreateCall(bcmp, {cur[s], next[s], b.CreateMul(m, E.c64(eb))});
+            same = b.CreateAnd(same, b.CreateICmpEQ(c, b.getInt32(0)));
+          }
+          t->addIncoming(t1, b.GetInsertBlock());
+          b.CreateCondBr(same, done, head);
+        } else {
+          t->addIncoming(t1, b.GetInsertBlock());
+          b.CreateBr(head);
+        }
+      }
+      b.SetInsertPoint(done);
       for (std::size_t s = 0; s < nstate; ++s) {
         const std::int64_t eb = static_cast<std::int64_t>(dtype_size(type(e.outputs[s]).dtype));
         llvm::Value* fin = b.CreateLoad(E.ptr, b.CreateConstInBoundsGEP1_64(E.ptr, cur_slot, static_cast<std::uint64_t>(s)));
