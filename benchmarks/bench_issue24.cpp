@@ -9,7 +9,8 @@
 //   fft2d/eager/1024, fft2d/native/1024
 // NumPy's: benchmarks/numpy_issue24.py (numpy.fft.fft, numpy.fft.fft2, the
 // same inputs). The jitted results are checked against eager before timing;
-// each case's first call (FFTW's plan) is made before its timed loop.
+// each case's first call (FFTW's plan: FFTW_MEASURE at these sizes, about a
+// second) is made before its timed loop.
 #include <benchmark/benchmark.h>
 
 #include <dynstage/dynstage.hpp>
@@ -45,6 +46,7 @@ const auto jit_fft2 = dyn::jit([](auto x) { return dyn::fft::fft2(x); });
 
 template <class F>
 void run(benchmark::State& st, const dyn::Array<c128>& x, const F& f, bool check_jit) {
+  (void)f(x);  // the first call plans (FFTW_MEASURE for these sizes: about a second)
   if (check_jit) {
     const dyn::Array<c128> got = f(x), want = x.rank() == 1 ? dyn::fft::fft(x) : dyn::fft::fft2(x);
     for (i64 k = 0; k < got.size(); ++k)

@@ -7,7 +7,9 @@ same complex128 inputs, x[k] = sin(0.001 k) + i cos(0.0007 k), one thread
   fft2d/numpy   numpy.fft.fft2 of 1024 x 1024
 
 Usage: python3 benchmarks/numpy_issue24.py [reps]
-Prints the median and minimum wall time (perf_counter) of `reps` runs
+Prints the median and minimum CPU time (process_time, as numpy_issue18.py;
+Google Benchmark's "CPU" column is the figure to compare with on a shared,
+loaded machine) and the median wall time (perf_counter) of `reps` runs
 (default 20) per case, after one warm-up call.
 """
 import os
@@ -27,22 +29,23 @@ def make(n):
 
 def timed(fn, arg, reps):
     fn(arg)
-    ts = []
+    cpu, wall = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        c0, w0 = time.process_time(), time.perf_counter()
         fn(arg)
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), min(ts)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return statistics.median(cpu), min(cpu), statistics.median(wall)
 
 
 def main():
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     x1 = make(1 << 20)
     x2 = make(1024 * 1024).reshape(1024, 1024)
-    print(f"numpy {np.__version__}, {reps} runs: median / min")
+    print(f"numpy {np.__version__}, {reps} runs: CPU median / CPU min / wall median")
     for name, fn, arg in [("fft1d/numpy/1048576", np.fft.fft, x1), ("fft2d/numpy/1024", np.fft.fft2, x2)]:
-        med, lo = timed(fn, arg, reps)
-        print(f"{name:22s} {med * 1e3:10.2f} ms {lo * 1e3:10.2f} ms")
+        med, lo, wall = timed(fn, arg, reps)
+        print(f"{name:22s} {med * 1e3:10.2f} ms {lo * 1e3:10.2f} ms {wall * 1e3:10.2f} ms")
 
 
 if __name__ == "__main__":
