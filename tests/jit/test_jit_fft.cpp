@@ -113,3 +113,13 @@ TEST_CASE("jit fft: four threads transforming different sizes at once agree with
   for (auto& t : ts) t.join();
   CHECK(ok == std::vector<int>{1, 1, 1, 1});
 }
+
+TEST_CASE("jit fft: inside a for_loop body, three transforms and inverses: jit equals eager") {
+  auto f = [](auto x) {
+    return dyn::for_loop(0, 3, 1)([](auto, auto c) { return dyn::fft::ifft(dyn::fft::fft(c) * 2.0); })(x);
+  };
+  const Array<c128> x = dyn::astype<c128>(wave<double>({2, 6}, 0.4));
+  const Array<c128> got = dyn::jit(f)(x), eager = f(x);
+  CHECK(vals(got) == vals(eager));
+  for (std::int64_t i = 0; i < x.size(); ++i) CHECK(std::abs(got.data()[i] - 8.0 * x.data()[i]) <= 1e-13);
+}
