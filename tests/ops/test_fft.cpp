@@ -460,3 +460,27 @@ TEST_CASE("fft: errors name the operation, the lengths and the user's line") {
   }
   CHECK(what.find("(at " + std::string(__FILE__) + ":" + std::to_string(line) + ")") != std::string::npos);
 }
+
+TEST_CASE("fft: check_jaxpr recomputes an fft equation's type by its rule (wrong length, wrong dtype, bad params)") {
+  const auto cj = dyn::make_jaxpr([](auto x) { return dyn::fft::rfft(x); })(Array<double>({2, 8}));
+  REQUIRE(dyn::to_string(cj) ==
+          "{ lambda ; a:f64[2,8]. let\n"
+          "    b:c128[2,5] = fft[fft_lengths=(8,) fft_type=2] a\n"
+          "  in (b,) }");
+  auto check_message = [](const dyn::ClosedJaxpr& c) { return message_of<dyn::TypeError>([&] { dyn::check_jaxpr(c); }); };
+  auto j = std::make_shared<dyn::Jaxpr>(*cj.jaxpr);
+  j->types.at(static_cast<std::size_t>(j->eqns[0].outputs[0])).shape = {dyn::JDim{2, -1}, dyn::JDim{8, -1}};
+  CHECK(check_message({j, cj.consts}) ==
+        "check_jaxpr: equation #0 `b:c128[2,8] = fft[fft_lengths=(8,) fft_type=2] a`: output #0 has type c128[2,8] "
+        "but the rule gives c128[2,5]");
+  j = std::make_shared<dyn::Jaxpr>(*cj.jaxpr);
+  j->types.at(static_cast<std::size_t>(j->eqns[0].outputs[0])).dtype = DType::c64;
+  CHECK(check_message({j, cj.consts}) ==
+        "check_jaxpr: equation #0 `b:c64[2,5] = fft[fft_lengths=(8,) fft_type=2] a`: output #0 has type c64[2,5] "
+        "but the rule gives c128[2,5]");
+  j = std::make_shared<dyn::Jaxpr>(*cj.jaxpr);
+  std::get<dyn::detail::FftParams>(j->eqns[0].params).fft_lengths = {6};
+  CHECK(check_message({j, cj.consts}) ==
+        "check_jaxpr: equation #0 `b:c128[2,5] = fft[fft_lengths=(6,) fft_type=2] a`: the rule of fft rejects its "
+        "operands (f64[2,8]): fft (rfft, fft_lengths=(6,)): axis 1 of the operand f64[2,8] must have size 6, got 8");
+}
