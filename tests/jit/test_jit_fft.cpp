@@ -10,6 +10,8 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <filesystem>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -122,4 +124,16 @@ TEST_CASE("jit fft: inside a for_loop body, three transforms and inverses: jit e
   const Array<c128> got = dyn::jit(f)(x), eager = f(x);
   CHECK(vals(got) == vals(eager));
   for (std::int64_t i = 0; i < x.size(); ++i) CHECK(std::abs(got.data()[i] - 8.0 * x.data()[i]) <= 1e-13);
+}
+
+TEST_CASE("jit fft: dyn::export_aot refuses an fft, a call of dynstage's runtime") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "dynstage_test_fft_aot";
+  std::filesystem::create_directories(dir);
+  auto f = [](const auto& x) { return dyn::fft::irfft(dyn::fft::rfft(x) * 2.0, 8); };
+  const std::string m =
+      test_util::message_of<dyn::TypeError>([&] { dyn::export_aot(f, "spectrum", dir.string(), dyn::arg<double>("(8,)")); });
+  CHECK(m == "dyn::export_aot: the function uses fft (FFTW or dynstage's transforms, through dynstage's runtime) "
+             "(dynstage's runtime routine dynstage_fft), which an exported object cannot contain; ahead-of-time "
+             "export supports the primitives whose code LLVM generates");
+  CHECK(!std::filesystem::exists(dir / "spectrum.o"));
 }
