@@ -484,3 +484,46 @@ TEST_CASE("fft: check_jaxpr recomputes an fft equation's type by its rule (wrong
         "check_jaxpr: equation #0 `b:c128[2,5] = fft[fft_lengths=(6,) fft_type=2] a`: the rule of fft rejects its "
         "operands (f64[2,8]): fft (rfft, fft_lengths=(6,)): axis 1 of the operand f64[2,8] must have size 6, got 8");
 }
+
+TEST_CASE("fft: the native transform's four-step path (2^14 points and more) and Bluestein over it, against direct sums") {
+  // 2^14 and 2^15 (n2 = 2 n1), 12289 (prime: Bluestein with a 2^15-point convolution), a batch of 2-D 3 x 2^14.
+  for (std::int64_t n : {std::int64_t{1} << 14, std::int64_t{1} << 15, std::int64_t{12289}}) {
+    CAPTURE(n);
+    const std::vector<c128> x = data(n, 0.7);
+    std::vector<c128> y(x.size()), back(x.size()), z(x.size());
+    const std::int64_t lengths[1] = {n};
+    dyn::detail::fft_native(0, static_cast<int>(DType::c128), 1, lengths, 1, x.data(), y.data());
+    double mag = 0;
+    for (c128 v : y) mag = std::max(mag, std::abs(v));
+    for (std::int64_t k : {std::int64_t{0}, std::int64_t{1}, std::int64_t{2}, std::int64_t{777}, n / 2, n - 1, n - 4097}) {
+      c128 s = 0;  // the direct sum of bin k
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double a = -2 * std::numbers::pi * static_cast<double>((j * k) % n) / static_cast<double>(n);
+        s += x[static_cast<std::size_t>(j)] * c128(std::cos(a), std::sin(a));
+      }
+      CAPTURE(k);
+      CHECK(std::abs(y[static_cast<std::size_t>(k)] - s) <= 1e-13 * mag);
+    }
+    dyn::detail::fft_native(1, static_cast<int>(DType::c128), 1, lengths, 1, y.data(), back.data());
+    dynstage_fft(0, static_cast<int>(DType::c128), 1, lengths, 1, x.data(), z.data());  // FFTW, when built with it
+    double round_trip = 0, vs_fftw = 0;  // the largest differences
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      round_trip = std::max(round_trip, std::abs(back[i] - x[i]));
+      vs_fftw = std::max(vs_fftw, std::abs(z[i] - y[i]));
+    }
+    CHECK(round_trip <= 1e-14);
+    CHECK(vs_fftw <= 1e-14 * mag);
+  }
+  const std::int64_t lengths[2] = {3, std::int64_t{1} << 14};
+  const std::vector<c128> x = data(2 * 3 * (1 << 14), 0.2);
+  std::vector<c128> y(x.size()), z(x.size());
+  dyn::detail::fft_native(0, static_cast<int>(DType::c128), 2, lengths, 2, x.data(), y.data());
+  dynstage_fft(0, static_cast<int>(DType::c128), 2, lengths, 2, x.data(), z.data());
+  double mag = 0;
+  double diff = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    mag = std::max(mag, std::abs(z[i]));
+    diff = std::max(diff, std::abs(z[i] - y[i]));
+  }
+  CHECK(diff <= 1e-14 * mag);
+}

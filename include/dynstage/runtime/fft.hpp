@@ -13,8 +13,10 @@
 //     process, and executed with the new-array functions
 //     (fftw_execute_dft & co.), which are thread-safe.
 //   - dynstage's own (always compiled): an iterative radix-2 FFT for powers
-//     of two and Bluestein's algorithm (a chirp convolution by radix-2 FFTs)
-//     for every other length, in double precision, one axis after the other.
+//     of two (Bailey's four-step algorithm over it from 2^14 points) and
+//     Bluestein's algorithm (a chirp convolution by power-of-two FFTs) for
+//     every other length, in double precision, one axis after the other
+//     (lines across other axes gathered 16 at a time).
 //     Used when FFTW is absent, or when the environment variable
 //     DYNSTAGE_FFT=native asks for it (the tests run both).
 #pragma once

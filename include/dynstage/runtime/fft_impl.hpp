@@ -6,6 +6,7 @@
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <complex>
@@ -14,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <numbers>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -74,12 +76,72 @@ inline void fft_pow2(C* a, std::int64_t n, const std::vector<C>& tw, bool invers
   }
 }
 
-// One length's transform, either direction: radix-2 for a power of two,
-// else Bluestein's: X_k = w_k sum_j (x_j w_j) conj(w_{k-j}), w_k = e^{-i pi
-// k^2 / n}, the convolution by radix-2 FFTs of size m >= 2n - 1.
+// A power-of-two transform of size n, in place, unnormalised. Up to
+// kFourStep points: fft_pow2. Beyond, the four-step algorithm (Bailey's),
+// whose passes over memory are two sets of short transforms that fit in
+// cache instead of log2(n) sweeps over the whole array: x as an n2 x n1
+// matrix (x[j1 + n1 j2]); transforms of length n2 down its columns, done
+// kBlock columns at a time; the twiddles e^{-2 pi i j1 k2 / n}; transforms
+// of length n1 along its rows; then the transpose, X[k2 + n2 k1].
+inline constexpr std::int64_t kFourStep = std::int64_t{1} << 14;
+inline constexpr std::int64_t kBlock = 16;
+
+class Pow2 {
+public:
+  explicit Pow2(std::int64_t len) : n_(len) {
+    if (n_ < kFourStep) {
+      tw_ = twiddles(n_);
+      return;
+    }
+    n1_ = 1;
+    while (n1_ * n1_ * 2 <= n_) n1_ <<= 1;  // n1 <= n2 = n / n1 <= 2 n1
+    n2_ = n_ / n1_;
+    tw1_ = twiddles(n1_);
+    tw2_ = twiddles(n2_);
+    // e^{-2 pi i m / n} = hi[m / n1] * lo[m % n1]: two exact tables.
+    lo_.resize(static_cast<std::size_t>(n1_));
+    hi_.resize(static_cast<std::size_t>(n2_));
+    for (std::int64_t k = 0; k < n1_; ++k) lo_[static_cast<std::size_t>(k)] = root(k);
+    for (std::int64_t k = 0; k < n2_; ++k) hi_[static_cast<std::size_t>(k)] = root(k * n1_);
+    work_.resize(static_cast<std::size_t>(n_));
+  }
+
+  void run(C* a, bool inverse) {
+    if (n_ < kFourStep) return fft_pow2(a, n_, tw_, inverse);
+    C* buf = work_.data();  // kBlock columns, then the transpose
+    for (std::int64_t j0 = 0; j0 < n1_; j0 += kBlock) {
+      for (std::int64_t j2 = 0; j2 < n2_; ++j2)
+        for (std::int64_t b = 0; b < kBlock; ++b) buf[b * n2_ + j2] = a[j2 * n1_ + j0 + b];
+      for (std::int64_t b = 0; b < kBlock; ++b) fft_pow2(buf + b * n2_, n2_, tw2_, inverse);
+      for (std::int64_t b = 0; b < kBlock; ++b)
+        for (std::int64_t k2 = 0, m = 0; k2 < n2_; ++k2, m = (m + j0 + b) & (n_ - 1)) {  // m = j1 k2 mod n
+          C t = cmul(hi_[static_cast<std::size_t>(m / n1_)], lo_[static_cast<std::size_t>(m % n1_)]);
+          if (inverse) t = std::conj(t);
+          a[k2 * n1_ + j0 + b] = cmul(buf[b * n2_ + k2], t);
+        }
+    }
+    for (std::int64_t k2 = 0; k2 < n2_; ++k2) fft_pow2(a + k2 * n1_, n1_, tw1_, inverse);
+    for (std::int64_t k0 = 0; k0 < n1_; k0 += kBlock)  // out[k1 * n2 + k2] = a[k2 * n1 + k1], by blocks
+      for (std::int64_t k2 = 0; k2 < n2_; ++k2)
+        for (std::int64_t k1 = k0; k1 < k0 + kBlock; ++k1) buf[k1 * n2_ + k2] = a[k2 * n1_ + k1];
+    std::copy(buf, buf + n_, a);
+  }
+
+private:
+  C root(std::int64_t m) const {
+    const double ang = -2.0 * std::numbers::pi * static_cast<double>(m) / static_cast<double>(n_);
+    return {std::cos(ang), std::sin(ang)};
+  }
+  std::int64_t n_, n1_ = 0, n2_ = 0;
+  std::vector<C> tw_, tw1_, tw2_, lo_, hi_, work_;
+};
+
+// One length's transform, either direction: Pow2 for a power of two, else
+// Bluestein's: X_k = w_k sum_j (x_j w_j) conj(w_{k-j}), w_k = e^{-i pi k^2 /
+// n}, the convolution by power-of-two transforms of size m >= 2n - 1.
 struct Line {
   std::int64_t n = 0, m = 0;
-  std::vector<C> tw;          // radix-2 twiddles of n (power of two) or m (Bluestein)
+  std::optional<Pow2> pow2;   // of n (power of two) or m (Bluestein)
   std::vector<C> chirp;       // w_k, k < n (Bluestein)
   std::vector<C> kernel_hat;  // the FFT of conj(w) wrapped around, size m (Bluestein)
   std::vector<C> work;        // size m (Bluestein)
@@ -87,12 +149,12 @@ struct Line {
   explicit Line(std::int64_t len) : n(len) {
     if (n <= 1) return;
     if (is_pow2(n)) {
-      tw = twiddles(n);
+      pow2.emplace(n);
       return;
     }
     m = 1;
     while (m < 2 * n - 1) m <<= 1;
-    tw = twiddles(m);
+    pow2.emplace(m);
     chirp.resize(static_cast<std::size_t>(n));
     for (std::int64_t k = 0; k < n; ++k) {
       // k^2 mod 2n keeps the angle small and exact for large k.
@@ -106,24 +168,24 @@ struct Line {
     for (std::int64_t k = 1; k < n; ++k)
       kernel_hat[static_cast<std::size_t>(k)] = kernel_hat[static_cast<std::size_t>(m - k)] =
           std::conj(chirp[static_cast<std::size_t>(k)]);
-    fft_pow2(kernel_hat.data(), m, tw, false);
+    pow2->run(kernel_hat.data(), false);
     work.resize(static_cast<std::size_t>(m));
   }
 
   // In place on n contiguous values; unnormalised.
   void run(C* a, bool inverse) {
     if (n <= 1) return;
-    if (m == 0) return fft_pow2(a, n, tw, inverse);
+    if (m == 0) return pow2->run(a, inverse);
     // The inverse transform of x is the conjugate of the forward one of conj(x).
     for (std::int64_t k = 0; k < n; ++k) {
       const C x = inverse ? std::conj(a[k]) : a[k];
       work[static_cast<std::size_t>(k)] = cmul(x, chirp[static_cast<std::size_t>(k)]);
     }
     std::fill(work.begin() + n, work.end(), C{});
-    fft_pow2(work.data(), m, tw, false);
+    pow2->run(work.data(), false);
     for (std::int64_t k = 0; k < m; ++k)
       work[static_cast<std::size_t>(k)] = cmul(work[static_cast<std::size_t>(k)], kernel_hat[static_cast<std::size_t>(k)]);
-    fft_pow2(work.data(), m, tw, true);
+    pow2->run(work.data(), true);
     const double inv_m = 1.0 / static_cast<double>(m);
     for (std::int64_t k = 0; k < n; ++k) {
       const C y = cmul(work[static_cast<std::size_t>(k)], chirp[static_cast<std::size_t>(k)]) * inv_m;
@@ -144,13 +206,19 @@ inline void along_axis(std::vector<C>& w, const std::vector<std::int64_t>& dims,
     for (std::int64_t o = 0; o < outer; ++o) line.run(w.data() + o * n, inverse);
     return;
   }
-  std::vector<C> buf(static_cast<std::size_t>(n));
+  // Lines across the inner axes: gathered kBlock at a time (each row of
+  // the block is one contiguous read), transformed, scattered back.
+  constexpr std::int64_t kBlock = 16;
+  std::vector<C> buf(static_cast<std::size_t>(n * kBlock));
   for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      C* base = w.data() + o * n * inner + i;
-      for (std::int64_t k = 0; k < n; ++k) buf[static_cast<std::size_t>(k)] = base[k * inner];
-      line.run(buf.data(), inverse);
-      for (std::int64_t k = 0; k < n; ++k) base[k * inner] = buf[static_cast<std::size_t>(k)];
+    for (std::int64_t i0 = 0; i0 < inner; i0 += kBlock) {
+      const std::int64_t nb = std::min(kBlock, inner - i0);
+      C* base = w.data() + o * n * inner + i0;
+      for (std::int64_t k = 0; k < n; ++k)
+        for (std::int64_t b = 0; b < nb; ++b) buf[static_cast<std::size_t>(b * n + k)] = base[k * inner + b];
+      for (std::int64_t b = 0; b < nb; ++b) line.run(buf.data() + b * n, inverse);
+      for (std::int64_t k = 0; k < n; ++k)
+        for (std::int64_t b = 0; b < nb; ++b) base[k * inner + b] = buf[static_cast<std::size_t>(b * n + k)];
     }
 }
 
