@@ -23,6 +23,7 @@
 #include "kernels_arg.hpp"
 #include "kernels_cumulative.hpp"
 #include "kernels_dot.hpp"
+#include "kernels_fft.hpp"
 #include "kernels_index.hpp"
 #include "kernels_layout.hpp"
 #include "kernels_math.hpp"

@@ -44,6 +44,7 @@
 #include "lower_pointwise.hpp"
 #include "lower_argreduce.hpp"
 #include "lower_sort.hpp"
+#include "lower_fft.hpp"
 #include "lower_cumulative.hpp"
 #include "lower_scatter.hpp"
 #include "lower_dot.hpp"

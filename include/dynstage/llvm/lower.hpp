@@ -276,6 +276,7 @@ private:
   void emit_debug_print(const Eqn& e);                      // lower_sort.hpp
   void emit_collective(const Eqn& e, llvm::Value* out);     // lower_sort.hpp
   void emit_top_k(const Eqn& e);                            // lower_sort.hpp
+  void emit_fft(const Eqn& e, llvm::Value* out);            // lower_fft.hpp
   void emit_window(const Eqn& e, std::size_t k, llvm::Value* out);
   void emit_window_root(const Eqn& e, llvm::Value* out);
   void emit_dot(const Eqn& e, llvm::Value* out);

@@ -592,7 +592,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::argmax:
     case Prim::argmin:
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_SORT_PRIMITIVES(DYN_CASE_LABEL) DYN_FFT_PRIMITIVES(DYN_CASE_LABEL)
     case Prim::dot_general:
     case Prim::for_loop:
     case Prim::while_loop:
