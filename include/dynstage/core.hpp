@@ -82,3 +82,4 @@
 #include "transform/scan_reverse.hpp"
 #include "transform/control_reverse.hpp"
 #include "transform/vmap.hpp"
+#include "transform/shard_map_eager.hpp"
