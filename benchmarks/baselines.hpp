@@ -76,6 +76,9 @@ double mlp_loss(const double* x, const double* w1, const double* w2, const doubl
                 std::int64_t width);
 double mlp_grad(const double* x, const double* w1, const double* w2, const double* y, double* g1, double* g2,
                 std::int64_t batch, std::int64_t width);
+// Issue 25: out = max((x w).rowwise() + b, 0), x batch x in, w in x width, b width.
+void mlp_layer(const double* x, const double* w, const double* b, double* out, std::int64_t batch, std::int64_t in,
+               std::int64_t width);
 // Issue 19: the same GEMM on `threads` OpenMP threads (baseline_eigen_threads.cpp).
 void matmul_threads(const double* a, const double* b, double* c, std::int64_t n, int threads);
 }  // namespace eigen
