@@ -56,6 +56,12 @@ std::string message_of(const std::function<void()>& f) {
 }
 
 // start, start + step, ... in row-major order.
+// An array's elements in row-major order, to compare with ==.
+template <class T>
+std::vector<T> vals(const dyn::Array<T>& a) {
+  return std::vector<T>(a.data(), a.data() + a.size());
+}
+
 template <class T>
 dyn::Array<T> iota_array(std::vector<std::int64_t> shape, T start = T(0), T step = T(1)) {
   dyn::Array<T> a(shape);

@@ -12,16 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "../test_util.hpp"
+
 namespace {
 
 using dyn::Array;
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 
 // n values spread over the plane (no zeros), in dtype C.
 template <class C>

@@ -24,10 +24,7 @@ using dyn::Array;
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 
 template <class T>
 Array<T> wave(std::vector<std::int64_t> shape, double f) {

@@ -43,10 +43,7 @@ Array<T> ramp(std::vector<i64> shape, double scale) {
   return a;
 }
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 
 // Escape counts with complex arithmetic (bench_mandelbrot.cpp's kernel).
 auto mandel = [](auto c) {

@@ -21,10 +21,7 @@ using dyn::detail::NoParams;
 using dyn::detail::Prim;
 using namespace test_util::element_types;
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 template <class T>
 std::vector<T> vals(const dyn::AnyArray& a) {
   return vals(a.get<T>());

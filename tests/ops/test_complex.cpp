@@ -28,10 +28,7 @@ using test_util::message_of;
 
 constexpr double kPi = 3.14159265358979323846;
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 
 // |got - want| <= tol * max(1, |want|) for every element.
 template <class T>

@@ -149,10 +149,7 @@ TEST_CASE("dtypes: names, sizes and C++ types") {
 // ---------------------------------------------------------------------------
 // Eager arithmetic.
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 
 TEST_CASE("dtypes: integer arithmetic wraps (two's complement) in every width") {
   CHECK(vals(Array<u8>({2}, {250, 3}) + Array<u8>({2}, {10, 255})) == std::vector<u8>{4, 2});

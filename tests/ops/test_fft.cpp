@@ -28,10 +28,7 @@ using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 using test_util::message_of;
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 
 // |got - want| <= tol * max(1, |want|) for every element.
 template <class T, class U>

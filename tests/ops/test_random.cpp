@@ -28,10 +28,7 @@ namespace {
 using dyn::Array;
 using namespace test_util::element_types;
 
-template <class T>
-std::vector<T> vals(const Array<T>& a) {
-  return std::vector<T>(a.data(), a.data() + a.size());
-}
+using test_util::vals;
 
 // --- the independent reference --------------------------------------------
 

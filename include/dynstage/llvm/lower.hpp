@@ -318,6 +318,7 @@ private:
   llvm::Value* operand_ptr(const Atom& a);
   llvm::Value* scalar_i64(const Atom& a);
   llvm::Value* call_nested(llvm::Function* f, const std::vector<llvm::Value*>& args);
+  llvm::Value* for_trip_count(llvm::Value* lo, llvm::Value* hi, llvm::Value* st);
 };
 
 }  // namespace dyn::detail::llvmjit

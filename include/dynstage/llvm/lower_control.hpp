@@ -117,6 +117,17 @@ inline llvm::Value* Lowering::scalar_i64(const Atom& a) {
   return convert(d, DType::i64, E.load(operand_ptr(a), d, E.c64(0)));
 }
 
+// for_loop_trip_count (control.hpp): Python's len(range(lo, hi, st)), 0 for st == 0.
+inline llvm::Value* Lowering::for_trip_count(llvm::Value* lo, llvm::Value* hi, llvm::Value* st) {
+  llvm::Value* zero = E.c64(0);
+  llvm::Value* up = b.CreateAnd(b.CreateICmpSGT(st, zero), b.CreateICmpSLT(lo, hi));
+  llvm::Value* down = b.CreateAnd(b.CreateICmpSLT(st, zero), b.CreateICmpSGT(lo, hi));
+  llvm::Value* span = b.CreateSelect(up, b.CreateSub(hi, lo), b.CreateSub(lo, hi));
+  llvm::Value* div = b.CreateSelect(up, st, b.CreateSelect(down, b.CreateSub(zero, st), E.c64(1)));
+  llvm::Value* n = b.CreateAdd(b.CreateUDiv(b.CreateSub(span, E.c64(1)), div), E.c64(1));
+  return b.CreateSelect(b.CreateOr(up, down), n, zero);
+}
+
 inline llvm::Value* Lowering::call_nested(llvm::Function* f, const std::vector<llvm::Value*>& args) {
   llvm::Value* rc = b.CreateCall(f, args);
   E.exit_if_error(rc);
@@ -342,16 +353,8 @@ inline void Lowering::emit_loop(std::size_t ei, FreeAfter& free_after) {
   if (is_for) {
     const std::size_t q = nc + ni;
     llvm::Value* lo = scalar_i64(e.inputs[q]);
-    llvm::Value* hi = scalar_i64(e.inputs[q + 1]);
     llvm::Value* st = scalar_i64(e.inputs[q + 2]);
-    // for_loop_trip_count (control.hpp): Python's len(range(lo, hi, st)), 0 for st == 0.
-    llvm::Value* zero = E.c64(0);
-    llvm::Value* up = b.CreateAnd(b.CreateICmpSGT(st, zero), b.CreateICmpSLT(lo, hi));
-    llvm::Value* down = b.CreateAnd(b.CreateICmpSLT(st, zero), b.CreateICmpSGT(lo, hi));
-    llvm::Value* span = b.CreateSelect(up, b.CreateSub(hi, lo), b.CreateSub(lo, hi));
-    llvm::Value* div = b.CreateSelect(up, st, b.CreateSelect(down, b.CreateSub(zero, st), E.c64(1)));
-    llvm::Value* n = b.CreateAdd(b.CreateUDiv(b.CreateSub(span, E.c64(1)), div), E.c64(1));
-    n = b.CreateSelect(b.CreateOr(up, down), n, zero);
+    llvm::Value* n = for_trip_count(lo, scalar_i64(e.inputs[q + 1]), st);
     // A run-time trip count that is > 0 unsigned but negative as i64 (more
     // than 2^63 iterations) cannot finish anyway; E.loop guards n > 0.
     E.loop(n, [&](llvm::Value* t) {

@@ -163,16 +163,8 @@ inline void Lowering::emit_pointwise_loop(std::size_t ei, FreeAfter& free_after)
   }
   for (std::size_t s = 0; s < nstate; ++s) inits[s] = operand_ptr(e.inputs[nc + 4 + s]);
   llvm::Value* lo = scalar_i64(e.inputs[nc]);
-  llvm::Value* hi = scalar_i64(e.inputs[nc + 1]);
   llvm::Value* st = scalar_i64(e.inputs[nc + 2]);
-  llvm::Value* zero = E.c64(0);
-  // for_loop_trip_count (control.hpp), as emit_loop.
-  llvm::Value* up = b.CreateAnd(b.CreateICmpSGT(st, zero), b.CreateICmpSLT(lo, hi));
-  llvm::Value* down = b.CreateAnd(b.CreateICmpSLT(st, zero), b.CreateICmpSGT(lo, hi));
-  llvm::Value* span = b.CreateSelect(up, b.CreateSub(hi, lo), b.CreateSub(lo, hi));
-  llvm::Value* div = b.CreateSelect(up, st, b.CreateSelect(down, b.CreateSub(zero, st), E.c64(1)));
-  llvm::Value* trips = b.CreateAdd(b.CreateUDiv(b.CreateSub(span, E.c64(1)), div), E.c64(1));
-  trips = b.CreateSelect(b.CreateOr(up, down), trips, zero);
+  llvm::Value* trips = for_trip_count(lo, scalar_i64(e.inputs[nc + 1]), st);
 
   // A body that does not read the index is a function of the state alone:
   // once an iteration leaves a block's state unchanged (bit for bit), the
