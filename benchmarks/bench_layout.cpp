@@ -2,10 +2,10 @@
 // index maps instead of copied. f64; each jitted result is checked against
 // the hand-written loop (or eager) before timing:
 //   layout_sum/jit       sum(transpose(reshape(x, {m, n})) * y), x (n*m), y (n, m)
-//   layout_sum/loops     the same as one loop over y with x's index computed
+//   layout_sum/loops     the hand-written loop (baseline_loops.inc, -O3 -march=native)
 //   gemv_t/jit           matmul(transpose(A), x), A (n, n): A^T read where stored
 //   gemv_t/jit_stored    matmul(At, x), At = A^T stored (the plain product)
-//   gemv_t/loops         the hand-written A^T x (an axpy per row of A)
+//   gemv_t/loops         the hand-written A^T x (an axpy per row of A; baseline_loops.inc)
 //   gemm_tn/jit          matmul(transpose(A), B), A, B (n, n)
 //   gemm_tn/jit_stored   matmul(At, B), At = A^T stored
 //   rows_gemm/jit        matmul(slice(X, {r0, 0}, {r0 + n, n}), W): a row block
@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "baselines.hpp"
 
 namespace {
 
@@ -51,40 +53,28 @@ bool near(benchmark::State& st, const char* what, const double* got, const doubl
 const auto jit_sum = dyn::jit([](auto x, auto y) {
   return dyn::sum(dyn::transpose(dyn::reshape(x, {kSum, kSum}), {1, 0}) * y);
 });
-// y[i, j] * x[j * m + i]: the transpose of the reshape, read in place.
-double loop_sum(const double* x, const double* y, i64 n) {
-  double s = 0;
-  for (i64 i = 0; i < n; ++i)
-    for (i64 j = 0; j < n; ++j) s += x[j * n + i] * y[i * n + j];
-  return s;
-}
 void BM_sum_jit(benchmark::State& st) {
   const auto x = filled({kSum * kSum}, 0.1), y = filled({kSum, kSum}, 0.2);
-  const double want = loop_sum(x.data(), y.data(), kSum);
+  const double want = bench::loops::layout_sum(x.data(), y.data(), kSum);
   const double got = jit_sum(x, y)();
   if (!near(st, "layout_sum/jit", &got, &want, 1, 1e-9)) return;
   for (auto _ : st) benchmark::DoNotOptimize(jit_sum(x, y)());
 }
 void BM_sum_loops(benchmark::State& st) {
   const auto x = filled({kSum * kSum}, 0.1), y = filled({kSum, kSum}, 0.2);
-  for (auto _ : st) benchmark::DoNotOptimize(loop_sum(x.data(), y.data(), kSum));
+  for (auto _ : st) benchmark::DoNotOptimize(bench::loops::layout_sum(x.data(), y.data(), kSum));
 }
 
 // --- gemv_t ------------------------------------------------------------------
 
 const auto jit_gemv_t = dyn::jit([](auto A, auto x) { return dyn::matmul(dyn::transpose(A, {1, 0}), x); });
 const auto jit_gemv = dyn::jit([](auto At, auto x) { return dyn::matmul(At, x); });
-void loop_gemv_t(const double* A, const double* x, double* y, i64 n) {
-  for (i64 i = 0; i < n; ++i) y[i] = 0;
-  for (i64 k = 0; k < n; ++k)
-    for (i64 i = 0; i < n; ++i) y[i] += A[k * n + i] * x[k];
-}
 struct GemvIn {
   dyn::Array<double> A = filled({kGemv, kGemv}, 0.3), x = filled({kGemv}, 0.4);
   dyn::Array<double> At = dyn::eager([](auto A) { return dyn::transpose(A, {1, 0}); })(A);
   std::vector<double> want = [this] {
     std::vector<double> y(static_cast<std::size_t>(kGemv));
-    loop_gemv_t(A.data(), x.data(), y.data(), kGemv);
+    bench::loops::gemv_t(A.data(), x.data(), y.data(), kGemv);
     return y;
   }();
 };
@@ -112,7 +102,7 @@ void BM_gemv_t_loops(benchmark::State& st) {
   const GemvIn& in = gemv_in();
   std::vector<double> y(static_cast<std::size_t>(kGemv));
   for (auto _ : st) {
-    loop_gemv_t(in.A.data(), in.x.data(), y.data(), kGemv);
+    bench::loops::gemv_t(in.A.data(), in.x.data(), y.data(), kGemv);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
