@@ -300,6 +300,20 @@ TEST_CASE("layout maps: products, edge cases (batches, integers, free axes reord
     }
     CHECK(jf.stats().compiles == 1);
   }
+  SUBCASE("symbolic sizes: (alpha A + 1)^T x, the matrix fused into the axpy nest, no temporary") {
+    auto f = [](auto A, auto x) { return dyn::matmul(dyn::transpose(1.5 * A + 1.0, {1, 0}), x); };
+    auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(k, m)", "(k,)"});
+    for (auto [k, m] : {std::pair<i64, i64>{1, 1}, {7, 300}, {257, 129}}) {
+      CAPTURE(k);
+      const auto A = wavy({k, m}, 0.2), x = wavy({k}, 0.3);
+      const auto want = dyn::eager(f)(A, x);
+      CHECK(dyn::allclose(jf(A, x), want, 1e-12, 1e-12));
+      const auto c0 = dyn::detail::block_pool_counts();
+      CHECK(dyn::allclose(jf(A, x), want, 1e-12, 1e-12));
+      CHECK(dyn::detail::block_pool_counts().taken == c0.taken);
+    }
+    CHECK(jf.stats().compiles == 1);
+  }
   SUBCASE("a loop body's product reads its transposed operand in place too") {
     const auto A = wavy({6, 6}, 0.9), c0 = wavy({6}, 1.0);
     auto f = [](auto A, auto c0) {

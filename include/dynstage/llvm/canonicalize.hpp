@@ -51,15 +51,17 @@ inline bool dot_rhs_transposed(const DotGeneralParams& p) { return p.rhs_contrac
 // evaluated element by element where the product reads it instead of being
 // materialised first. That is the matrix-vector form: N (the output's last
 // axis) is static 1, so the lowering always runs the matvec nest, which
-// reads every lhs element exactly once, in row-major order; and the lhs is
-// stored (B,M,K). `alpha * A @ x` then reads A once, as `A @ x` does,
+// reads every lhs element exactly once, in row-major order: per row for
+// an lhs stored (B,M,K), as an axpy per stored row for one stored (B,K,M)
+// (lower_dot.hpp, emit_matvec_t; a transpose folded into the product,
+// `transpose(alpha * A) @ x`). `alpha * A @ x` then reads A once, as `A @ x` does,
 // instead of writing and re-reading a temporary of A's size. (The blocked
 // GEMM packs its operands from memory with a runtime routine, and i-k-j
 // reads the lhs once per element too but only runs small products: their
 // operands stay buffers.)
 inline bool dot_fuses_lhs(const Jaxpr& j, const Eqn& e) {
   const auto& p = std::get<DotGeneralParams>(e.params);
-  if (!is_canonical_dot(p) || dot_lhs_transposed(p)) return false;
+  if (!is_canonical_dot(p)) return false;
   // (The dot keeps its output's type; N is the rhs's free axis.)
   if (!e.inputs[1].is_var()) return false;
   const Type& r = j.type_of(e.inputs[1]);

@@ -107,7 +107,9 @@ inline void emit_matvec_of(Emitter& E, DType d, const DotShape& s, const LhsElem
 // read where it is stored, not copied first): C[b] = sum over k of row k of
 // A[b] times x[b,k], an axpy per k that streams through A in storage order
 // and vectorises over i; every C element is still summed in k order.
-inline void emit_matvec_t(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+// `lhs` gives the lhs element at its linear index in the stored (B,K,M).
+using LhsAt = std::function<llvm::Value*(llvm::Value* linear)>;
+inline void emit_matvec_t_of(Emitter& E, DType d, const DotShape& s, const LhsAt& lhs, llvm::Value* Bm, llvm::Value* C) {
   auto& b = E.b;
   const bool fl = is_float(d);
   E.loop(s.B, [&](llvm::Value* bt) {
@@ -119,7 +121,7 @@ inline void emit_matvec_t(Emitter& E, DType d, const DotShape& s, llvm::Value* A
       llvm::Value* arow = b.CreateMul(bk, s.M, "", true, true);
       E.loop(s.M, [&](llvm::Value* i) {
         llvm::Value* ci = b.CreateAdd(crow, i, "", true, true);
-        llvm::Value* x = E.load(A, d, b.CreateAdd(arow, i, "", true, true));
+        llvm::Value* x = lhs(b.CreateAdd(arow, i, "", true, true));
         llvm::Value* c = E.load(C, d, ci);
         E.store(C, d, ci, fl ? Emitter::contract(b.CreateFAdd(c, Emitter::contract(b.CreateFMul(x, y))))
                              : b.CreateAdd(c, b.CreateMul(x, y)));
@@ -129,7 +131,7 @@ inline void emit_matvec_t(Emitter& E, DType d, const DotShape& s, llvm::Value* A
 }
 
 inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
-  if (s.ta) return emit_matvec_t(E, d, s, A, Bm, C);
+  if (s.ta) return emit_matvec_t_of(E, d, s, [&](llvm::Value* i) { return E.load(A, d, i); }, Bm, C);
   emit_matvec_of(E, d, s, [&](llvm::Value*, llvm::Value* arow, llvm::Value* k) {
     return E.load(A, d, E.b.CreateAdd(arow, k, "", true, true));
   }, Bm, C);

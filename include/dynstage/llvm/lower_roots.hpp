@@ -460,6 +460,11 @@ inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
     // The lhs is a fused expression (fusion.hpp, dot_fuses_lhs): the matvec
     // nest evaluates it at each (row, k) it reads, with a fresh index.
     const DType d = type(e.outputs[0]).dtype;
+    if (ta) {  // stored (B,K,M): an axpy per stored row, the element at its linear index
+      emit_matvec_t_of(E, d, s, [&](llvm::Value* linear) { return operand(e.inputs[0], body_ix(ld, {}, linear)); },
+                       buffer_through_reshapes(e.inputs[1]), out);
+      return;
+    }
     emit_matvec_of(E, d, s, [&](llvm::Value*, llvm::Value* arow, llvm::Value* k) {
       Ix& ix = body_ix(ld, {}, b.CreateAdd(arow, k, "", true, true));
       return operand(e.inputs[0], ix);
