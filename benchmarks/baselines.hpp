@@ -51,6 +51,11 @@ void gesummv(const double* a, const double* b, const double* x, double alpha, do
 // A n x n stored row-major (an axpy per row of A).
 double layout_sum(const double* x, const double* y, std::int64_t n);
 void gemv_t(const double* a, const double* x, double* y, std::int64_t n);
+// Issue 24: Mandelbrot escape counts of the n points c = re + i im: for each,
+// the number of the `iters` iterations z <- z*z + c (from z = 0) at whose
+// start |z| <= 2, written as C programmers do (|z|^2 <= 4, leaving the
+// point's loop at its first escape).
+void mandelbrot(const double* re, const double* im, std::int32_t* counts, std::int64_t n, int iters);
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).

@@ -77,4 +77,17 @@ inline constexpr auto ema_scan = [](auto xs) {  // exponential moving average ov
   }, init, xs);
 };
 
+// Mandelbrot escape counts with complex arithmetic (issue 24): for each point
+// c, the number of the `iters` iterations z <- z*z + c (from z = 0) at whose
+// start |z| <= 2; an escaped z stays where it escaped.
+template <int Iters>
+inline constexpr auto mandelbrot = [](auto c) {
+  auto counts = dyn::zeros<std::int32_t>(c.shape());
+  auto [z, n] = dyn::for_loop(0, Iters, 1)([&](auto, auto z, auto n) {
+    auto inside = dyn::abs(z) <= 2.0;
+    return std::tuple{dyn::where(inside, z * z + c, z), n + dyn::astype<std::int32_t>(inside)};
+  })(dyn::zeros_like(c), counts);
+  return n;
+};
+
 }  // namespace realistic
