@@ -148,9 +148,11 @@ inline void emit_ikj(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llv
       E.loop(s.N, [&](llvm::Value* j) { E.store(C, d, b.CreateAdd(crow, j, "", true, true), E.number(d, 0)); });
       E.loop(s.K, [&](llvm::Value* k) {
         // (A stored (B,K,M): read where it is, A[bt,k,i].)
-        llvm::Value* a = E.load(A, d, s.ta ? b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(bt, s.K, "", true, true), k, "", true, true),
-                                                                     s.M, "", true, true), i, "", true, true)
-                                           : b.CreateAdd(arow, k, "", true, true));
+        auto at_t = [&] {
+          llvm::Value* bk = b.CreateAdd(b.CreateMul(bt, s.K, "", true, true), k, "", true, true);
+          return b.CreateAdd(b.CreateMul(bk, s.M, "", true, true), i, "", true, true);
+        };
+        llvm::Value* a = E.load(A, d, s.ta ? at_t() : b.CreateAdd(arow, k, "", true, true));
         llvm::Value* brow = b.CreateMul(b.CreateAdd(b.CreateMul(bt, s.K, "", true, true), k, "", true, true),
                                         s.N, "", true, true);
         E.loop(s.N, [&](llvm::Value* j) {
@@ -523,8 +525,8 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
 // first for the i-k-j nest, whose inner loop runs along B's rows (the
 // matrix-vector nest needs no copy: with N == 1 both layouts are the same
 // memory). They run small products, so the copy is cheap, and it is exact:
-// the same bits as the plain product. dot_operand_copies (fusion.hpp)
-// counts it.
+// the same bits as the plain product. dot_copies_rhs (canonicalize.hpp)
+// tells the planner's test hook (layout_copies, fusion.hpp) about it.
 inline void with_plain_operands(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, bool matvec,
                                 const std::function<void(llvm::Value*, llvm::Value*)>& body) {
   auto& b = E.b;
