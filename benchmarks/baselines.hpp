@@ -46,6 +46,11 @@ void conv2d_3x3(const float* img, const float* w, const float* b, float* out, st
                 std::int64_t wd, std::int64_t c, std::int64_t nf);
 // Issue 25: gesummv, y = alpha A x + beta B x (A, B n x n, one pass over both).
 void gesummv(const double* a, const double* b, const double* x, double alpha, double beta, double* y, std::int64_t n);
+// Issue 25, item 2 (bench_layout.cpp): sum over (i, j) of x[j * n + i] * y[i * n + j]
+// (x read through the transpose of its reshape, in place), and y = A^T x for
+// A n x n stored row-major (an axpy per row of A).
+double layout_sum(const double* x, const double* y, std::int64_t n);
+void gemv_t(const double* a, const double* x, double* y, std::int64_t n);
 // Issue 24: Mandelbrot escape counts of the n points c = re + i im: for each,
 // the number of the `iters` iterations z <- z*z + c (from z = 0) at whose
 // start |z| <= 2, written as C programmers do (|z|^2 <= 4, leaving the
@@ -60,6 +65,8 @@ double sum_squares(const double* x, std::int64_t n);
 void softmax_rows(const double* x, double* out, std::int64_t rows, std::int64_t cols);
 void affine_loop(const double* x, double* out, std::int64_t n, std::int64_t iters);
 void gesummv(const double* a, const double* b, const double* x, double alpha, double beta, double* y, std::int64_t n);
+double layout_sum(const double* x, const double* y, std::int64_t n);
+void gemv_t(const double* a, const double* x, double* y, std::int64_t n);
 }  // namespace fastmath
 
 // Eigen 3 expressions over Eigen::Map of the same buffers (baseline_eigen.cpp).

@@ -51,21 +51,72 @@ inline bool dot_rhs_transposed(const DotGeneralParams& p) { return p.rhs_contrac
 // evaluated element by element where the product reads it instead of being
 // materialised first. That is the matrix-vector form: N (the output's last
 // axis) is static 1, so the lowering always runs the matvec nest, which
-// reads every lhs element exactly once, in row-major order; and the lhs is
-// stored (B,M,K). `alpha * A @ x` then reads A once, as `A @ x` does,
+// reads every lhs element exactly once, in row-major order: per row for
+// an lhs stored (B,M,K), as an axpy per stored row for one stored (B,K,M)
+// (lower_dot.hpp, emit_matvec_t; a transpose folded into the product,
+// `transpose(alpha * A) @ x`). `alpha * A @ x` then reads A once, as `A @ x` does,
 // instead of writing and re-reading a temporary of A's size. (The blocked
 // GEMM packs its operands from memory with a runtime routine, and i-k-j
 // reads the lhs once per element too but only runs small products: their
 // operands stay buffers.)
 inline bool dot_fuses_lhs(const Jaxpr& j, const Eqn& e) {
   const auto& p = std::get<DotGeneralParams>(e.params);
-  if (!is_canonical_dot(p) || dot_lhs_transposed(p)) return false;
+  if (!is_canonical_dot(p)) return false;
   // (The dot keeps its output's type; N is the rhs's free axis.)
   if (!e.inputs[1].is_var()) return false;
   const Type& r = j.type_of(e.inputs[1]);
   if (r.rank() != 3) return false;
   const JDim& n = r.shape[dot_rhs_transposed(p) ? 1 : 2];
   return n.is_static() && n.value == 1;
+}
+
+// Whether layout equation `e` hands a product its operand's buffer as it
+// is (issue 25, item 2): a reshape or squeeze (the same row-major order), or
+// a slice of contiguous data -- unit strides, static starts, every axis
+// after the first non-unit one of the result taken whole -- which is the
+// buffer from an offset (slice_offset_axes). The product then reads the
+// buffer, with no copy (fusion.hpp, lower_roots.hpp).
+inline bool dot_reads_through(const Jaxpr& j, const Eqn& e) {
+  if (!e.inputs.at(0).is_var()) return false;
+  if (e.prim == Prim::reshape || e.prim == Prim::squeeze) return true;
+  if (e.prim != Prim::slice) return false;
+  const auto& sp = std::get<SliceParams>(e.params);
+  const Type &x = j.type_of(e.inputs[0]), &y = j.types[static_cast<std::size_t>(e.outputs[0])];
+  bool leading = true;  // still in the unit axes before the first non-unit one
+  for (std::size_t i = 0; i < x.rank(); ++i) {
+    if (!sp.strides.empty() && sp.strides[i] != 1) return false;
+    if (sp.start_indices[i] == kDynamicDim) return false;
+    if (leading) {
+      leading = is_unit(y.shape[i]);
+      continue;
+    }
+    if (sp.start_indices[i] != 0 || !(y.shape[i] == x.shape[i])) return false;
+  }
+  return true;
+}
+
+// The GEMM routine's threshold (lower_dot.hpp): float products of at least
+// this many multiply-adds, with N >= 8 and M >= 4, run the blocked kernel.
+inline constexpr std::int64_t kBlockedFlops = 32 * 32 * 32;
+
+// Whether the lowering of canonical dot `e` copies an operand inside its
+// nest (lower_dot.hpp, with_plain_operands): a rhs stored (B,N,K) read by
+// the i-k-j nest, i.e. a real (not complex) product that is neither a
+// matrix-vector product nor large enough for the GEMM routine, whose
+// packing reads either form. With runtime sizes: unless statically ruled out.
+inline bool dot_copies_rhs(const Jaxpr& j, const Eqn& e) {
+  const auto& p = std::get<DotGeneralParams>(e.params);
+  if (!is_canonical_dot(p) || !dot_rhs_transposed(p) || !e.inputs[0].is_var() || !e.inputs[1].is_var()) return false;
+  const DType d = j.types[static_cast<std::size_t>(e.outputs[0])].dtype;
+  if (is_complex(d)) return false;
+  const Type &l = j.type_of(e.inputs[0]), &r = j.type_of(e.inputs[1]);
+  const bool ta = dot_lhs_transposed(p);
+  const JDim Bd = l.shape[0], Md = l.shape[ta ? 2 : 1], Kd = l.shape[ta ? 1 : 2], Nd = r.shape[1];
+  if (is_unit(Nd)) return false;
+  if (!Bd.is_static() || !Md.is_static() || !Kd.is_static() || !Nd.is_static()) return true;
+  const std::int64_t B = Bd.value, M = Md.value, K = Kd.value, N = Nd.value;
+  if (B == 0 || M == 0 || N == 0 || K == 0) return false;
+  return !(is_float(d) && M * N * K >= kBlockedFlops && N >= 8 && M >= 4);
 }
 
 // ---------------------------------------------------------------------------
@@ -318,6 +369,43 @@ inline Jaxpr batch_small_dots(Jaxpr j) {
 }
 
 // ---------------------------------------------------------------------------
+// Transposes read through by a product (issue 25, item 2)
+//
+// A dot_general operand x = transpose(y, perm) is an index map the product
+// can take itself: x's axis a is y's axis perm[a], so the product reads y
+// with its batch and contracting axes renamed (exact: the same pairs of
+// elements, summed in the same order). That holds as long as x's free axes
+// keep their relative order in y (the output's axes are the free axes in
+// increasing order); chains of transposes compose. canonicalize_dots then
+// sees y: stored in one of the forms the product reads ((B,M,K), (B,K,M),
+// (B,K,N), (B,N,K)), it is read where it is, with no copy; else its one
+// canonical transpose is the one copy (the composed map, not one copy per
+// transpose). The transpose itself stays in the jaxpr, dead unless another
+// consumer reads it.
+inline void fold_dot_transposes(const std::vector<int>& def, const std::vector<Eqn>& eqns, Eqn& d) {
+  auto& p = std::get<DotGeneralParams>(d.params);
+  for (std::size_t side = 0; side < 2; ++side) {
+    auto& batch = side == 0 ? p.lhs_batch : p.rhs_batch;
+    auto& contracting = side == 0 ? p.lhs_contracting : p.rhs_contracting;
+    for (;;) {
+      const Atom& x = d.inputs[side];
+      if (!x.is_var() || static_cast<std::size_t>(x.var) >= def.size() || def[static_cast<std::size_t>(x.var)] < 0) break;
+      const Eqn& t = eqns[static_cast<std::size_t>(def[static_cast<std::size_t>(x.var)])];
+      if (t.prim != Prim::transpose || !t.inputs[0].is_var()) break;
+      const auto& perm = std::get<TransposeParams>(t.params).permutation;
+      const auto free = dot_free_axes(static_cast<int>(perm.size()), batch, contracting);
+      bool ordered = true;
+      for (std::size_t i = 1; i < free.size(); ++i)
+        ordered = ordered && perm[static_cast<std::size_t>(free[i - 1])] < perm[static_cast<std::size_t>(free[i])];
+      if (!ordered) break;
+      for (auto& a : batch) a = perm[static_cast<std::size_t>(a)];
+      for (auto& a : contracting) a = perm[static_cast<std::size_t>(a)];
+      d.inputs[side] = t.inputs[0];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // canonicalize_dots (checkpoints inlined first)
 
 inline Jaxpr canonicalize_dots(const Jaxpr& in0) {
@@ -374,11 +462,16 @@ inline Jaxpr canonicalize_dots(const Jaxpr& in0) {
     }
     return cur;
   };
-  for (const Eqn& e : in.eqns) {
-    if (e.prim != Prim::dot_general) {
-      j.eqns.push_back(e);
+  std::vector<int> def(in.types.size(), -1);  // var -> its equation in `in`
+  for (std::size_t i = 0; i < in.eqns.size(); ++i)
+    for (int v : in.eqns[i].outputs) def[static_cast<std::size_t>(v)] = static_cast<int>(i);
+  for (const Eqn& e0 : in.eqns) {
+    if (e0.prim != Prim::dot_general) {
+      j.eqns.push_back(e0);
       continue;
     }
+    Eqn e = e0;
+    fold_dot_transposes(def, in.eqns, e);
     const auto& p = std::get<DotGeneralParams>(e.params);
     const std::vector<JDim> ld = j.type_of(e.inputs[0]).shape, rd = j.type_of(e.inputs[1]).shape;
     const auto lf = dot_free_axes(static_cast<int>(ld.size()), p.lhs_batch, p.lhs_contracting);

@@ -19,7 +19,9 @@
 //     reductions, cumulative ops, scatters, dot_general, concatenate,
 //     dynamic_update_slice.
 //     A dot_general operand must be a buffer: if it is not one (possibly
-//     through reshapes, which keep the row-major order), it is materialised.
+//     through reshapes, which keep the row-major order, and slices of
+//     contiguous data: canonicalize.hpp, dot_reads_through; a transpose it
+//     reads in place: fold_dot_transposes), it is materialised.
 //     Except the lhs of a matrix-vector product (canonicalize.hpp,
 //     dot_fuses_lhs): the matvec nest reads it once per element, so its
 //     fused expression (`alpha * A`, an astype, a sum) is evaluated there.
@@ -71,6 +73,7 @@
 #include <utility>
 #include <vector>
 
+#include "../ir/index_map.hpp"
 #include "../ir/jaxpr.hpp"
 #include "canonicalize.hpp"
 #include "buffers.hpp"
@@ -442,7 +445,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
         int v = a.var;
         while (!plan.materialised[static_cast<std::size_t>(v)]) {
           const Eqn& d = j.eqns[static_cast<std::size_t>(plan.def[static_cast<std::size_t>(v)])];
-          if ((d.prim != Prim::reshape && d.prim != Prim::squeeze) || !d.inputs[0].is_var()) break;
+          if (!dot_reads_through(j, d)) break;  // reshapes, contiguous slices
           v = d.inputs[0].var;
         }
         mark(plan, v, "dot_general operand");
@@ -533,6 +536,45 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
   plan_row_groups(j, plan);
   extend_reused_lifetimes(j, plan);
   return plan;
+}
+
+// Layout changes as index maps (issue 25, item 2). broadcast_in_dim,
+// reshape, squeeze, transpose, slice, dynamic_slice, rev and pad compute
+// nothing: every consumer that evaluates its operands at an index (an
+// elementwise nest, a reduction, a cumulative op, a sort's or scatter's
+// copy, a gather, a window write, another layout change) reads through
+// their composed index maps, so chains cost no buffer, and neither do
+// several consumers (each evaluates the map; rule 3 only materialises
+// EXPENSIVE values, never a cheap map). A product reads a transposed
+// operand where it is stored (canonicalize.hpp, fold_dot_transposes) and
+// a reshape of a buffer as the buffer. A layout value is copied only where
+// a dense layout is needed, once: a kernel output, a product operand in no
+// form the product reads, the operand of control flow, a print, a
+// collective or top_k (which read memory). `layout_copies` lists those
+// copies of a plan, and the operands the product's nest copies
+// (dot_copies_rhs): the test hook of tests/jit/test_layout_maps.cpp.
+inline bool is_layout_change(Prim p) {
+  // (iota reads nothing; concatenate and dynamic_update_slice write windows
+  // of their own nest; gather reads at data-dependent starts.)
+  return is_layout(p) && p != Prim::iota && p != Prim::concatenate && p != Prim::dynamic_update_slice &&
+         p != Prim::gather;
+}
+
+struct LayoutCopy {
+  int var;          // the value copied (a layout change's output, or a product's operand)
+  std::string why;  // "output", "dot_general operand", "dot_general packing" (in the nest), ...
+};
+
+inline std::vector<LayoutCopy> layout_copies(const Jaxpr& j, const FusionPlan& plan) {
+  std::vector<LayoutCopy> r;
+  for (std::size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    if (!plan.live[i]) continue;
+    if (is_layout_change(e.prim) && plan.materialised[static_cast<std::size_t>(e.outputs[0])])
+      r.push_back({e.outputs[0], plan.why[static_cast<std::size_t>(e.outputs[0])]});
+    if (e.prim == Prim::dot_general && dot_copies_rhs(j, e)) r.push_back({e.inputs[1].var, "dot_general packing"});
+  }
+  return r;
 }
 
 }  // namespace dyn::detail

@@ -72,8 +72,6 @@ inline void emit_either(Emitter& E, llvm::Value* cond, const std::function<void(
   b.SetInsertPoint(join);
 }
 
-inline constexpr std::int64_t kBlockedFlops = 32 * 32 * 32;
-
 // --- N == 1 and i-k-j ------------------------------------------------------
 
 // The lhs element (row bi of the flattened (batch, row), at k): `arow` is
@@ -105,7 +103,35 @@ inline void emit_matvec_of(Emitter& E, DType d, const DotShape& s, const LhsElem
   });
 }
 
+// A stored transposed, (B,K,M) (issue 25, item 2: a transposed matrix is
+// read where it is stored, not copied first): C[b] = sum over k of row k of
+// A[b] times x[b,k], an axpy per k that streams through A in storage order
+// and vectorises over i; every C element is still summed in k order.
+// `lhs` gives the lhs element at its linear index in the stored (B,K,M).
+using LhsAt = std::function<llvm::Value*(llvm::Value* linear)>;
+inline void emit_matvec_t_of(Emitter& E, DType d, const DotShape& s, const LhsAt& lhs, llvm::Value* Bm, llvm::Value* C) {
+  auto& b = E.b;
+  const bool fl = is_float(d);
+  E.loop(s.B, [&](llvm::Value* bt) {
+    llvm::Value* crow = b.CreateMul(bt, s.M, "", true, true);
+    E.loop(s.M, [&](llvm::Value* i) { E.store(C, d, b.CreateAdd(crow, i, "", true, true), E.number(d, 0)); });
+    E.loop(s.K, [&](llvm::Value* k) {
+      llvm::Value* bk = b.CreateAdd(b.CreateMul(bt, s.K, "", true, true), k, "", true, true);
+      llvm::Value* y = E.load(Bm, d, bk);
+      llvm::Value* arow = b.CreateMul(bk, s.M, "", true, true);
+      E.loop(s.M, [&](llvm::Value* i) {
+        llvm::Value* ci = b.CreateAdd(crow, i, "", true, true);
+        llvm::Value* x = lhs(b.CreateAdd(arow, i, "", true, true));
+        llvm::Value* c = E.load(C, d, ci);
+        E.store(C, d, ci, fl ? Emitter::contract(b.CreateFAdd(c, Emitter::contract(b.CreateFMul(x, y))))
+                             : b.CreateAdd(c, b.CreateMul(x, y)));
+      });
+    });
+  });
+}
+
 inline void emit_matvec(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, llvm::Value* C) {
+  if (s.ta) return emit_matvec_t_of(E, d, s, [&](llvm::Value* i) { return E.load(A, d, i); }, Bm, C);
   emit_matvec_of(E, d, s, [&](llvm::Value*, llvm::Value* arow, llvm::Value* k) {
     return E.load(A, d, E.b.CreateAdd(arow, k, "", true, true));
   }, Bm, C);
@@ -121,7 +147,12 @@ inline void emit_ikj(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llv
       llvm::Value* arow = b.CreateMul(row, s.K, "", true, true);
       E.loop(s.N, [&](llvm::Value* j) { E.store(C, d, b.CreateAdd(crow, j, "", true, true), E.number(d, 0)); });
       E.loop(s.K, [&](llvm::Value* k) {
-        llvm::Value* a = E.load(A, d, b.CreateAdd(arow, k, "", true, true));
+        // (A stored (B,K,M): read where it is, A[bt,k,i].)
+        auto at_t = [&] {
+          llvm::Value* bk = b.CreateAdd(b.CreateMul(bt, s.K, "", true, true), k, "", true, true);
+          return b.CreateAdd(b.CreateMul(bk, s.M, "", true, true), i, "", true, true);
+        };
+        llvm::Value* a = E.load(A, d, s.ta ? at_t() : b.CreateAdd(arow, k, "", true, true));
         llvm::Value* brow = b.CreateMul(b.CreateAdd(b.CreateMul(bt, s.K, "", true, true), k, "", true, true),
                                         s.N, "", true, true);
         E.loop(s.N, [&](llvm::Value* j) {
@@ -489,15 +520,18 @@ inline void emit_blocked(Emitter& E, DType d, const DotShape& s, llvm::Value* A,
   E.release(Bp);
 }
 
-// The nests other than the GEMM routine read A as (B,M,K) and B as (B,K,N):
-// an operand stored transposed is copied into that layout first. They run
-// small products (or N == 1, where B's two layouts are the same memory), so
-// the copy is cheap, and it is exact: the same bits as the plain product.
+// The nests other than the GEMM routine read A where it is stored (either
+// form) and B as (B,K,N): a B stored transposed is copied into that layout
+// first for the i-k-j nest, whose inner loop runs along B's rows (the
+// matrix-vector nest needs no copy: with N == 1 both layouts are the same
+// memory). They run small products, so the copy is cheap, and it is exact:
+// the same bits as the plain product. dot_copies_rhs (canonicalize.hpp)
+// tells the planner's test hook (layout_copies, fusion.hpp) about it.
 inline void with_plain_operands(Emitter& E, DType d, const DotShape& s, llvm::Value* A, llvm::Value* Bm, bool matvec,
                                 const std::function<void(llvm::Value*, llvm::Value*)>& body) {
   auto& b = E.b;
   const bool tb = s.tb && !matvec;
-  if (!s.ta && !tb) return body(A, Bm);
+  if (!tb) return body(A, Bm);
   // src (B, cols, rows) -> a temporary (B, rows, cols).
   auto untranspose = [&](llvm::Value* src, llvm::Value* rows, llvm::Value* cols) {
     llvm::Value* n = E.mul(E.mul(s.B, rows), cols);
@@ -514,11 +548,9 @@ inline void with_plain_operands(Emitter& E, DType d, const DotShape& s, llvm::Va
     });
     return dst;
   };
-  llvm::Value* Ac = s.ta ? untranspose(A, s.M, s.K) : A;
-  llvm::Value* Bc = tb ? untranspose(Bm, s.K, s.N) : Bm;
-  body(Ac, Bc);
-  if (Bc != Bm) E.release(Bc);
-  if (Ac != A) E.release(Ac);
+  llvm::Value* Bc = untranspose(Bm, s.K, s.N);
+  body(A, Bc);
+  E.release(Bc);
 }
 
 // The loop nest is chosen from the shape: statically when B, M, N, K are

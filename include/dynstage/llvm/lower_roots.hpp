@@ -416,21 +416,38 @@ inline bool Lowering::through_reshapes_to_buffer(const Atom& a) {
   while (!buf_[static_cast<std::size_t>(v)]) {
     if (plan_.materialised[static_cast<std::size_t>(v)] || plan_.def[static_cast<std::size_t>(v)] < 0) return false;
     const Eqn& d = def_eqn(v);
-    if ((d.prim != Prim::reshape && d.prim != Prim::squeeze) || !d.inputs[0].is_var()) return false;
+    if (!dot_reads_through(j_, d)) return false;
     v = d.inputs[0].var;
   }
   return true;
 }
 
+// The buffer a product reads for operand `a`, through reshapes and
+// contiguous slices (canonicalize.hpp, dot_reads_through): a slice moves
+// the start by its row-major offset.
 inline llvm::Value* Lowering::buffer_through_reshapes(const Atom& a) {
   int v = a.var;
+  std::vector<llvm::Value*> offsets;
   while (!buf_[static_cast<std::size_t>(v)]) {
     const Eqn& d = def_eqn(v);
-    if (d.prim != Prim::reshape && d.prim != Prim::squeeze)
-      internal_error("LLVM lowering: dot_general operand is not a buffer");
+    if (!dot_reads_through(j_, d)) internal_error("LLVM lowering: dot_general operand is not a buffer");
     v = d.inputs[0].var;
+    if (d.prim != Prim::slice) continue;
+    const auto& starts = std::get<SliceParams>(d.params).start_indices;
+    const Dims xd = dims_of(v);
+    llvm::Value* off = E.c64(0);
+    llvm::Value* stride = E.c64(1);
+    for (std::size_t i = xd.size(); i-- > 0;) {
+      off = b.CreateAdd(off, E.mul(stride, E.c64(starts[i])), "", true, true);
+      stride = E.mul(stride, xd[i]);
+    }
+    offsets.push_back(off);
   }
-  return buf_[static_cast<std::size_t>(v)];
+  llvm::Value* p = buf_[static_cast<std::size_t>(v)];
+  const DType dt = type(v).dtype;
+  // (Not inbounds: an empty slice may start past the end.)
+  for (llvm::Value* off : offsets) p = b.CreateGEP(E.mem_type(dt), p, off);
+  return p;
 }
 
 inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
@@ -444,6 +461,11 @@ inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
     // The lhs is a fused expression (fusion.hpp, dot_fuses_lhs): the matvec
     // nest evaluates it at each (row, k) it reads, with a fresh index.
     const DType d = type(e.outputs[0]).dtype;
+    if (ta) {  // stored (B,K,M): an axpy per stored row, the element at its linear index
+      emit_matvec_t_of(E, d, s, [&](llvm::Value* linear) { return operand(e.inputs[0], body_ix(ld, {}, linear)); },
+                       buffer_through_reshapes(e.inputs[1]), out);
+      return;
+    }
     emit_matvec_of(E, d, s, [&](llvm::Value*, llvm::Value* arow, llvm::Value* k) {
       Ix& ix = body_ix(ld, {}, b.CreateAdd(arow, k, "", true, true));
       return operand(e.inputs[0], ix);
