@@ -321,6 +321,21 @@ bool has_rem(const Program& p) {
   return false;
 }
 
+// Whether the program (or a body) takes a stop_gradient (of a real value, or
+// of a complex one inside a cplx node): its derivative is zero by
+// definition, which central differences do not see.
+bool has_stop_gradient(const Program& p) {
+  for (const Node& n : p.nodes) {
+    if (n.op == Op::unary && n.k == u_stop_gradient) return true;
+    if (n.op == Op::cplx)
+      for (std::size_t i = 1; i < n.p.size(); ++i)
+        if (n.p[i] == cs_stop_gradient) return true;
+    for (const Program& b : n.body)
+      if (has_stop_gradient(b)) return true;
+  }
+  return false;
+}
+
 Check grad_check(const Case& c, std::uint64_t seed, Fault fault) {
   Rng r{seed * 0x9E3779B97F4A7C15ull ^ 0x6A09E667F3BCC909ull};  // its own stream: generate(seed)'s program is unchanged
   FloatFn f;
@@ -434,6 +449,10 @@ Check grad_check(const Case& c, std::uint64_t seed, Fault fault) {
     // everywhere, but a difference over a step wider than d (the fuzzer's
     // edge constants include 1e-30) measures the average slope, 0 (seed 761).
     ok.fd = "a rem (a sawtooth whose period may be below the step)";
+    return ok;
+  }
+  if (has_stop_gradient(c.prog)) {
+    ok.fd = "a stop_gradient (a zero derivative by definition)";
     return ok;
   }
   auto s_at = [&](double h) { return dot(values(u), values(f(axpy(x, h, v)))).first; };

@@ -39,12 +39,6 @@ const std::map<Prim, std::string> kNotFuzzed = {
             "tests/distributed/ compares it with single-process results"},
     DYN_COLLECTIVE_PRIMITIVES(DYN_NOT_FUZZED)
 #undef DYN_NOT_FUZZED
-    // issue 24: the fuzzer generates no complex values yet (tests/fuzz/fuzz.hpp,
-    // fuzz::visit_dtype); tests/jit/test_jit_complex.cpp compares them
-    {Prim::real, "complex operands only; the fuzzer has no complex values yet"},
-    {Prim::imag, "complex operands only; the fuzzer has no complex values yet"},
-    {Prim::conj, "bound by dyn::conj for complex operands only; the fuzzer has no complex values yet"},
-    {Prim::complex, "a complex result; the fuzzer has no complex values yet"},
 };
 
 // The seeds whose programs must cover every primitive (dynstage_fuzz's
