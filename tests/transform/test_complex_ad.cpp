@@ -185,6 +185,24 @@ TEST_CASE("complex grad: through the layout primitives, select and sort, against
                 z);
 }
 
+TEST_CASE("complex grad through control flow: a complex loop carry, a cond of complex operands, a scan (against differences)") {
+  const Array<c128> z({2}, {c128(0.3, 0.2), c128(-0.4, 0.1)});
+  // z -> z^2 + c three times (a Mandelbrot step), |.|^2 summed
+  check_grad_fd([](auto x) {
+    auto w = dyn::for_loop(0, 3, 1)([&](auto, auto c) { return c * c + x; })(x);
+    return dyn::sum(dyn::square(dyn::abs(w)));
+  }, z);
+  check_grad_fd([](auto x) {
+    auto w = dyn::cond(dyn::real(dyn::sum(x)) > 0.0, [](auto v) { return dyn::exp(v); },
+                       [](auto v) { return dyn::conj(v) * v * c128(1, 2); })(x);
+    return dyn::sum(dyn::real(w) + dyn::imag(w));
+  }, z);
+  check_grad_fd([](auto x) {
+    auto [c, ys] = dyn::scan([](auto c, auto v) { return std::tuple{c * v + 1.0, dyn::sin(c)}; }, c128(1, 0), x);
+    return dyn::abs(c) + dyn::sum(dyn::imag(ys));
+  }, z);
+}
+
 TEST_CASE("complex vjp: transposes without conjugation (JAX's rules of lax.py)") {
   const c128 z(0.7, -0.4), c(2, 3), w(0.5, -1.5);
   auto vj = [&](auto f, auto x, auto ct) { return std::get<0>(std::get<1>(dyn::vjp(f, x))(ct)); };
