@@ -189,7 +189,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 40));
+    const int which = static_cast<int>(r.range(0, 42));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -615,7 +615,7 @@ struct Gen {
         if (depth >= 2) return false;
         return control(p, scope, depth, which % 3);
       }
-      case 40:  // complex values (issue 24)
+      case 40: case 41: case 42:  // complex values (issue 24)
         if (!complex_node(p, scope, x, n)) return false;
         break;
     }
