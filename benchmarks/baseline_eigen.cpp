@@ -67,4 +67,16 @@ double mlp_grad(const double* x, const double* w1, const double* w2, const doubl
   return dz.squaredNorm();
 }
 
+// Issue 25: relu(x W + b) as an Eigen user writes it: the product, the bias
+// broadcast over the rows, then the max with 0.
+void mlp_layer(const double* x, const double* w, const double* b, double* out, std::int64_t batch, std::int64_t in,
+               std::int64_t width) {
+  Eigen::Map<const MatM> X(x, batch, in), W(w, in, width);
+  Eigen::Map<const Eigen::Matrix<double, 1, Eigen::Dynamic>> B(b, width);
+  Eigen::Map<MatM> O(out, batch, width);
+  O.noalias() = X * W;
+  O.rowwise() += B;
+  O = O.cwiseMax(0.0);
+}
+
 }  // namespace bench::eigen

@@ -139,4 +139,21 @@ void cholesky_rows(const double* __restrict a, double* __restrict u, std::int64_
   }
 }
 
+// Issue 24: per point, iterate until the first escape (no vector lanes wait
+// for the slowest point, unlike an array program).
+void mandelbrot(const double* __restrict re, const double* __restrict im, std::int32_t* __restrict counts,
+                std::int64_t n, int iters) {
+  for (std::int64_t p = 0; p < n; ++p) {
+    const double cr = re[p], ci = im[p];
+    double zr = 0, zi = 0;
+    int k = 0;
+    for (; k < iters && zr * zr + zi * zi <= 4.0; ++k) {
+      const double t = zr * zr - zi * zi + cr;
+      zi = 2 * zr * zi + ci;
+      zr = t;
+    }
+    counts[p] = k;
+  }
+}
+
 }  // namespace bench::loops

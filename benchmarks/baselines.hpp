@@ -46,6 +46,11 @@ void conv2d_3x3(const float* img, const float* w, const float* b, float* out, st
                 std::int64_t wd, std::int64_t c, std::int64_t nf);
 // Issue 25: gesummv, y = alpha A x + beta B x (A, B n x n, one pass over both).
 void gesummv(const double* a, const double* b, const double* x, double alpha, double beta, double* y, std::int64_t n);
+// Issue 24: Mandelbrot escape counts of the n points c = re + i im: for each,
+// the number of the `iters` iterations z <- z*z + c (from z = 0) at whose
+// start |z| <= 2, written as C programmers do (|z|^2 <= 4, leaving the
+// point's loop at its first escape).
+void mandelbrot(const double* re, const double* im, std::int32_t* counts, std::int64_t n, int iters);
 }  // namespace loops
 
 // The same loops (same source) with -O3 -march=native -ffast-math (baseline_fastmath.cpp).
@@ -71,6 +76,9 @@ double mlp_loss(const double* x, const double* w1, const double* w2, const doubl
                 std::int64_t width);
 double mlp_grad(const double* x, const double* w1, const double* w2, const double* y, double* g1, double* g2,
                 std::int64_t batch, std::int64_t width);
+// Issue 25: out = max((x w).rowwise() + b, 0), x batch x in, w in x width, b width.
+void mlp_layer(const double* x, const double* w, const double* b, double* out, std::int64_t batch, std::int64_t in,
+               std::int64_t width);
 // Issue 19: the same GEMM on `threads` OpenMP threads (baseline_eigen_threads.cpp).
 void matmul_threads(const double* a, const double* b, double* c, std::int64_t n, int threads);
 }  // namespace eigen

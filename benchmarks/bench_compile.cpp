@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
   rows.push_back(measure("n-body step", "all pairs, 512 bodies, f64", reps, nbody, dyn::ones<double>({512, 3}),
                          dyn::ones<double>({512, 3}), dyn::ones<double>({512})));
   rows.push_back(measure("scan", "moving average over f64[1000,64] (lax.scan)", reps, ema_scan, dyn::ones<double>({1000, 64})));
+  rows.push_back(measure("Stockham FFT", "2^14 points as (re, im) f64 pairs: 32-point DFT by matmuls, 9 radix-2 stages",
+                         reps, fft_stockham, dyn::ones<double>({16384}), dyn::ones<double>({16384})));
 
   std::printf("| kernel | what | trace ms | lower ms | LLVM ms | total ms | thread CPU ms | optimised IR KB |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");

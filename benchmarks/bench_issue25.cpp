@@ -117,4 +117,41 @@ BENCHMARK(BM_gesummv_scaled)->Name("gesummv/jit_scaled")->Arg(kN)->Unit(benchmar
 BENCHMARK(BM_loops)->Name("gesummv/loops")->Arg(kN)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fastmath)->Name("gesummv/fastmath")->Arg(kN)->Unit(benchmark::kMillisecond);
 
+// mlp_layer/*: relu(x @ W + b), batch 256, 1024 x 1024, f64 (issue 25's
+// target: jit >= 0.9x Eigen's (x*W).rowwise() + b then the max, one thread).
+constexpr i64 kBatch = 256, kWidth = 1024;
+auto mlp_layer = [](auto x, auto w, auto b) { return dyn::maximum(dyn::matmul(x, w) + b, 0.0); };
+const auto jit_mlp_layer = dyn::jit(mlp_layer);
+struct MlpInputs {
+  dyn::Array<double> x = filled({kBatch, kWidth}, 0.3), w = filled({kWidth, kWidth}, 0.9), b = filled({kWidth}, 2.1);
+};
+const MlpInputs& mlp_inputs() {
+  static const MlpInputs in;
+  return in;
+}
+void BM_mlp_layer_jit(benchmark::State& st) {
+  const MlpInputs& in = mlp_inputs();
+  std::vector<double> ref(static_cast<std::size_t>(kBatch * kWidth));
+  bench::eigen::mlp_layer(in.x.data(), in.w.data(), in.b.data(), ref.data(), kBatch, kWidth, kWidth);
+  const dyn::Array<double> got = jit_mlp_layer(in.x, in.w, in.b);
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (!(std::abs(got.data()[i] - ref[i]) <= 1e-9 * (1 + std::abs(ref[i])) * kWidth)) {
+      st.SkipWithError("mlp_layer/jit differs from Eigen's");
+      return;
+    }
+  for (auto _ : st) benchmark::DoNotOptimize(jit_mlp_layer(in.x, in.w, in.b));
+  st.SetItemsProcessed(st.iterations() * 2 * kBatch * kWidth * kWidth);
+}
+void BM_mlp_layer_eigen(benchmark::State& st) {
+  const MlpInputs& in = mlp_inputs();
+  std::vector<double> out(static_cast<std::size_t>(kBatch * kWidth));
+  for (auto _ : st) {
+    bench::eigen::mlp_layer(in.x.data(), in.w.data(), in.b.data(), out.data(), kBatch, kWidth, kWidth);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.SetItemsProcessed(st.iterations() * 2 * kBatch * kWidth * kWidth);
+}
+
 }  // namespace
+BENCHMARK(BM_mlp_layer_jit)->Name("mlp_layer/jit")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mlp_layer_eigen)->Name("mlp_layer/eigen")->Unit(benchmark::kMillisecond);

@@ -8,8 +8,10 @@
 
 #include <dynstage/dynstage.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <tuple>
+#include <vector>
 
 namespace realistic {
 
@@ -75,6 +77,56 @@ inline constexpr auto ema_scan = [](auto xs) {  // exponential moving average ov
     auto c2 = 0.9 * c + 0.1 * dyn::reshape(x, {1, 64});
     return std::tuple{c2, dyn::sum(c2)};
   }, init, xs);
+};
+
+// A Stockham-style FFT of n = 2^k >= 32 points carried as (real, imaginary)
+// pairs of f64 arrays, as a NumPy user ports the vectorised textbook FFT
+// (issue 25): a DFT of 32 points as small matrix products over the columns,
+// then log2(n / 32) radix-2 stages of slices, twiddle products and
+// concatenations. Returns the pair (re, im) of the n-point DFT.
+inline constexpr auto fft_stockham = [](auto xr, auto xi) {
+  const std::int64_t n = dyn::Dim(xr.shape()[0]).value();
+  constexpr std::int64_t nmin = 32;
+  const double pi = 3.14159265358979323846;
+  std::vector<double> mr(nmin * nmin), mi(nmin * nmin);
+  for (std::int64_t k = 0; k < nmin; ++k)
+    for (std::int64_t j = 0; j < nmin; ++j) {
+      const double a = -2.0 * pi * static_cast<double>(k * j) / static_cast<double>(nmin);
+      mr[static_cast<std::size_t>(k * nmin + j)] = std::cos(a);
+      mi[static_cast<std::size_t>(k * nmin + j)] = std::sin(a);
+    }
+  const dyn::Array<double> Mr({nmin, nmin}, mr), Mi({nmin, nmin}, mi);
+  auto a = dyn::reshape(xr, {nmin, n / nmin}), b = dyn::reshape(xi, {nmin, n / nmin});
+  auto Xr = dyn::matmul(Mr, a) - dyn::matmul(Mi, b);
+  auto Xi = dyn::matmul(Mr, b) + dyn::matmul(Mi, a);
+  for (std::int64_t rows = nmin; rows < n; rows *= 2) {
+    const std::int64_t cols = n / rows, h = cols / 2;
+    std::vector<double> fr(static_cast<std::size_t>(rows)), fi(static_cast<std::size_t>(rows));
+    for (std::int64_t k = 0; k < rows; ++k) {
+      fr[static_cast<std::size_t>(k)] = std::cos(-pi * static_cast<double>(k) / static_cast<double>(rows));
+      fi[static_cast<std::size_t>(k)] = std::sin(-pi * static_cast<double>(k) / static_cast<double>(rows));
+    }
+    const dyn::Array<double> Fr({rows, 1}, fr), Fi({rows, 1}, fi);
+    auto er = dyn::slice(Xr, {0, 0}, {rows, h}), ei = dyn::slice(Xi, {0, 0}, {rows, h});
+    auto odr = dyn::slice(Xr, {0, h}, {rows, cols}), odi = dyn::slice(Xi, {0, h}, {rows, cols});
+    auto tr = Fr * odr - Fi * odi, ti = Fr * odi + Fi * odr;
+    Xr = dyn::concatenate({er + tr, er - tr}, 0);
+    Xi = dyn::concatenate({ei + ti, ei - ti}, 0);
+  }
+  return std::tuple{dyn::reshape(Xr, {n}), dyn::reshape(Xi, {n})};
+};
+
+// Mandelbrot escape counts with complex arithmetic (issue 24): for each point
+// c, the number of the `iters` iterations z <- z*z + c (from z = 0) at whose
+// start |z| <= 2; an escaped z stays where it escaped.
+template <int Iters>
+inline constexpr auto mandelbrot = [](auto c) {
+  auto counts = dyn::zeros<std::int32_t>(c.shape());
+  auto [z, n] = dyn::for_loop(0, Iters, 1)([&](auto, auto z, auto n) {
+    auto inside = dyn::abs(z) <= 2.0;
+    return std::tuple{dyn::where(inside, z * z + c, z), n + dyn::astype<std::int32_t>(inside)};
+  })(dyn::zeros_like(c), counts);
+  return n;
 };
 
 }  // namespace realistic

@@ -88,10 +88,13 @@ else
   compile benchmarks/bench_issue20.cpp "$obj/bench_issue20.o" -O2 -Iinclude
   compile benchmarks/bench_issue20_sim.cpp "$obj/bench_issue20_sim.o" -O2 -Iinclude
   compile benchmarks/bench_dot_forms.cpp "$obj/bench_dot_forms.o" -O2 -Iinclude
+  compile benchmarks/bench_issue25.cpp "$obj/bench_issue25.o" -O2 -Iinclude
+  compile benchmarks/bench_issue24.cpp "$obj/bench_issue24.o" -O2 -Iinclude
+  compile benchmarks/bench_mandelbrot.cpp "$obj/bench_mandelbrot.o" -O2 -Iinclude
   compile benchmarks/bench_compile.cpp "$obj/bench_compile.o" -O2 -Iinclude
   compile src/dynstage.cpp "$obj/dynstage.o" -O2 -Iinclude -isystem "$llvm_inc" $llvm_cpp
   exe=$obj/bench_main
-  "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/bench_issue17.o "$obj"/bench_einsum.o "$obj"/bench_issue18.o "$obj"/bench_issue20.o "$obj"/bench_issue20_sim.o "$obj"/bench_dot_forms.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
+  "$cxx" "$obj"/bench_main.o "$obj"/bench_issue16.o "$obj"/bench_issue17.o "$obj"/bench_einsum.o "$obj"/bench_issue18.o "$obj"/bench_issue20.o "$obj"/bench_issue20_sim.o "$obj"/bench_dot_forms.o "$obj"/bench_issue25.o "$obj"/bench_issue24.o "$obj"/bench_mandelbrot.o "$obj"/baseline_*.o "$obj"/dynstage.o -o "$exe" \
     -lbenchmark -lpthread -ltbb -lxxhash -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"
   compile_exe=$obj/bench_compile
   "$cxx" "$obj"/bench_compile.o "$obj"/dynstage.o -o "$compile_exe" -lpthread -ltbb -L"$llvm_lib" -lLLVM-19 -Wl,-rpath,"$llvm_lib"

@@ -34,7 +34,11 @@ packages=(meson ninja-build pkg-config cmake g++ llvm-19-dev libzstd-dev
           # Open MPI (issue 22, API.md section 16): dyn::distributed, shard_map's
           # collectives (libopenmpi-dev, in the implementation TU only) and
           # mpirun for the multi-rank tests (openmpi-bin).
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin
+          # FFTW 3 (issue 24): dyn::fft's transforms, double and single
+          # precision (libfftw3-dev: fftw3.h, libfftw3, libfftw3f). GPL and
+          # optional: meson -Dfftw=disabled builds without it (native transforms).
+          libfftw3-dev)
 
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()

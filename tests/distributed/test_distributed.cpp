@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "../test_util.hpp"
@@ -130,6 +132,15 @@ TEST_CASE("distributed: axis_index is the rank's index; all_to_all transposes th
   dyn::Mesh mesh({"x"}, {N()});
   auto idx = dyn::shard_map([](auto x) { return dyn::axis_index("x", x); }, mesh, {dyn::P()}, dyn::P("x"));
   CHECK(idx(Array<double>::scalar(0))() == R());
+  // API.md section 16's form, axis_index("x"), in an eager shard_map too
+  // (it traces f once and runs the jaxpr: transform/shard_map_eager.hpp)
+  auto shifted = dyn::shard_map([](auto x) { return std::tuple{x + dyn::astype<double>(dyn::axis_index("x")), dyn::axis_index("x")}; },
+                                mesh, {dyn::P("x")}, {dyn::P("x"), dyn::P("x")});
+  const auto [sx, si] = shifted(Array<double>({2}, {1.0, 2.0}));
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(si)>, Array<std::int32_t>>);
+  CHECK(sx(0) == 1.0 + R());
+  CHECK(sx(1) == 2.0 + R());
+  CHECK(si() == R());
   // Block r is rows r of an (n, n) matrix M (M[i][j] = 10 i + j): tiled
   // all_to_all splitting the columns and concatenating the rows gives rank
   // r column r, i.e. row r of M's transpose.

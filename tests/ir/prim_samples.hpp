@@ -200,6 +200,8 @@ inline Sample sample_of(Prim p) {
         auto [v, i] = dyn::top_k(-x, 2);
         return v + dyn::astype<double>(i);
       }, sample_array(DType::f64, {2, 3, 4}));
+    case Prim::fft:  // an rfft over the two trailing axes: real in, complex out (c128[2,3,5])
+      return b.eqn(p, {b.in(DType::f64, {2, 3, 8})}, FftParams{FftType::rfft, {3, 8}});
     case Prim::dot_general: {
       const Atom x = b.in(DType::f64, {2, 3, 4});
       return b.eqn(p, {x, b.in(DType::f64, {2, 4, 5})}, DotGeneralParams{{2}, {1}, {0}, {0}});

@@ -6,8 +6,12 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <complex>
+#include <cstdint>
 #include <string>
 
+#include "../../benchmarks/realistic_kernels.hpp"
 #include "../test_util.hpp"
 
 using test_util::code_of;
@@ -74,4 +78,27 @@ TEST_CASE("compile cost: jf.stats() splits the compile time into trace, lowering
   CHECK(s.trace_seconds + s.lower_seconds + s.llvm_seconds <= s.compile_seconds * (1 + 1e-9));
   (void)jf(iota_array<double>({100}));  // a hit adds nothing
   CHECK(jf.stats().compile_seconds == s.compile_seconds);
+}
+
+// Issue 25's ported NumPy FFT (benchmarks/realistic_kernels.hpp): 32-point
+// DFTs by small matrix products, then radix-2 stages of slices, twiddles
+// and concatenations, on (re, im) pairs. Its values are dyn::fft's, and its
+// module stays small: the four 32 x 32 products of one shape are one
+// batched product (canonicalize.hpp), and the slices are read in place.
+TEST_CASE("compile cost: a Stockham FFT written with small products, slices and concatenations") {
+  const std::int64_t n = 1024;
+  dyn::Array<double> xr({n}), xi({n});
+  for (std::int64_t k = 0; k < n; ++k) {
+    xr.mutable_data()[k] = std::sin(0.37 * static_cast<double>(k) + 0.2);
+    xi.mutable_data()[k] = std::cos(0.11 * static_cast<double>(k) * static_cast<double>(k % 7));
+  }
+  auto jf = dyn::jit(realistic::fft_stockham);
+  const auto [yr, yi] = jf(xr, xi);
+  const dyn::Array<std::complex<double>> want = dyn::fft::fft(dyn::complex(xr, xi));
+  CHECK(dyn::allclose(yr, dyn::real(want), 1e-9, 1e-9));
+  CHECK(dyn::allclose(yi, dyn::imag(want), 1e-9, 1e-9));
+  const dyn::ClosedJaxpr cj = dyn::make_jaxpr(realistic::fft_stockham)(xr, xi);
+  CHECK(cj.jaxpr->eqns.size() > 80);  // a program of the issue's kind, not a toy
+  const std::string ir = jf.llvm_ir(xr, xi);
+  CHECK(count_of(ir, "\n") < 4500);  // 3,355 lines at 1024 points; the issue's 2^15-point version had 23,834
 }

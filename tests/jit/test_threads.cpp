@@ -221,13 +221,20 @@ TEST_CASE("threads: reductions over the rows of a matrix, and row groups (softma
 }
 
 TEST_CASE("threads: the bodies of compiled loops run their big loops in tasks") {
-  auto f = [](auto x) {
-    return dyn::for_loop(0, 3, 1)([](auto, auto a) { return dyn::cos(a) * 0.5 + a * a; })(x);
+  auto f = [](auto x) {  // (rev: not pointwise, one pass over the array per iteration)
+    return dyn::for_loop(0, 3, 1)([](auto, auto a) { return dyn::cos(a) * 0.5 + a * dyn::rev(a, {0}); })(x);
   };
   const Array<double> x = wavy<double>(70000);
   Array<double> r;
   CHECK(tasks_run([&] { r = same_for_every_thread_count(dyn::jit(f), x); }) == 4 * 3 * 5);
   CHECK(dyn::allclose(r, dyn::eager(f)(x), 1e-14, 1e-14));
+  // A pointwise loop (llvm/lower_pointwise.hpp) runs whole in tasks of
+  // blocks: 274 blocks of 256 elements, 21 a task (16384 / (256 * 3)).
+  auto g = [](auto x) {
+    return dyn::for_loop(0, 3, 1)([](auto, auto a) { return dyn::cos(a) * 0.5 + a * a; })(x);
+  };
+  CHECK(tasks_run([&] { r = same_for_every_thread_count(dyn::jit(g), x); }) == 4 * 14);
+  CHECK(dyn::allclose(r, dyn::eager(g)(x), 1e-14, 1e-14));
 }
 
 TEST_CASE("threads: a fault inside a task is the kernel's error; the function stays usable") {

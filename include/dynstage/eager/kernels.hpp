@@ -23,6 +23,7 @@
 #include "kernels_arg.hpp"
 #include "kernels_cumulative.hpp"
 #include "kernels_dot.hpp"
+#include "kernels_fft.hpp"
 #include "kernels_index.hpp"
 #include "kernels_layout.hpp"
 #include "kernels_math.hpp"
@@ -294,7 +295,7 @@ AnyArray reduce_impl(Prim p, const AnyArray& x, const Aval& out, const ReducePar
 
 auto scalar(PrimTag<Prim::neg>, auto v) { return wrap_neg(v); }
 auto scalar(PrimTag<Prim::abs>, auto v) {
-  if constexpr (is_complex_v<decltype(v)>) return std::hypot(v.real(), v.imag());  // |z|, real (lax.abs)
+  if constexpr (is_complex_v<decltype(v)>) return complex_abs(v.real(), v.imag());  // |z|, real (lax.abs)
   else if constexpr (std::is_unsigned_v<decltype(v)>) return v;
   else if constexpr (std::is_integral_v<decltype(v)>) return v < 0 ? wrap_neg(v) : v;
   else return std::fabs(v);

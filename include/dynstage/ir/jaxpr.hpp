@@ -174,6 +174,7 @@ bool has_effect(const Eqn& e) {
     case Kind::reduction:
     case Kind::cumulative:
     case Kind::sort:
+    case Kind::fft:
     case Kind::contraction:
     case Kind::collective: return false;  // (every rank runs the same program: dead on one, dead on all)
   }

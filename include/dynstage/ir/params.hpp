@@ -171,6 +171,20 @@ struct TopKParams {
   std::int64_t axis = 0;
   friend bool operator==(const TopKParams&, const TopKParams&) = default;
 };
+// fft (lax.fft, XLA's Fft): a discrete Fourier transform over the operand's
+// trailing len(fft_lengths) axes. fft_type is JAX's FftType: 0 FFT (complex
+// -> complex, e^{-2 pi i jk/n}), 1 IFFT (complex -> complex, e^{+2 pi i
+// jk/n} divided by the product of the lengths), 2 RFFT (real -> complex,
+// the last axis n -> n/2 + 1), 3 IRFFT (complex -> real, the inverse of
+// RFFT: the last axis n/2 + 1 -> n = fft_lengths[-1]). An fft_lengths entry
+// kDynamicDim (printed None) is the operand's own size on that axis (a
+// symbolic or dynamic size; IRFFT's last length is always static).
+enum class FftType : std::int32_t { fft = 0, ifft = 1, rfft = 2, irfft = 3 };
+struct FftParams {
+  FftType fft_type = FftType::fft;
+  std::vector<std::int64_t> fft_lengths;
+  friend bool operator==(const FftParams&, const FftParams&) = default;
+};
 // dot_general: the axes of an operand of rank `rank` that are neither batch
 // nor contracting, in order (they make up the output after the batch axes).
 inline std::vector<std::int64_t> dot_free_axes(int rank, const std::vector<std::int64_t>& batch,
@@ -335,7 +349,7 @@ struct CollectiveParams {
 
 using Params = std::variant<NoParams, ConvertParams, ConjParams, RoundParams, IntegerPowParams, BroadcastInDimParams, ReshapeParams,
                             TransposeParams, SqueezeParams, ConcatenateParams, SliceParams, DynamicSliceParams,
-                            RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams,
+                            RevParams, PadParams, IotaParams, GatherParams, ScatterParams, ReduceParams, ArgReduceParams, CumulativeParams, SortParams, TopKParams, FftParams,
                             DotGeneralParams, ForLoopParams, WhileLoopParams, CondParams, ScanParams, CheckpointParams,
                             DebugCallbackParams, CollectiveParams>;
 }  // namespace detail

@@ -46,6 +46,7 @@ enum class Kind : std::uint8_t {
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
   sort,        // sort, top_k: operands reordered along one axis by one permutation (top_k: its first k); several outputs
+  fft,         // fft: a discrete Fourier transform over trailing axes, computed by a library routine (runtime/fft.hpp)
   contraction, // dot_general
   control,     // for_loop, while_loop, cond, scan, checkpoint: nested jaxprs (trace/control.hpp, trace/scan.hpp)
   effect,      // debug_callback (dyn::debug_print): no outputs; never dropped or reordered against other effects
@@ -266,6 +267,8 @@ inline constexpr int kVariadic = -1;
 #define DYN_SORT_PRIMITIVES(X) \
   X(sort,                 "sort",                 sort,        SortParams,             -1, any,             false, simple,         none,  none)              \
   X(top_k,                "top_k",                sort,        TopKParams,              1, numeric,         false, simple,         none,  none)
+#define DYN_FFT_PRIMITIVES(X) \
+  X(fft,                  "fft",                  fft,         FftParams,               1, inexact,         false, simple,         none,  none)
 #define DYN_CONTRACTION_PRIMITIVES(X) \
   X(dot_general,          "dot_general",          contraction, DotGeneralParams,        2, number,          false, simple,         none,  none)
 #define DYN_CONTROL_PRIMITIVES(X) \
@@ -291,7 +294,7 @@ inline constexpr int kVariadic = -1;
   DYN_CONVERT_PRIMITIVES(X)
 #define DYN_PRIMITIVES(X)                                                                                  \
   DYN_ELEMENTWISE_PRIMITIVES(X) DYN_STRUCTURAL_PRIMITIVES(X) DYN_SCATTER_PRIMITIVES(X)                \
-  DYN_REDUCTION_PRIMITIVES(X) DYN_CUMULATIVE_PRIMITIVES(X) DYN_SORT_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X)        \
+  DYN_REDUCTION_PRIMITIVES(X) DYN_CUMULATIVE_PRIMITIVES(X) DYN_SORT_PRIMITIVES(X) DYN_FFT_PRIMITIVES(X) DYN_CONTRACTION_PRIMITIVES(X) \
   DYN_CONTROL_PRIMITIVES(X) DYN_EFFECT_PRIMITIVES(X) DYN_COLLECTIVE_PRIMITIVES(X)
 
 // `case Prim::x:` for every row of a list: a `switch` over Prim names whole
@@ -380,6 +383,9 @@ DYN_CUMULATIVE_PRIMITIVES(DYN_X)
 #define KIND sort
 DYN_SORT_PRIMITIVES(DYN_X)
 #undef KIND
+#define KIND fft
+DYN_FFT_PRIMITIVES(DYN_X)
+#undef KIND
 #define KIND contraction
 DYN_CONTRACTION_PRIMITIVES(DYN_X)
 #undef KIND
@@ -406,6 +412,7 @@ constexpr int expected_arity(Kind k) {
     case Kind::reduction:
     case Kind::cumulative:
     case Kind::sort:
+    case Kind::fft:
     case Kind::contraction:
     case Kind::control:
     case Kind::effect:
@@ -426,9 +433,9 @@ constexpr const char* check_rows() {
     if (is_elementwise(r.kind) && !r.fused) return "an elementwise primitive must be fused";
     // Their own loop nests: emit_scatter, emit_reduction, emit_cumulative, emit_sort, emit_dot, lower_control.hpp.
     if ((r.kind == Kind::scatter || r.kind == Kind::reduction || r.kind == Kind::cumulative || r.kind == Kind::sort ||
-         r.kind == Kind::contraction ||
+         r.kind == Kind::fft || r.kind == Kind::contraction ||
          r.kind == Kind::control || r.kind == Kind::effect || r.kind == Kind::collective) && r.fused)
-      return "scatters, reductions, cumulative ops, sort, contractions, control flow and effects are never fused";
+      return "scatters, reductions, cumulative ops, sort, fft, contractions, control flow and effects are never fused";
     if (r.cost != Cost::simple && !is_elementwise(r.kind)) return "only elementwise rows have a cost";
     if (r.vector_math && (r.cost != Cost::transcendental || (r.kind != Kind::unary && r.kind != Kind::binary)))
       return "a vector math row is a unary or binary transcendental";

@@ -426,6 +426,12 @@ std::vector<pp::KeyValue> param_kvs(const Params& params, [[maybe_unused]] PpCon
                                              {"is_stable", text(py_bool(p.is_stable))},
                                              {"num_keys", text(std::to_string(p.num_keys))}};
           },
+          // fft_type as current JAX prints it: its FftType is an IntEnum,
+          // whose str() is the number on Python >= 3.11 (docs/jaxpr.md).
+          [](const FftParams& p) {
+            return std::vector<pp::KeyValue>{{"fft_lengths", text(py_tuple(p.fft_lengths))},
+                                             {"fft_type", text(std::to_string(static_cast<int>(p.fft_type)))}};
+          },
           [](const TopKParams& p) {
             return std::vector<pp::KeyValue>{{"axis", text(std::to_string(p.axis))}, {"k", text(std::to_string(p.k))}};
           },

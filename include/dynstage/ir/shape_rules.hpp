@@ -591,6 +591,7 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::debug_callback>, const std::ve
 // gather and the scatters, sort and top_k, rev and pad, the collectives: their own files, in this namespace.
 #include "shape_rules_index.hpp"
 #include "shape_rules_sort.hpp"
+#include "shape_rules_fft.hpp"
 #include "shape_rules_layout.hpp"
 #include "shape_rules_collective.hpp"
 

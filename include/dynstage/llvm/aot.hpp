@@ -311,6 +311,7 @@ inline void make_self_contained(llvm::Module& m, const std::string& name) {
       else if (n.rfind("dynstage_top_k", 0) == 0) what = "top_k";
       else if (n == kDebugPrintRoutine) what = "dyn::debug_print (its lines go through dynstage's printer)";
       else if (n == kCollectiveRoutine) what = "a collective (psum, all_gather, ...: MPI through dynstage's runtime)";
+      else if (n == kFftRoutine) what = "fft (FFTW or dynstage's transforms, through dynstage's runtime)";
       else if (n == kCountBytesRoutine) what = "the copy counter (detail::count_copies(), a test hook; turn it off)";
       fail<TypeError>("dyn::export_aot: the function uses " + what + " (dynstage's runtime routine " + n +
                       "), which an exported object cannot contain; ahead-of-time export supports the primitives "

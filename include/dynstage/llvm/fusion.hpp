@@ -166,6 +166,7 @@ struct Walk {
       case Kind::reduction:
       case Kind::cumulative:
       case Kind::sort:
+      case Kind::fft:
       case Kind::contraction:
       case Kind::control:
       case Kind::effect:
@@ -221,6 +222,7 @@ struct Walk {
       DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // (each operand element read once)
       case Prim::top_k:                          // (a buffer: marked in plan_fusion)
+      case Prim::fft:                            // (a buffer: marked in plan_fusion)
         visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
         return;
       case Prim::sort:
@@ -428,6 +430,8 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
     if (prim_kind(e.prim) == Kind::collective)
       for (const Atom& a : e.inputs)
         if (a.is_var()) mark(plan, a.var, std::string(prim_name(e.prim)) + " operand");
+    // fft's runtime routine (dynstage_fft) reads its operand from memory.
+    if (prim_kind(e.prim) == Kind::fft && e.inputs[0].is_var()) mark(plan, e.inputs[0].var, "fft operand");
     // top_k's runtime routine reads its operand from memory.
     if (e.prim == Prim::top_k && e.inputs[0].is_var()) mark(plan, e.inputs[0].var, "top_k operand");
     if (e.prim == Prim::dot_general) {

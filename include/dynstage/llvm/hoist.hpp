@@ -40,6 +40,7 @@ inline bool hoistable_prim(const Jaxpr& body, const Eqn& e) {
     case Kind::reduction:
     case Kind::cumulative:
     case Kind::sort:
+    case Kind::fft:
     case Kind::contraction: return true;
     case Kind::binary:
       return !((e.prim == Prim::div || e.prim == Prim::rem) && !e.outputs.empty() &&

@@ -248,6 +248,7 @@ private:
   llvm::Value* complex_div(DType d, llvm::Value* x, llvm::Value* y);
   llvm::Value* complex_exp(DType d, llvm::Value* z);
   llvm::Value* complex_log(DType d, llvm::Value* z);
+  llvm::Value* complex_abs(DType rd, llvm::Value* re, llvm::Value* im);
   llvm::Value* complex_convert(DType from, DType to, llvm::Value* x);
   llvm::Value* libm(const char* name, DType d, std::vector<llvm::Value*> args);
   llvm::Value* vector_math(Prim p, DType d, std::vector<llvm::Value*> args);
@@ -275,6 +276,7 @@ private:
   void emit_debug_print(const Eqn& e);                      // lower_sort.hpp
   void emit_collective(const Eqn& e, llvm::Value* out);     // lower_sort.hpp
   void emit_top_k(const Eqn& e);                            // lower_sort.hpp
+  void emit_fft(const Eqn& e, llvm::Value* out);            // lower_fft.hpp
   void emit_window(const Eqn& e, std::size_t k, llvm::Value* out);
   void emit_window_root(const Eqn& e, llvm::Value* out);
   void emit_dot(const Eqn& e, llvm::Value* out);
@@ -302,6 +304,7 @@ private:
   using FreeAfter = std::vector<std::vector<llvm::Value*>>;
   void emit_control(std::size_t ei, FreeAfter& free_after);
   void emit_loop(std::size_t ei, FreeAfter& free_after);
+  void emit_pointwise_loop(std::size_t ei, FreeAfter& free_after);  // lower_pointwise.hpp
   void emit_cond(std::size_t ei, FreeAfter& free_after);
   void emit_scan_loop(std::size_t ei, FreeAfter& free_after, int last,
                       const std::function<void(const std::vector<llvm::Value*>&, const std::vector<llvm::Value*>&)>&

@@ -5,6 +5,7 @@
 #ifdef DYNSTAGE_IMPLEMENTATION
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,8 @@ namespace dyn::detail::llvmjit {
 // inlined on the parts with the formulas of eager/kernel_util.hpp
 // (complex_mul ... complex_pow), so no library routine runs per element
 // except the real functions the formulas call (exp, sin, cos, log, atan2,
-// hypot, sinh, cosh), which vectorise as the real primitives do. After
+// sinh, cosh), which vectorise as the real primitives do; |z| is
+// complex_abs below (a square root, no call). After
 // SROA a complex value is two real values: a vectorised loop carries a
 // vector of real parts and one of imaginary parts.
 
@@ -57,10 +59,32 @@ inline llvm::Value* Lowering::complex_exp(DType d, llvm::Value* z) {
   return E.make_complex(d, b.CreateSelect(real_line, ea, re), b.CreateSelect(real_line, bb, im));
 }
 
+// |a + bi| as eager's complex_abs (kernel_util.hpp), operation for operation.
+inline llvm::Value* Lowering::complex_abs(DType rd, llvm::Value* a, llvm::Value* bb) {
+  const bool f32 = rd == DType::f32;
+  auto num = [&](double v) { return E.number(rd, v); };
+  const double big = f32 ? 0x1p50 : 0x1p500, small = f32 ? 0x1p-50 : 0x1p-500;
+  const double down = f32 ? 0x1p-100 : 0x1p-600, up = f32 ? 0x1p100 : 0x1p600;
+  llvm::Value* fa = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
+  llvm::Value* fb = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, bb);
+  llvm::Value* mx = b.CreateSelect(b.CreateFCmpOGT(fa, fb), fa, fb);
+  llvm::Value* is_big = b.CreateFCmpOGT(mx, num(big));
+  llvm::Value* is_small = b.CreateFCmpOLT(mx, num(small));
+  llvm::Value* s = b.CreateSelect(is_big, num(down), b.CreateSelect(is_small, num(up), num(1)));
+  llvm::Value* inv = b.CreateSelect(is_big, num(up), b.CreateSelect(is_small, num(down), num(1)));
+  llvm::Value* x = b.CreateFMul(fa, s);
+  llvm::Value* y = b.CreateFMul(fb, s);
+  llvm::Value* h = b.CreateFMul(
+      b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, b.CreateFAdd(b.CreateFMul(x, x), b.CreateFMul(y, y))), inv);
+  llvm::Value* inf = num(std::numeric_limits<double>::infinity());
+  llvm::Value* any_inf = b.CreateOr(b.CreateFCmpOEQ(fa, inf), b.CreateFCmpOEQ(fb, inf));
+  return b.CreateSelect(any_inf, inf, h);
+}
+
 inline llvm::Value* Lowering::complex_log(DType d, llvm::Value* z) {
   const DType rd = real_dtype(d);
   llvm::Value *a = E.re(z), *bb = E.im(z);
-  return E.make_complex(d, b.CreateUnaryIntrinsic(llvm::Intrinsic::log, libm("hypot", rd, {a, bb})),
+  return E.make_complex(d, b.CreateUnaryIntrinsic(llvm::Intrinsic::log, complex_abs(rd, a, bb)),
                         libm("atan2", rd, {bb, a}));
 }
 
@@ -131,7 +155,7 @@ inline llvm::Value* Lowering::complex_fused(const Eqn& e, Ix& ix, DType d0, DTyp
     }
     case Prim::abs: {
       llvm::Value* z = in(0);
-      return libm("hypot", rd, {E.re(z), E.im(z)});
+      return complex_abs(rd, E.re(z), E.im(z));
     }
     case Prim::real: return E.re(in(0));
     case Prim::imag: return E.im(in(0));
@@ -147,7 +171,7 @@ inline llvm::Value* Lowering::complex_fused(const Eqn& e, Ix& ix, DType d0, DTyp
       llvm::Value* z = in(0);
       llvm::Value *a = E.re(z), *bb = E.im(z);
       llvm::Value* t = un(llvm::Intrinsic::sqrt,
-                          b.CreateFMul(b.CreateFAdd(un(llvm::Intrinsic::fabs, a), libm("hypot", rd, {a, bb})), num(0.5)));
+                          b.CreateFMul(b.CreateFAdd(un(llvm::Intrinsic::fabs, a), complex_abs(rd, a, bb)), num(0.5)));
       llvm::Value* t2 = b.CreateFAdd(t, t);
       llvm::Value* pos = b.CreateFCmpOGE(a, num(0));
       llvm::Value* re = b.CreateSelect(pos, t, b.CreateFDiv(un(llvm::Intrinsic::fabs, bb), t2));

@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "lower.hpp"
+#include "lower_pointwise.hpp"
 
 namespace dyn::detail::llvmjit {
 
@@ -125,6 +126,8 @@ inline llvm::Value* Lowering::call_nested(llvm::Function* f, const std::vector<l
 inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
   switch (j_.eqns[ei].prim) {
     case Prim::for_loop:
+      if (!pointwise_loop_shape(j_, j_.eqns[ei]).empty()) return emit_pointwise_loop(ei, free_after);
+      return emit_loop(ei, free_after);
     case Prim::while_loop:
     case Prim::scan: return emit_loop(ei, free_after);
     case Prim::cond: return emit_cond(ei, free_after);
@@ -134,7 +137,7 @@ inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     DYN_REDUCTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_SORT_PRIMITIVES(DYN_CASE_LABEL) DYN_FFT_PRIMITIVES(DYN_CASE_LABEL)
     DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
     DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;
   }

@@ -558,6 +558,10 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
       llvm::Value* p = in(0);
       llvm::Value* c0 = in(1);
       llvm::Value* c1 = in(2);
+      // Complex values part by part: a select of {re, im} structs keeps the
+      // loop vectoriser out of the whole loop.
+      if (is_complex(od))
+        return E.make_complex(od, b.CreateSelect(p, E.re(c1), E.re(c0)), b.CreateSelect(p, E.im(c1), E.im(c0)));
       return b.CreateSelect(p, c1, c0);
     }
     // clamp(lo, x, hi) = min(max(x, lo), hi), exactly eager's clamp_value
@@ -588,7 +592,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::argmax:
     case Prim::argmin:
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
-    DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
+    DYN_SORT_PRIMITIVES(DYN_CASE_LABEL) DYN_FFT_PRIMITIVES(DYN_CASE_LABEL)
     case Prim::dot_general:
     case Prim::for_loop:
     case Prim::while_loop:

@@ -32,6 +32,7 @@ inline void Lowering::emit_root(std::size_t ei) {
     case Kind::cumulative: emit_cumulative(e, out); return;
     case Kind::scatter: emit_scatter(e, out); return;
     case Kind::sort: emit_sort(e); return;  // writes every output
+    case Kind::fft: emit_fft(e, out); return;  // a call of dynstage_fft (lower_fft.hpp)
     case Kind::contraction: emit_dot(e, out); return;
     case Kind::control: internal_error("LLVM lowering: a control equation reached emit_root");
     case Kind::effect: internal_error("LLVM lowering: an effect reached emit_root (emit_debug_print)");
@@ -222,7 +223,7 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
       DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
       DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
-      DYN_SORT_PRIMITIVES(DYN_CASE_LABEL)
+      DYN_SORT_PRIMITIVES(DYN_CASE_LABEL) DYN_FFT_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTRACTION_PRIMITIVES(DYN_CASE_LABEL)
       DYN_CONTROL_PRIMITIVES(DYN_CASE_LABEL)
       DYN_EFFECT_PRIMITIVES(DYN_CASE_LABEL) DYN_COLLECTIVE_PRIMITIVES(DYN_CASE_LABEL) break;

@@ -42,6 +42,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "../eager/kernels_sort.hpp"
+#include "../runtime/fft.hpp"
 #include "../errors.hpp"
 #include "../ir/prims.hpp"
 
@@ -289,6 +290,7 @@ inline std::string top_k_routine(DType d) { return "dynstage_top_k_" + std::stri
 inline constexpr const char* kSortMultiRoutine = "dynstage_sort_multi";
 inline constexpr const char* kDebugPrintRoutine = "dynstage_debug_print";  // eager/debug_print.hpp
 inline constexpr const char* kCollectiveRoutine = "dynstage_collective";  // runtime/distributed.hpp
+inline constexpr const char* kFftRoutine = "dynstage_fft";                // runtime/fft.hpp
 // The copy counter (backend.hpp, count_copies): called only by kernels
 // compiled while it is on.
 inline void count_bytes_entry(std::int64_t n) { copied_bytes().fetch_add(n, std::memory_order_relaxed); }
@@ -342,6 +344,7 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
   syms[jit.mangleAndIntern(kDebugPrintRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&::dynstage_debug_print), flags};
   syms[jit.mangleAndIntern(kCollectiveRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&::dynstage_collective), flags};
+  syms[jit.mangleAndIntern(kFftRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&::dynstage_fft), flags};
   check(jit.getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(syms))), "defining the runtime routines");
 }
 

@@ -132,9 +132,10 @@ auto all_to_all(const X& x, const AxisNames& axis_name, std::int64_t split_axis,
 }
 
 // axis_index("x") (lax.axis_index): this rank's i32 index along the axis, a
-// Tracer: for traced functions (jit, make_jaxpr, grad, vmap).
-// axis_index("x", like): the same, an Array when `like` is one (eager
-// shard_map), a Tracer when it is a Tracer.
+// Tracer: inside shard_map's f, staged or eager (an eager shard_map traces f
+// and runs the jaxpr, transform/shard_map_eager.hpp).
+// axis_index("x", like): the same, an Array when `like` is one (code that
+// runs on arrays outside a trace), a Tracer when it is a Tracer.
 inline Tracer<std::int32_t> axis_index(const AxisNames& axis_name, detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
   detail::require_trace("axis_index");
@@ -149,6 +150,9 @@ auto axis_index(const AxisNames& axis_name, const X&, detail::Loc loc = detail::
 }
 
 namespace detail {
+// f(args...) on tracers; traced once and run eagerly on arrays.
+template <class F, class... A>
+auto shard_map_call(const F& f, const A&... args);  // transform/shard_map_eager.hpp
 // The specs name the mesh's axes, no more entries than the value's rank.
 void check_specs(const char* which, const Mesh& mesh, const std::vector<P>& specs);
 void check_spec_rank(const P& spec, std::size_t k, std::int64_t rank);
@@ -197,7 +201,7 @@ auto shard_map(F f, const Mesh& mesh, std::vector<P> in_specs, std::vector<P> ou
         }(args),
         ...);
     detail::MeshScope scope(id);
-    return f(args...);
+    return detail::shard_map_call(f, args...);  // transform/shard_map_eager.hpp
   };
 }
 template <class F>

@@ -462,6 +462,8 @@ BatchOut batch_rule(Prim p, const std::vector<Value>& x, const std::vector<BDim>
       const std::vector<Value> outs = bind(p, ops, q);
       return {outs, std::vector<BDim>(outs.size(), BDim{0})};
     }
+    case Kind::fft:  // acts on the trailing axes: the batch axis goes in front (JAX's _fft_batching_rule)
+      return {{bind1(p, {to_front(x[0], dims[0], batch_size(x, dims))}, params)}, {0}};
     case Kind::contraction: return dot_rule(x, dims, params);
     case Kind::effect: return {bind(p, x, params), {}};  // debug_callback prints the batched operands
     case Kind::collective: {

@@ -510,6 +510,7 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
         if (t[k]) r.tangents[k] = take_along_axis(instantiate(t[k], x[k]), all.back(), sp.dimension);
       return r;
     }
+    case Kind::fft: return linear_in_first(p, x, t, params);  // linear: the tangent's transform (JAX's deflinear2)
     case Kind::contraction: {
       const Value y = op(p, x, params);
       Tangent ta, tb;

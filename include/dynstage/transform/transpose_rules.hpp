@@ -310,6 +310,47 @@ inline Value dot_transpose_lhs(const Value& g, const Shape& x_shape, const Value
   return identity ? r : transpose(r, out_axes);
 }
 
+// fft's transpose (JAX's _fft_transpose_rule): the DFT matrix is
+// symmetric, so FFT and IFFT are their own transposes. RFFT keeps n/2 + 1 of
+// the n outputs: its transpose is N irfft(conj(g) / mask), where mask is 2
+// for the bins whose mirror image RFFT left out and 1 for bin 0 and (n even)
+// bin n/2. IRFFT's is conj(mask rfft(g) / N).
+inline Value fft_half_mask(DType rd, std::int64_t n, double inner) {
+  const std::int64_t m = n / 2 + 1, twice = m - 2 + n % 2;
+  const bool odd = n % 2 != 0;
+  std::vector<Value> parts{broadcast_to_shape(lit(rd, 1), Shape{Dim(1)}, "vjp", staging())};
+  if (twice > 0) parts.push_back(broadcast_to_shape(lit(rd, inner), Shape{Dim(twice)}, "vjp", staging()));
+  if (!odd && m > 1) parts.push_back(broadcast_to_shape(lit(rd, 1), Shape{Dim(1)}, "vjp", staging()));
+  return parts.size() == 1 ? parts[0] : concatenate(parts, 0);
+}
+
+inline Value fft_transpose(const LinArg& x, const Value& g, const FftParams& fp) {
+  if (fp.fft_type == FftType::fft || fp.fft_type == FftType::ifft) return bind1(Prim::fft, {g}, fp);
+  // The lengths, static: the scale and the mask need them.
+  const Shape& full = fp.fft_type == FftType::rfft ? x.shape : g.shape();
+  std::vector<std::int64_t> lengths;
+  std::int64_t N = 1;
+  for (std::size_t k = 0; k < fp.fft_lengths.size(); ++k) {
+    const Dim& d = full[full.size() - fp.fft_lengths.size() + k];
+    if (!d.is_static())
+      fail<TypeError>("vjp: cannot transpose fft (" + std::string(fp.fft_type == FftType::rfft ? "rfft" : "irfft") +
+                      ") over a symbolic length " + d.to_string() + " yet");
+    lengths.push_back(d.value());
+    N *= d.value();
+  }
+  const std::int64_t n = lengths.back();
+  if (fp.fft_type == FftType::rfft) {
+    const DType cd = g.dtype(), rd = real_dtype(cd);
+    const Value masked = binary(Prim::mul, bind1(Prim::conj, {g}, ConjParams{cd}), convert(fft_half_mask(rd, n, 0.5), cd));
+    return binary(Prim::mul, bind1(Prim::fft, {masked}, FftParams{FftType::irfft, lengths}), lit(rd, static_cast<double>(N)));
+  }
+  const DType rd = g.dtype(), cd = complex_dtype(rd);
+  const Value x_hat = bind1(Prim::fft, {g}, FftParams{FftType::rfft, lengths});
+  const Value scaled = binary(Prim::mul, binary(Prim::mul, x_hat, convert(fft_half_mask(rd, n, 2.0), cd)),
+                              lit(rd, 1.0 / static_cast<double>(N)));
+  return bind1(Prim::conj, {scaled}, ConjParams{cd});
+}
+
 }  // namespace transpose_detail
 
 std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const std::vector<Tangent>& ct,
@@ -431,6 +472,7 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
       r[0] = bind1(Prim::cumsum, {g}, CumulativeParams{cp.axis, !cp.reverse});
       return r;
     }
+    case Kind::fft: r[0] = fft_transpose(in[0], g, std::get<FftParams>(params)); return r;
     case Kind::contraction: {
       const auto& d = std::get<DotGeneralParams>(params);
       if (in[0].linear() && in[1].linear()) not_linear(p);
