@@ -203,6 +203,31 @@ TEST_CASE("complex grad through control flow: a complex loop carry, a cond of co
   }, z);
 }
 
+TEST_CASE("complex grad through fft (its rules, JAX's _fft_transpose_rule): Parseval, central differences, jit") {
+  const Array<c128> z({4}, {c128(1, 2), c128(-0.5, 0.25), c128(0, -1), c128(0.3, 0.7)});
+  // sum |fft(z)|^2 = N sum |z|^2: grad 2 N conj(z)
+  auto parseval = [](auto v) { return dyn::sum(dyn::square(dyn::abs(dyn::fft::fft(v)))); };
+  const Array<c128> g = dyn::grad(parseval)(z);
+  for (int k = 0; k < 4; ++k) CHECK(close(g.data()[k], 8.0 * std::conj(z.data()[k]), 1e-13));
+  check_grad_fd([](auto v) { return dyn::sum(dyn::real(dyn::fft::ifft(v * v)) * Array<double>({4}, {1, -2, 3, 0.5})); },
+                z);
+  // rfft and irfft of a real x, against central differences
+  const Array<double> x({5}, {0.4, -1.2, 2.0, 0.3, -0.7});
+  auto h = [](auto v) {
+    auto X = dyn::fft::rfft(v);
+    return dyn::sum(dyn::imag(X * X) + dyn::abs(X)) + dyn::sum(dyn::fft::irfft(X * c128(0.5, 1), 5) * v);
+  };
+  const Array<double> gx = dyn::grad(h)(x), gj = dyn::jit(dyn::grad(h))(x);
+  for (int k = 0; k < 5; ++k) {
+    std::vector<double> p(x.data(), x.data() + 5), m = p;
+    p[static_cast<std::size_t>(k)] += 1e-6;
+    m[static_cast<std::size_t>(k)] -= 1e-6;
+    const double fd = (h(Array<double>({5}, p)).data()[0] - h(Array<double>({5}, m)).data()[0]) / 2e-6;
+    CHECK(gx.data()[k] == doctest::Approx(fd).epsilon(1e-7));
+    CHECK(gj.data()[k] == doctest::Approx(gx.data()[k]).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("complex vjp: transposes without conjugation (JAX's rules of lax.py)") {
   const c128 z(0.7, -0.4), c(2, 3), w(0.5, -1.5);
   auto vj = [&](auto f, auto x, auto ct) { return std::get<0>(std::get<1>(dyn::vjp(f, x))(ct)); };
