@@ -76,6 +76,7 @@
 #include "eager/kernels.hpp"
 #include "eager/interpret.hpp"
 #include "transform/jvp_rules.hpp"
+#include "transform/jvp_complex.hpp"
 #include "transform/jvp.hpp"
 #include "transform/jvp_control.hpp"
 #include "transform/vjp.hpp"

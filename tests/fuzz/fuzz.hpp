@@ -26,10 +26,10 @@ namespace fuzz {
 inline constexpr int kNumFuzzDTypes = 11;
 static_assert(static_cast<int>(dyn::DType::f64) == kNumFuzzDTypes - 1);
 
-// dyn::visit_dtype over the dtypes the fuzzer generates: every real one. The
-// programs have no complex values yet (issue 24: complex cases are a
-// separate generator), so the fuzzer's value variants and their operations
-// are not instantiated for std::complex.
+// dyn::visit_dtype over the dtypes of the fuzzer's slots: every real one.
+// Complex values live inside Op::cplx nodes (made of float slots, projected
+// back to real ones: issue 24), so the fuzzer's value variants and their
+// operations are not instantiated for std::complex.
 template <class F>
 decltype(auto) visit_dtype(dyn::DType d, F&& f) {
   if (dyn::is_complex(d)) throw std::logic_error("fuzz: a complex value (the generator makes none)");
@@ -99,7 +99,17 @@ enum class Op {
   scan,                  // p = reverse, length (no xs), ncarry; in = carries, xs; body[0](carries..., x rows...)
                          // -> carries, ys; out = carries, ys (each y with the length as a leading dimension)
   checkpoint,            // in = operands; dyn::checkpoint(body[0])(operands...) -> outs
+  cplx,                  // complex values inside one node (issue 24): in = x, y (one float dtype, broadcasting);
+                         // z0 = p[0]: 0 complex(x, y), 1 x + y * 1i, 2 astype<complex>(x) - 1i * y; then the
+                         // steps p[1..] (CStep) on z; the result: k (CProj) of z, a real float or bool
 };
+
+// The steps of a cplx node, each on the complex value z (z0: the first one).
+enum CStep { cs_neg, cs_conj, cs_exp, cs_log, cs_sqrt, cs_sin, cs_cos, cs_tanh, cs_square, cs_ipow, cs_add, cs_sub,
+             cs_mul, cs_div, cs_pow, cs_mul_lit, cs_sum, cs_prod, cs_mean, cs_dot, cs_flat, cs_rev, cs_stop_gradient,
+             cs_transpose, kCStepCount };
+// What a cplx node returns of z: real(z), imag(z), abs(z), angle(z), z == conj(z), z != conj(z).
+enum CProj { cp_real, cp_imag, cp_abs, cp_angle, cp_eq, cp_ne, kCProjCount };
 
 enum Unary { u_neg, u_abs, u_sign, u_floor, u_ceil, u_round, u_exp, u_log, u_log1p, u_sqrt, u_rsqrt, u_sin, u_cos,
              u_tan, u_tanh, u_logistic, u_not, u_popcount, u_clz,

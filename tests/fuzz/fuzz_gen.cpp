@@ -189,7 +189,7 @@ struct Gen {
     const i64 rank = static_cast<i64>(tx.shape.size());
     Node n;
     n.in = {x};
-    const int which = static_cast<int>(r.range(0, 39));
+    const int which = static_cast<int>(r.range(0, 42));
     switch (which) {
       case 0: case 1: case 2: {  // unary
         std::vector<int> ks;
@@ -615,8 +615,86 @@ struct Gen {
         if (depth >= 2) return false;
         return control(p, scope, depth, which % 3);
       }
+      case 40: case 41: case 42:  // complex values (issue 24)
+        if (!complex_node(p, scope, x, n)) return false;
+        break;
     }
     add(p, scope, std::move(n));
+    return true;
+  }
+
+  // A cplx node on the float x and a partner y: z0 made of both, a chain of
+  // one to four steps, a projection back to a real float (or bool). The
+  // chain stays well-conditioned where its value is inexact (jit may round
+  // differently from eager: docs/backend.md): no branch cut (log, sqrt,
+  // pow, angle), no exponential growth (exp, sin, cos, tanh) and no
+  // equality test of an inexact value, as for the real operations above.
+  bool complex_node(Program& p, std::vector<Ty>& scope, int x, Node& n) {
+    const Ty tx = scope[x];
+    if (!isf(tx.dt)) return false;
+    const int y = partner(p, scope, x);
+    const Ty& ty = scope[y];
+    std::vector<D> shape, z0;
+    broadcast(tx.shape, ty.shape, z0);
+    shape = z0;
+    bool inexact = tx.inexact || ty.inexact;
+    n.op = Op::cplx, n.in = {x, y}, n.p = {r.range(0, 2)};
+    n.lit = tx.dt == DType::f32 ? 32 : 64;  // the operands' float type, for the C++ reproduction
+    auto is_static = [](const std::vector<D>& s) {
+      for (const D& d : s)
+        if (!d.is_static()) return false;
+      return true;
+    };
+    const i64 steps = r.range(1, 4);
+    for (i64 i = 0; i < steps; ++i) {
+      const int k = static_cast<int>(r.range(0, kCStepCount - 1));
+      std::vector<D> o;
+      switch (k) {
+        case cs_log: case cs_sqrt: case cs_pow: case cs_exp: case cs_sin: case cs_cos: case cs_tanh:
+          if (inexact) continue;  // branch cuts, poles, growth: exact operands only
+          if (k == cs_pow && !broadcast(shape, z0, o)) continue;
+          if (k == cs_pow) shape = o;
+          inexact = true;
+          break;
+        case cs_add: case cs_sub: case cs_mul: case cs_div:
+          if (!broadcast(shape, z0, o)) continue;
+          shape = o;
+          break;
+        case cs_sum: case cs_prod: case cs_mean:
+          if (k != cs_sum && shape.empty()) continue;
+          if (k == cs_mean && !is_static(shape)) continue;
+          shape.clear();
+          inexact = true;
+          break;
+        case cs_dot:  // dot of vectors, z @ transpose(z0) of matrices
+          if (!(shape == z0) || shape.empty() || shape.size() > 2 || !is_static(shape)) continue;
+          if (shape.size() == 1) shape.clear();
+          else shape = {shape[0], shape[0]};
+          inexact = true;
+          break;
+        case cs_flat: {
+          if (!is_static(shape)) continue;
+          i64 size = 1;
+          for (const D& d : shape) size *= d.n;
+          shape = {D{size, -1}};
+          break;
+        }
+        case cs_rev:
+          if (shape.empty()) continue;
+          break;
+        case cs_transpose:
+          std::reverse(shape.begin(), shape.end());
+          break;
+        default: break;  // neg, conj, square, ipow, mul_lit, stop_gradient
+      }
+      n.p.push_back(k);
+    }
+    std::vector<int> ks = {cp_real, cp_imag, cp_abs};
+    if (!inexact) ks.insert(ks.end(), {cp_angle, cp_eq, cp_ne});  // discontinuous: exact values only
+    n.k = r.pick(ks);
+    Ty t{tx.dt, shape, inexact || n.k == cp_abs || n.k == cp_angle, tx.lowp || ty.lowp};
+    if (n.k == cp_eq || n.k == cp_ne) t = Ty{DType::bool_, shape, false};
+    n.out = {t};
     return true;
   }
 
@@ -913,6 +991,32 @@ struct Emitter {
     return "?";
   }
 
+  // A cplx node as an immediately invoked lambda of the interpreter's steps
+  // (fuzz_run.cpp, Interp::cplx); T: the operands' float type.
+  static std::string complex_cpp(const Node& n, const std::string& x, const std::string& y, const std::string& T) {
+    const std::string C = "std::complex<" + T + ">";
+    static const char* z0s[] = {"dyn::complex(X, Y)", "X + Y * C(0, 1)", "dyn::astype<C>(X) - C(0, 1) * Y"};
+    std::string z0 = z0s[n.p.at(0)];
+    auto subst = [&](std::string s) {
+      std::string r;
+      for (char ch : s) r += ch == 'X' ? x : ch == 'Y' ? y : ch == 'C' ? C : std::string(1, ch);
+      return r;
+    };
+    std::string e = "[&] {\n    using Z = decltype(dyn::complex(" + x + ", " + y + "));\n    const Z z0 = " + subst(z0) +
+                    ";\n    Z z = z0;\n";
+    static const char* steps[] = {"-z", "dyn::conj(z)", "dyn::exp(z)", "dyn::log(z)", "dyn::sqrt(z)", "dyn::sin(z)",
+                                  "dyn::cos(z)", "dyn::tanh(z)", "dyn::square(z)", "dyn::integer_pow(z, 3)", "z + z0",
+                                  "z - z0", "z * z0", "z / (z0 + C(2, 1))", "dyn::pow(z, z0)", "z * C(0.5, -1.5)",
+                                  "dyn::sum(z)", "dyn::prod(z)", "dyn::mean(z)",
+                                  "z.rank() == 1 ? Z(dyn::dot(z, z0)) : Z(dyn::matmul(z, dyn::transpose(z0)))",
+                                  "dyn::reshape(z, {-1})", "dyn::rev(z, {0})", "dyn::stop_gradient(z)",
+                                  "dyn::transpose(z)"};
+    for (std::size_t i = 1; i < n.p.size(); ++i) e += "    z = " + subst(steps[n.p[i]]) + ";\n";
+    static const char* proj[] = {"dyn::real(z)", "dyn::imag(z)", "dyn::abs(z)", "dyn::angle(z)", "(z == dyn::conj(z))",
+                                 "(z != dyn::conj(z))"};
+    return e + "    return " + proj[n.k] + ";\n  }()";
+  }
+
   // Emits p's nodes into os (indent), env holding the names of visible slots.
   void program(std::ostream& os, const Program& p, std::vector<std::string> env, const std::string& ind,
                std::vector<std::string>& outs) {
@@ -948,6 +1052,7 @@ struct Emitter {
           break;
         }
         case Op::where: e = "dyn::where(" + in(0) + ", " + in(1) + ", " + in(2) + ")"; break;
+        case Op::cplx: e = complex_cpp(n, in(0), in(1), n.lit == 32 ? "float" : "double"); break;
         case Op::clamp:
           e = n.p[0] ? "dyn::clamp(" + in(1) + ", " + in(0) + ", " + in(2) + ")"
                      : "dyn::clip(" + in(0) + ", " + in(1) + ", " + in(2) + ")";

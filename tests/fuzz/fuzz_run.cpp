@@ -7,6 +7,7 @@
 #include <dynstage/dynstage.hpp>
 
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -209,6 +210,62 @@ struct Interp {
     throw std::logic_error("fuzz: bad compare");
   }
 
+  // A cplx node (fuzz.hpp): complex values of x's float dtype, made,
+  // transformed and projected back to a real (or bool) value here, so that
+  // no complex value crosses a slot.
+  template <class X>
+  static V cplx(const Node& n, const X& x, const V& yv) {
+    using T = elem<X>;
+    if constexpr (!std::is_floating_point_v<T>) {
+      throw std::logic_error("fuzz: a cplx node of a non-float operand");
+    } else {
+      using C = std::complex<T>;
+      const X& y = same(x, yv);
+      using Z = decltype(dyn::complex(x, y));
+      const Z z0 = n.p.at(0) == 0 ? dyn::complex(x, y) : n.p[0] == 1 ? Z(x + y * C(0, 1)) : Z(dyn::astype<C>(x) - C(0, 1) * y);
+      Z z = z0;
+      for (std::size_t i = 1; i < n.p.size(); ++i) {
+        switch (static_cast<CStep>(n.p[i])) {
+          case cs_neg: z = -z; break;
+          case cs_conj: z = dyn::conj(z); break;
+          case cs_exp: z = dyn::exp(z); break;
+          case cs_log: z = dyn::log(z); break;
+          case cs_sqrt: z = dyn::sqrt(z); break;
+          case cs_sin: z = dyn::sin(z); break;
+          case cs_cos: z = dyn::cos(z); break;
+          case cs_tanh: z = dyn::tanh(z); break;
+          case cs_square: z = dyn::square(z); break;
+          case cs_ipow: z = dyn::integer_pow(z, 3); break;
+          case cs_add: z = z + z0; break;
+          case cs_sub: z = z - z0; break;
+          case cs_mul: z = z * z0; break;
+          case cs_div: z = z / (z0 + C(2, 1)); break;
+          case cs_pow: z = dyn::pow(z, z0); break;
+          case cs_mul_lit: z = z * C(0.5, -1.5); break;
+          case cs_sum: z = dyn::sum(z); break;
+          case cs_prod: z = dyn::prod(z); break;
+          case cs_mean: z = dyn::mean(z); break;
+          case cs_dot: z = z.rank() == 1 ? Z(dyn::dot(z, z0)) : Z(dyn::matmul(z, dyn::transpose(z0))); break;
+          case cs_flat: z = dyn::reshape(z, dyn::Shape{dyn::Dim(-1)}); break;
+          case cs_rev: z = dyn::rev(z, {0}); break;
+          case cs_stop_gradient: z = dyn::stop_gradient(z); break;
+          case cs_transpose: z = dyn::transpose(z); break;
+          case kCStepCount: throw std::logic_error("fuzz: bad complex step");
+        }
+      }
+      switch (static_cast<CProj>(n.k)) {
+        case cp_real: return as_v<K>(dyn::real(z));
+        case cp_imag: return as_v<K>(dyn::imag(z));
+        case cp_abs: return as_v<K>(dyn::abs(z));
+        case cp_angle: return as_v<K>(dyn::angle(z));
+        case cp_eq: return as_v<K>(z == dyn::conj(z));
+        case cp_ne: return as_v<K>(z != dyn::conj(z));
+        case kCProjCount: break;
+      }
+      throw std::logic_error("fuzz: bad complex projection");
+    }
+  }
+
   // The value of a slot as the alternative of the same type as x.
   template <class X>
   static const X& same(const X&, const V& v) {
@@ -389,6 +446,7 @@ struct Interp {
         }, in(0))};
       case Op::compare:
         return {std::visit([&](const auto& x) { return cmp(n.k, x, same(x, in(1))); }, in(0))};
+      case Op::cplx: return {std::visit([&](const auto& x) { return cplx(n, x, in(1)); }, in(0))};
       case Op::where: {
         const auto& pred = std::get<0>(in(0));
         return {std::visit([&](const auto& x) { return as_v<K>(dyn::where(pred, x, same(x, in(2)))); }, in(1))};

@@ -39,14 +39,8 @@ const std::map<Prim, std::string> kNotFuzzed = {
             "tests/distributed/ compares it with single-process results"},
     DYN_COLLECTIVE_PRIMITIVES(DYN_NOT_FUZZED)
 #undef DYN_NOT_FUZZED
-    // issue 24: the fuzzer generates no complex values yet (tests/fuzz/fuzz.hpp,
-    // fuzz::visit_dtype); tests/jit/test_jit_complex.cpp compares them
-    {Prim::real, "complex operands only; the fuzzer has no complex values yet"},
-    {Prim::imag, "complex operands only; the fuzzer has no complex values yet"},
-    {Prim::conj, "bound by dyn::conj for complex operands only; the fuzzer has no complex values yet"},
-    {Prim::complex, "a complex result; the fuzzer has no complex values yet"},
-    {Prim::fft, "complex operands or results; the fuzzer has no complex values yet (tests/ops/test_fft.cpp and "
-                "tests/jit/test_jit_fft.cpp compare it with NumPy and eager)"},
+    {Prim::fft, "the fuzzer's complex nodes (tests/fuzz/fuzz.hpp, Op::cplx) have no fft step yet "
+                "(tests/ops/test_fft.cpp and tests/jit/test_jit_fft.cpp compare it with NumPy and eager)"},
 };
 
 // The seeds whose programs must cover every primitive (dynstage_fuzz's

@@ -130,6 +130,22 @@ TEST_CASE("issue 25: products that depend on each other are not merged") {
     CHECK(dots_after_rewrite(f, a, b, c) == 2);
     check_vs_eager(f, a, b, c);
   }
+  SUBCASE("through the order of loops: a product feeding one loop and a product fed by a later one (seed 1009)") {
+    // The loops keep their relative order, so the second product comes after
+    // the first loop, which reads the first product: merging them made a cycle.
+    auto f = [](auto a, auto b, auto c) {
+      auto p = dyn::matmul(a, b);
+      auto l1 = dyn::while_loop([](auto k, auto) { return k < 0; })([](auto k, auto v) {
+        return std::make_tuple(k + 1, v * 2.0);
+      })(Array<i64>::scalar(0), p);
+      auto l2 = dyn::while_loop([](auto k, auto) { return k < 0; })([](auto k, auto v) {
+        return std::make_tuple(k + 1, v * 3.0);
+      })(Array<i64>::scalar(0), c);
+      return std::get<1>(l1) + dyn::matmul(std::get<1>(l2), b);
+    };
+    CHECK(dots_after_rewrite(f, a, b, c) == 2);
+    check_vs_eager(f, a, b, c);
+  }
   SUBCASE("two chains side by side merge level by level") {
     auto f = [](auto a, auto b, auto c) {
       auto p = dyn::matmul(dyn::matmul(a, b), c), q = dyn::matmul(dyn::matmul(c, a), b);

@@ -97,6 +97,19 @@ TEST_CASE("jit complex: larger products agree with eager (the loop nest, transpo
   CHECK(dyn::allclose(std::get<2>(c), std::get<2>(e), 1e-12, 1e-12));
 }
 
+TEST_CASE("jit complex: a matrix-vector product whose lhs is a fused expression (the fuzzer's seed 745)") {
+  // The lhs square(z) fuses into the matvec nest (fusion.hpp, dot_fuses_lhs),
+  // which multiplied and added complex values as integers (invalid IR).
+  const Array<double> a({1, 3}, {-7.2254614365438394, -12.620543671428836, -0.43227847532770075});
+  auto f = [](auto x) {
+    const auto z = dyn::complex(x, x);
+    return dyn::matmul(dyn::square(z), dyn::transpose(z)) + dyn::matmul(z * c128(0, 1), dyn::transpose(z));
+  };
+  const Array<c128> e = f(a), c = dyn::jit(f)(a);
+  CHECK(c.shape() == std::vector<std::int64_t>{1, 1});
+  CHECK(c.data()[0] == e.data()[0]);  // the same products and sums in the same order: bit for bit
+}
+
 // A Mandelbrot iteration with complex arithmetic: a complex loop carry,
 // where (select_n on complex values), abs.
 TEST_CASE("jit complex: a Mandelbrot set in a for_loop, eager and compiled alike") {

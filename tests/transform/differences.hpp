@@ -15,14 +15,19 @@ namespace transform_test {
 using namespace dyn;
 using namespace dyn::detail;
 
-// A deterministic direction in [-1, 1] of x's type.
+// A deterministic direction in [-1, 1] of x's type (a complex one moves
+// both parts: (sin, cos) of the same angle).
 inline AnyArray direction(const AnyArray& x, int salt) {
   return visit_dtype(x.dtype(), [&](auto z) -> AnyArray {
     using T = decltype(z);
     Array<T> a(x.shape());
     T* p = a.mutable_data();
-    for (std::int64_t i = 0; i < a.size(); ++i)
-      p[i] = static_cast<T>(std::sin(1.7 * static_cast<double>(i + 1) + 0.9 * salt));
+    for (std::int64_t i = 0; i < a.size(); ++i) {
+      const double angle = 1.7 * static_cast<double>(i + 1) + 0.9 * salt;
+      if constexpr (dyn::is_complex_v<T>)
+        p[i] = T(static_cast<typename T::value_type>(std::sin(angle)), static_cast<typename T::value_type>(std::cos(angle)));
+      else p[i] = static_cast<T>(std::sin(angle));
+    }
     return AnyArray(a);
   });
 }
@@ -42,11 +47,20 @@ inline AnyArray shifted(const AnyArray& x, const AnyArray& v, double h) {
   });
 }
 
+// Element i (of a complex array: its real part; at_im: its imaginary
+// part, 0 for a real array).
 inline double at(const AnyArray& a, std::int64_t i) {
   return visit_dtype(a.dtype(), [&](auto z) {
     const auto v = static_cast<const decltype(z)*>(a.data())[i];
     if constexpr (dyn::is_complex_v<decltype(z)>) return static_cast<double>(v.real());
     else return static_cast<double>(v);
+  });
+}
+inline double at_im(const AnyArray& a, std::int64_t i) {
+  return visit_dtype(a.dtype(), [&](auto z) {
+    const auto v = static_cast<const decltype(z)*>(a.data())[i];
+    if constexpr (dyn::is_complex_v<decltype(z)>) return static_cast<double>(v.imag());
+    else return (void)v, 0.0;
   });
 }
 

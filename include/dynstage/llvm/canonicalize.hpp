@@ -272,13 +272,24 @@ inline Jaxpr batch_small_dots(Jaxpr j) {
   }
   if (ncand < 2) return j;
   // Dot depth (see above); the group key gets the depth as its last field.
+  // Effects and control flow keep their relative order (toposort_eqns), an
+  // edge from each to the next: the depth follows that chain too, or a
+  // product feeding one loop would merge with a product fed by a later loop
+  // (the merged block then precedes the later loop and follows the first:
+  // a cycle; the fuzzer's seed 1009).
   std::vector<std::size_t> depth(j.types.size(), 0);
+  std::size_t ordered = 0;  // the depth of the last effect or control equation
   std::map<Key, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < j.eqns.size(); ++i) {
     const Eqn& e = j.eqns[i];
     std::size_t d = 0;
     for (const Atom& a : e.inputs)
       if (a.is_var()) d = std::max(d, depth[static_cast<std::size_t>(a.var)]);
+    const Kind kind = prim_kind(e.prim);
+    if (kind == Kind::effect || kind == Kind::control) {
+      d = std::max(d, ordered);
+      ordered = d;
+    }
     if (key[i]) {
       std::get<9>(*key[i]) = d;
       groups[*key[i]].push_back(i);

@@ -78,10 +78,20 @@ inline void emit_either(Emitter& E, llvm::Value* cond, const std::function<void(
 // bi * K, the row's start in a row-major (B,M,K) lhs.
 using LhsElement = std::function<llvm::Value*(llvm::Value* bi, llvm::Value* arow, llvm::Value* k)>;
 
+// cur + x * y of complex values, the product inlined ((ac - bd) + (ad + bc)i,
+// eager's order: emit_complex_matmul and the fused-lhs matvec agree).
+inline llvm::Value* complex_mul_add(Emitter& E, DType d, llvm::Value* cur, llvm::Value* x, llvm::Value* y) {
+  auto& b = E.b;
+  llvm::Value *a = E.re(x), *bb = E.im(x), *c = E.re(y), *dd = E.im(y);
+  llvm::Value* re = b.CreateFAdd(E.re(cur), b.CreateFSub(b.CreateFMul(a, c), b.CreateFMul(bb, dd)));
+  llvm::Value* im = b.CreateFAdd(E.im(cur), b.CreateFAdd(b.CreateFMul(a, dd), b.CreateFMul(bb, c)));
+  return E.make_complex(d, re, im);
+}
+
 inline void emit_matvec_of(Emitter& E, DType d, const DotShape& s, const LhsElement& lhs, llvm::Value* Bm,
                            llvm::Value* C) {
   auto& b = E.b;
-  const bool fl = is_float(d);
+  const bool fl = is_float(d), cx = is_complex(d);
   llvm::Type* t = E.reg_type(d);
   llvm::AllocaInst* acc = E.entry_alloca(t);
   // (M >= 1 inside the loop: B * M > 0 there.)
@@ -90,13 +100,15 @@ inline void emit_matvec_of(Emitter& E, DType d, const DotShape& s, const LhsElem
     llvm::Value* batch = b.CreateUDiv(bi, mdiv);
     llvm::Value* arow = b.CreateMul(bi, s.K, "", true, true);
     llvm::Value* bcol = b.CreateMul(batch, s.K, "", true, true);
-    b.CreateStore(E.number(d, 0), acc);
+    b.CreateStore(cx ? E.constant(d, 0, 0, 0) : E.number(d, 0), acc);
     E.loop(s.K, [&](llvm::Value* k) {
       llvm::Value* x = lhs(bi, arow, k);
       llvm::Value* y = E.load(Bm, d, b.CreateAdd(bcol, k, "", true, true));
       llvm::Value* cur = b.CreateLoad(t, acc);
-      llvm::Value* r = fl ? Emitter::reassoc(Emitter::contract(b.CreateFAdd(cur, Emitter::contract(b.CreateFMul(x, y)))))
-                          : b.CreateAdd(cur, b.CreateMul(x, y));
+      // (a complex lhs fused into the matvec: the complex product, in k order)
+      llvm::Value* r = cx ? complex_mul_add(E, d, cur, x, y)
+                       : fl ? Emitter::reassoc(Emitter::contract(b.CreateFAdd(cur, Emitter::contract(b.CreateFMul(x, y)))))
+                            : b.CreateAdd(cur, b.CreateMul(x, y));
       b.CreateStore(r, acc);
     }, LoopHint::reduction);
     E.store(C, d, bi, b.CreateLoad(t, acc));
@@ -577,11 +589,7 @@ inline void emit_complex_matmul(Emitter& E, DType d, const DotShape& s, llvm::Va
         E.loop(s.K, [&](llvm::Value* k) {
           llvm::Value* x = E.load(A, d, b.CreateAdd(aoff, s.ta ? idx(k, i, s.M) : idx(i, k, s.K), "", true, true));
           llvm::Value* y = E.load(Bm, d, b.CreateAdd(boff, s.tb ? idx(jj, k, s.K) : idx(k, jj, s.N), "", true, true));
-          llvm::Value *a = E.re(x), *bb = E.im(x), *c = E.re(y), *dd = E.im(y);
-          llvm::Value* cur = b.CreateLoad(E.reg_type(d), acc);
-          llvm::Value* re = b.CreateFAdd(E.re(cur), b.CreateFSub(b.CreateFMul(a, c), b.CreateFMul(bb, dd)));
-          llvm::Value* im = b.CreateFAdd(E.im(cur), b.CreateFAdd(b.CreateFMul(a, dd), b.CreateFMul(bb, c)));
-          b.CreateStore(E.make_complex(d, re, im), acc);
+          b.CreateStore(complex_mul_add(E, d, b.CreateLoad(E.reg_type(d), acc), x, y), acc);
         });
         E.store(C, d, b.CreateAdd(coff, idx(i, jj, s.N), "", true, true), b.CreateLoad(E.reg_type(d), acc));
       });

@@ -224,12 +224,13 @@ auto square(const X& x, detail::Loc loc = detail::Loc::current()) {
 
 // stop_gradient (lax.stop_gradient): x itself, which every derivative
 // (dyn::jvp, grad, vjp, jacfwd, ...) treats as a constant. A floating-point
-// x binds the primitive; any other x is returned as it is (it has no
-// derivative to stop), as JAX does.
+// x, real or complex (complex values have tangents too), binds the
+// primitive; any other x is returned as it is (it has no derivative to
+// stop), as JAX does.
 template <ArrayLike X>
 auto stop_gradient(const X& x, detail::Loc loc = detail::Loc::current()) {
   using E = detail::elem_t<X>;
-  if constexpr (std::is_floating_point_v<E>) return detail::un<detail::Prim::stop_gradient, E>(x, loc);
+  if constexpr (std::is_floating_point_v<E> || is_complex_v<E>) return detail::un<detail::Prim::stop_gradient, E>(x, loc);
   else return detail::from_value<detail::result_of_t<E, X>>(detail::to_value(x));
 }
 

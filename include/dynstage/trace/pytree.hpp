@@ -68,7 +68,7 @@ template <class X> struct traced {
 };
 template <class T> struct traced<Array<T>> { using type = Tracer<T>; };
 template <class T> struct traced<Tracer<T>> { using type = Tracer<T>; };
-template <class X> requires std::is_arithmetic_v<X> struct traced<X> { using type = Tracer<scalar_element_t<X>>; };
+template <class X> requires is_scalar_v<X> struct traced<X> { using type = Tracer<scalar_element_t<X>>; };
 template <class... X> struct traced<std::tuple<X...>> { using type = std::tuple<traced_t<X>...>; };
 template <class A, class B> struct traced<std::pair<A, B>> { using type = std::pair<traced_t<A>, traced_t<B>>; };
 template <class X, std::size_t N> struct traced<std::array<X, N>> { using type = std::array<traced_t<X>, N>; };
@@ -81,13 +81,14 @@ template <class X> struct concrete {
 };
 template <class T> struct concrete<Array<T>> { using type = Array<T>; };
 template <class T> struct concrete<Tracer<T>> { using type = Array<T>; };
-template <class X> requires std::is_arithmetic_v<X> struct concrete<X> { using type = Array<scalar_element_t<X>>; };
+template <class X> requires is_scalar_v<X> struct concrete<X> { using type = Array<scalar_element_t<X>>; };
 template <class... X> struct concrete<std::tuple<X...>> { using type = std::tuple<concrete_t<X>...>; };
 template <class A, class B> struct concrete<std::pair<A, B>> { using type = std::tuple<concrete_t<A>, concrete_t<B>>; };
 template <class X, std::size_t N> struct concrete<std::array<X, N>> { using type = std::array<concrete_t<X>, N>; };
 template <class X, class Al> struct concrete<std::vector<X, Al>> { using type = std::vector<concrete_t<X>>; };
 
-// lifted_t<X>: the structure with C++ scalar leaves turned into rank-0 arrays
+// lifted_t<X>: the structure with C++ scalar leaves (std::complex ones
+// included: a leaf, not a template to rebind) turned into rank-0 arrays
 // of their exact type, everything else kept (pairs stay pairs). It is what an
 // eager call passes to the function, so that eager sees what a trace sees: a
 // `double` argument is an f64[] value in both, not a weak literal.
@@ -98,7 +99,7 @@ template <class X> struct lifted {
 };
 template <class T> struct lifted<Array<T>> { using type = Array<T>; };
 template <class T> struct lifted<Tracer<T>> { using type = Tracer<T>; };
-template <class X> requires std::is_arithmetic_v<X> struct lifted<X> { using type = Array<scalar_element_t<X>>; };
+template <class X> requires is_scalar_v<X> struct lifted<X> { using type = Array<scalar_element_t<X>>; };
 template <class... X> struct lifted<std::tuple<X...>> { using type = std::tuple<lifted_t<X>...>; };
 template <class A, class B> struct lifted<std::pair<A, B>> { using type = std::pair<lifted_t<A>, lifted_t<B>>; };
 template <class X, std::size_t N> struct lifted<std::array<X, N>> { using type = std::array<lifted_t<X>, N>; };

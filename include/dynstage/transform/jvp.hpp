@@ -56,15 +56,8 @@ JvpOut jvp_eval(const Jaxpr& j, const std::vector<Value>& consts, const std::vec
       tin.push_back(tread(a));
       any = any || tin.back().has_value();
     }
-    bool float_out = false, complex_out = false;
-    for (int v : e.outputs) {
-      const DType d = j.types.at(static_cast<std::size_t>(v)).dtype;
-      float_out = float_out || differentiable_dtype(d);
-      complex_out = complex_out || is_complex(d);
-    }
-    // A complex result of a value with a tangent would lose the tangent
-    // (complex values carry none yet): refused, not silently zero.
-    if (any && complex_out) complex_jvp_error(e.prim, j.types.at(static_cast<std::size_t>(e.outputs.at(0))).dtype);
+    bool float_out = false;  // a result that carries a tangent (real or complex float)
+    for (int v : e.outputs) float_out = float_out || differentiable_dtype(j.types.at(static_cast<std::size_t>(v)).dtype);
     JvpOut r;
     if (any && float_out) {
       r = jvp_rule(e.prim, in, tin, e.params);
@@ -107,7 +100,7 @@ inline Value new_body_arg(TraceScope& scope, const Jaxpr& j, int v, std::vector<
 }
 
 // The tangent of argument k must have the primal's type, and only
-// floating-point primals have tangents.
+// floating-point (real or complex) primals have tangents.
 void check_tangent(const char* fn, std::size_t k, const Value& x, const Value& t);
 
 #ifdef DYNSTAGE_IMPLEMENTATION

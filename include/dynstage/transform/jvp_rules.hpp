@@ -8,8 +8,10 @@
 // tangent is std::nullopt where it is a symbolic zero: nothing is computed
 // for it, and a rule whose every input tangent is zero is never called.
 //
-// Tangents have the primal's dtype; only floating-point values have them
-// (an integer or boolean result has none, as JAX's float0). A primitive
+// Tangents have the primal's dtype; only floating-point and complex values
+// have them (an integer or boolean result has none, as JAX's float0). The
+// non-holomorphic complex primitives (real, imag, conj, complex, abs of a
+// complex value) have their rules in transform/jvp_complex.hpp. A primitive
 // listed in `jvp_missing` below has no rule yet: differentiating through it
 // is a dyn::TypeError naming it; tests/transform/test_jvp_rules.cpp walks
 // the primitive table so that a new primitive needs a rule or a place on
@@ -34,8 +36,10 @@ struct JvpOut {
   std::vector<Tangent> tangents;  // one per primal output; nullopt = zero
 };
 
-// Whether values of dtype `d` carry tangents.
-inline bool differentiable_dtype(DType d) { return is_float(d); }
+// Whether values of dtype `d` carry tangents: the real and complex floats
+// (a complex value's tangent is complex: JAX's convention,
+// docs/transformations.md "Complex numbers").
+inline bool differentiable_dtype(DType d) { return is_float(d) || is_complex(d); }
 
 // Primitives with no JVP rule yet (differentiating through one of them is a
 // TypeError), and why. Primitives whose outputs are never floating point
@@ -44,28 +48,15 @@ inline const char* jvp_missing(Prim p) {
   switch (p) {
     case Prim::pmax:
     case Prim::pmin: return "JAX defines no derivative of pmax/pmin either (which rank's block is chosen is not smooth)";
-    // Complex values carry no tangents yet (differentiable_dtype): a
-    // primitive making a complex value of a float one that has a tangent
-    // would drop it (docs/transformations.md, "Complex numbers").
-    case Prim::complex:
-    case Prim::conj:
-      return "complex values are not differentiated in dynstage yet (docs/transformations.md, \"Complex numbers\")";
     default: return nullptr;
   }
 }
 
-// Differentiating through primitive p, whose result has the complex dtype
-// d, of an operand with a tangent: a TypeError (complex values carry no
-// tangents yet; docs/transformations.md, "Complex numbers").
-[[noreturn]] void complex_jvp_error(Prim p, DType d);
-#ifdef DYNSTAGE_IMPLEMENTATION
-void complex_jvp_error(Prim p, DType d) {
-  fail<TypeError>("jvp: cannot differentiate through " + std::string(prim_name(p)) + " with a result of dtype " +
-                  std::string(dtype_name(d)) +
-                  ": complex values are not differentiated in dynstage yet (docs/transformations.md, \"Complex "
-                  "numbers\")");
-}
-#endif
+// The rules of the non-holomorphic complex primitives (real, imag, conj,
+// complex, abs of a complex value), nullopt for every other primitive.
+// Defined in transform/jvp_complex.hpp.
+std::optional<JvpOut> complex_jvp(Prim p, const std::vector<Value>& x, const std::vector<std::optional<Value>>& t,
+                                  const Params& params);
 
 // Out of line (DYNSTAGE_IMPLEMENTATION): the rules reach most of the trace layer.
 JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>& t, const Params& params);
@@ -453,6 +444,7 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
   using namespace jvp_detail;
   if (const char* why = jvp_missing(p))
     fail<TypeError>("jvp: cannot differentiate through " + std::string(prim_name(p)) + ": " + why);
+  if (std::optional<JvpOut> c = complex_jvp(p, x, t, params)) return *c;
   switch (prim_info(p).kind) {
     case Kind::unary: return unary_rule(p, x, t, params);
     case Kind::binary: return binary_rule(p, x, t);
@@ -465,8 +457,8 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
         return linear_in(p, x, t, params, cases);
       }
     case Kind::convert: {
-      if (t[0] && is_complex(std::get<ConvertParams>(params).new_dtype))
-        complex_jvp_error(p, std::get<ConvertParams>(params).new_dtype);
+      // Between real and complex dtypes too: the conversion is real-linear
+      // (to complex: an imaginary part of 0; from complex: the real part).
       const Value y = op(p, x, params);
       if (!t[0] || !differentiable_dtype(y.dtype())) return {{y}, {std::nullopt}};
       return {{y}, {op(p, {*t[0]}, params)}};

@@ -2,7 +2,8 @@
 //
 // The linear part of a JVP program (transform/linearize.hpp) is made of
 // primitives that are linear in their tangent operands: add, sub, neg, mul
-// and div by a primal value, convert_element_type, select_n with a primal
+// and div by a primal value, real, imag, conj, complex (their transposes:
+// transform/jvp_complex.hpp), convert_element_type, select_n with a primal
 // predicate, the layout primitives (broadcast_in_dim, reshape, transpose,
 // slice, pad, concatenate, gather, scatter-add, ...), reduce_sum, cumsum and
 // dot_general with one primal operand. Running that program backwards takes
@@ -27,6 +28,7 @@
 #include "../trace/numpy_layout.hpp"
 #include "../trace/numpy_shape.hpp"
 #include "../trace/trace.hpp"
+#include "jvp_complex.hpp"
 #include "jvp_rules.hpp"
 
 namespace dyn::detail {
@@ -357,6 +359,17 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
   std::vector<Tangent> r(in.size());
   if (ct.empty() || !ct[0]) return r;  // single-output primitives; multi-output ones are not linear
   const Value& g = *ct[0];
+  if (p == Prim::real || p == Prim::imag || p == Prim::conj || p == Prim::complex) {  // transform/jvp_complex.hpp
+    std::vector<char> linear;
+    std::vector<DType> dtypes;
+    std::vector<Shape> shapes;
+    for (const LinArg& a : in) {
+      linear.push_back(a.linear());
+      dtypes.push_back(a.dtype);
+      shapes.push_back(a.shape);
+    }
+    return *complex_transpose(p, linear, dtypes, shapes, g);
+  }
   switch (prim_info(p).kind) {
     case Kind::unary:
       if (p != Prim::neg) not_linear(p);

@@ -77,27 +77,27 @@ std::vector<Tangent> check_cotangents(const char* fn, const std::vector<Value>& 
   for (std::size_t k = 0; k < cts.size(); ++k) {
     Value c = cts[k];
     if (!c.is_tracer() && c.rank() == 0 && outs[k].rank() == 0 && c.dtype() != outs[k].dtype() &&
-        is_float(outs[k].dtype()))
+        differentiable_dtype(outs[k].dtype()))
       c = convert(c, outs[k].dtype());
     if (c.dtype() != outs[k].dtype() || !(c.shape() == outs[k].shape()))
       fail<TypeError>(std::string(fn) + ": cotangent #" + std::to_string(k) + " has type " + aval_str(c.aval()) +
                       " but result #" + std::to_string(k) + " has type " + aval_str(outs[k].aval()) +
                       "; a cotangent has its result's dtype and shape");
-    r.emplace_back(is_float(c.dtype()) ? Tangent(c) : std::nullopt);
+    r.emplace_back(differentiable_dtype(c.dtype()) ? Tangent(c) : std::nullopt);
   }
   return r;
 }
 #endif
 
 // Which leaves are differentiated: those of the arguments in `which`, each
-// floating point (else a TypeError naming the argument).
+// floating point, real or complex (else a TypeError naming the argument).
 template <class... A>
 std::vector<char> wrt_mask(const char* fn, const std::vector<std::size_t>& which, const std::vector<Value>& xs,
                            const std::vector<std::size_t>& offsets) {
   std::vector<char> m(xs.size(), 0);
   for (std::size_t a : which)
     for (std::size_t k = offsets[a]; k < offsets[a + 1]; ++k) {
-      if (!is_float(xs[k].dtype()))
+      if (!differentiable_dtype(xs[k].dtype()))
         fail<TypeError>(std::string(fn) + ": argument " + std::to_string(a) + " has type " + aval_str(xs[k].aval()) +
                         "; only floating-point arguments can be differentiated (convert it, or leave it out of "
                         "argnums)");
@@ -156,8 +156,14 @@ std::shared_ptr<const Linearized> linearize_call(const char* fn, const F& f, con
   return std::make_shared<const Linearized>(linearize(traced, xs, wrt));
 }
 
-// grad's check of f's result: one floating-point scalar.
+// grad's check of f's result: one real floating-point scalar (as
+// jax.grad: a complex result needs JAX's holomorphic=True, which dynstage's
+// grad has not; dyn::jvp and dyn::vjp differentiate complex results).
 inline void check_scalar_result(const char* fn, const std::vector<Value>& outs) {
+  if (outs.size() == 1 && outs[0].rank() == 0 && is_complex(outs[0].dtype()))
+    fail<TypeError>(std::string(fn) + ": the function returns a complex scalar (" + aval_str(outs[0].aval()) +
+                    "); grad differentiates real-valued functions (of real or complex arguments); for a complex "
+                    "result use dyn::vjp (cotangent 1 gives JAX's grad(f, holomorphic=True)) or dyn::jvp");
   if (outs.size() != 1 || outs[0].rank() != 0 || !is_float(outs[0].dtype())) {
     std::string got;
     for (std::size_t k = 0; k < outs.size(); ++k) got += (k ? ", " : "") + aval_str(outs[k].aval());
@@ -219,6 +225,10 @@ public:
     const std::vector<Value> xs = leaves_of(x, rest...);
     if (treedef_of(x).num_leaves != 1)
       fail<TypeError>(std::string(fn) + ": the first argument must be one array (or scalar), not a structure");
+    if (is_complex(xs[0].dtype()))
+      fail<TypeError>(std::string(fn) + ": the argument has type " + aval_str(xs[0].aval()) +
+                      "; Jacobians of functions of complex arguments are not built (JAX's holomorphic=True); use "
+                      "dyn::jvp or dyn::vjp");
     TreeDef out_tree;
     const auto lin = linearize_call(fn, f_, {0}, xs, args, &out_tree);
     if (lin->primals_out.size() != 1 || !is_float(lin->primals_out[0].dtype()))
@@ -285,12 +295,12 @@ auto vjp(const F& f, const P&... primals) {
   const std::tuple<const P&...> args(primals...);
   const std::vector<Value> xs = leaves_of(primals...);
   const std::vector<std::size_t> offsets = leaf_offsets(primals...);
-  // Arguments with a leaf that is not floating point are not differentiated
+  // Arguments with a leaf that is not floating point (real or complex) are not differentiated
   // (their cotangents are zero).
   std::vector<std::size_t> float_args;
   for (std::size_t k = 0; k < sizeof...(P); ++k) {
     bool all = offsets[k] < offsets[k + 1];
-    for (std::size_t i = offsets[k]; i < offsets[k + 1]; ++i) all = all && is_float(xs[i].dtype());
+    for (std::size_t i = offsets[k]; i < offsets[k + 1]; ++i) all = all && differentiable_dtype(xs[i].dtype());
     if (all) float_args.push_back(k);
   }
   TreeDef out_tree;
