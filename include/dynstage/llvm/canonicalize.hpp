@@ -83,7 +83,7 @@ inline bool dot_reads_through(const Jaxpr& j, const Eqn& e) {
   const auto& sp = std::get<SliceParams>(e.params);
   const Type &x = j.type_of(e.inputs[0]), &y = j.types[static_cast<std::size_t>(e.outputs[0])];
   bool leading = true;  // still in the unit axes before the first non-unit one
-  for (std::size_t i = 0; i < x.rank(); ++i) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(x.rank()); ++i) {
     if (!sp.strides.empty() && sp.strides[i] != 1) return false;
     if (sp.start_indices[i] == kDynamicDim) return false;
     if (leading) {
