@@ -18,6 +18,7 @@
 #include <complex>
 #include <cstdint>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../test_util.hpp"
@@ -28,12 +29,16 @@ using dyn::Array;
 using i64 = std::int64_t;
 using c128 = std::complex<double>;
 
-template <class F, class... A>
-std::vector<std::int64_t> pointwise_shape(const F& f, const A&... args) {
-  const dyn::Jaxpr j = dyn::detail::canonicalize_dots(*dyn::make_jaxpr(f)(args...).jaxpr);
-  for (const auto& e : j.eqns)
-    if (e.prim == dyn::detail::Prim::for_loop) return dyn::detail::pointwise_loop_shape(j, e);
-  return {};
+// Whether the backend lowers f's for_loop as a pointwise loop (the jaxpr it
+// lowers: canonicalize_dots' rewrites first). `opts`: make_jaxpr's options.
+template <class F, class... O>
+auto pointwise(const F& f, O... opts) {
+  return [=](const auto&... args) {
+    const dyn::Jaxpr j = dyn::detail::canonicalize_dots(*dyn::make_jaxpr(f, opts...)(args...).jaxpr);
+    for (const auto& e : j.eqns)
+      if (e.prim == dyn::detail::Prim::for_loop) return dyn::detail::is_pointwise_loop(j, e);
+    return false;
+  };
 }
 
 template <class T>
@@ -68,7 +73,7 @@ Array<c128> plane(i64 rows, i64 cols) {
 TEST_CASE("pointwise loops: a Mandelbrot loop qualifies and its counts equal eager's, partial last block included") {
   for (i64 side : {i64{23}, i64{32}, i64{45}}) {  // 529, 1024 (four whole blocks), 2025 elements
     const Array<c128> c = plane(side, side);
-    CHECK(pointwise_shape(mandel, c) == std::vector<i64>{side, side});
+    CHECK(pointwise(mandel)(c));
     const Array<std::int32_t> want = mandel(c);
     CHECK(vals(dyn::jit(mandel)(c)) == vals(want));
     i64 in_set = 0;
@@ -88,7 +93,7 @@ TEST_CASE("pointwise loops: the index, scalar constants, several carries of seve
   };
   const Array<double> x = ramp<double>({3, 301}, 0.37), a = ramp<double>({3, 301}, 0.11);
   const Array<double> s = Array<double>::scalar(0.75);
-  CHECK(pointwise_shape(f, x, a, s) == std::vector<i64>{3, 301});
+  CHECK(pointwise(f)(x, a, s));
   auto [u, k, flag] = dyn::jit(f)(x, a, s);
   auto [u0, k0, flag0] = f(x, a, s);
   CHECK(dyn::allclose(u, u0, 1e-12, 1e-12));  // sin: libmvec under jit (lower_expr.hpp)
@@ -102,7 +107,7 @@ TEST_CASE("pointwise loops: zero trips and a negative step give eager's results"
       return dyn::for_loop(lo, hi, st)([](auto i, auto u) { return u * 0.5 + dyn::astype<double>(i); })(x);
     };
     const Array<double> x = ramp<double>({1000}, 0.01);
-    CHECK(!pointwise_shape(f, x).empty());
+    CHECK(pointwise(f)(x));
     CHECK(vals(dyn::jit(f)(x)) == vals(f(x)));
   }
 }
@@ -152,18 +157,40 @@ TEST_CASE("pointwise loops: what does not qualify is lowered as before") {
   const Array<double> x = ramp<double>({1000}, 0.02);
   // a reduction in the body
   auto red = [](auto x) { return dyn::for_loop(0, 3, 1)([](auto, auto u) { return u - dyn::sum(u) * 1e-3; })(x); };
-  CHECK(pointwise_shape(red, x).empty());
+  CHECK(!pointwise(red)(x));
   CHECK(dyn::allclose(dyn::jit(red)(x), red(x), 1e-12, 1e-12));
   // a layout change in the body (a shift)
   auto shift = [](auto x) {
     return dyn::for_loop(0, 3, 1)([](auto, auto u) { return dyn::concatenate({dyn::slice(u, {1}, {1000}), dyn::slice(u, {0}, {1})}, 0); })(x);
   };
-  CHECK(pointwise_shape(shift, x).empty());
+  CHECK(!pointwise(shift)(x));
   CHECK(vals(dyn::jit(shift)(x)) == vals(shift(x)));
   // too small to split into blocks
   auto small = [](auto x) { return dyn::for_loop(0, 3, 1)([](auto, auto u) { return u * 2.0; })(x); };
-  CHECK(pointwise_shape(small, ramp<double>({100}, 0.1)).empty());
-  // symbolic sizes
+  CHECK(!pointwise(small)(ramp<double>({100}, 0.1)));
+  // symbolic sizes: pointwise, whatever the size turns out to be
+  CHECK(pointwise(small, dyn::polymorphic_shapes{"(n,)"})(x));
   auto jf = dyn::jit(small, dyn::polymorphic_shapes{"(n,)"});
   CHECK(vals(jf(x)) == vals(small(x)));
+}
+
+TEST_CASE("pointwise loops: symbolic sizes, one kernel for every size (the Mandelbrot of lesson 7)") {
+  const Array<c128> c = plane(23, 45);
+  CHECK(pointwise(mandel, dyn::polymorphic_shapes{"(h, w)"})(c));
+  auto jm = dyn::jit(mandel, dyn::polymorphic_shapes{"(h, w)"});
+  for (auto [h, w] : {std::pair<i64, i64>{23, 45}, {40, 40}, {1, 3}, {7, 300}}) {
+    const Array<c128> ch = plane(h, w);
+    CHECK(vals(jm(ch)) == vals(mandel(ch)));
+  }
+  CHECK(jm.stats().compiles == 1);
+  // a scalar constant and the index, with a symbolic length
+  auto f = [](auto x, auto s) {
+    return dyn::for_loop(0, 9, 1)([&](auto i, auto u) { return u * s + dyn::astype<double>(i) * 0.125; })(x);
+  };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n,)", "()"});
+  for (i64 n : {i64{1}, i64{255}, i64{256}, i64{257}, i64{5000}}) {  // (a dimension variable is >= 1)
+    const Array<double> x = ramp<double>({n}, 0.3), s = Array<double>::scalar(0.9);
+    CHECK(vals(jf(x, s)) == vals(f(x, s)));
+  }
+  CHECK(jf.stats().compiles == 1);
 }

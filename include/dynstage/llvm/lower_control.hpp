@@ -137,7 +137,7 @@ inline llvm::Value* Lowering::call_nested(llvm::Function* f, const std::vector<l
 inline void Lowering::emit_control(std::size_t ei, FreeAfter& free_after) {
   switch (j_.eqns[ei].prim) {
     case Prim::for_loop:
-      if (!pointwise_loop_shape(j_, j_.eqns[ei]).empty()) return emit_pointwise_loop(ei, free_after);
+      if (is_pointwise_loop(j_, j_.eqns[ei])) return emit_pointwise_loop(ei, free_after);
       return emit_loop(ei, free_after);
     case Prim::while_loop:
     case Prim::scan: return emit_loop(ei, free_after);

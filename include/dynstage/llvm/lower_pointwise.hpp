@@ -26,14 +26,16 @@
 // that leaves its state unchanged bit for bit: every later one would too.
 //
 // Results are those of the loop lowered as a whole (the same operations on
-// the same values, element by element). Only static shapes take this path;
-// a loop with symbolic or dynamic sizes, implicit size carries, effects or
-// anything not elementwise in its body is lowered as before.
+// the same values, element by element). Static and symbolic shapes take this
+// path (the number of blocks is computed at run time); a loop with implicit
+// size carries, effects or anything not elementwise in its body is lowered
+// as before.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "../ir/jaxpr.hpp"
@@ -44,34 +46,47 @@ namespace dyn::detail {
 // Mandelbrot (c128 z and c, i32 counts) take 14 KB at 256.
 inline constexpr std::int64_t kPointwiseBlock = 256;
 
-// The static shape every array of a pointwise for_loop has, or empty if `e`
-// is not one (see above). Loops of fewer than two blocks gain nothing.
-inline std::vector<std::int64_t> pointwise_loop_shape(const Jaxpr& j, const Eqn& e) {
+// Whether `e` is a pointwise for_loop (see above): every array of the loop
+// and of its body has the loop's shape S, static or symbolic (a body's
+// dimension is one of its constants, whose operand must be S's dimension).
+// Static loops of fewer than two blocks gain nothing and are not.
+inline bool is_pointwise_loop(const Jaxpr& j, const Eqn& e) {
   const auto* p = std::get_if<ForLoopParams>(&e.params);
-  if (!p || p->nimplicit != 0 || e.outputs.empty()) return {};
-  const Type& t0 = j.types.at(static_cast<std::size_t>(e.outputs[0]));
-  std::vector<std::int64_t> s;
+  if (!p || p->nimplicit != 0 || e.outputs.empty()) return false;
+  const std::vector<JDim>& s = j.types.at(static_cast<std::size_t>(e.outputs[0])).shape;
+  if (s.empty()) return false;
   std::int64_t n = 1;
-  for (const JDim& d : t0.shape) {
-    if (!d.is_static()) return {};
-    s.push_back(d.value);
-    n *= d.value;
+  bool all_static = true;
+  for (const JDim& d : s) {
+    all_static = all_static && d.is_static();
+    if (d.is_static()) n *= d.value;
   }
-  if (s.empty() || n < 2 * kPointwiseBlock) return {};
+  if (all_static && n < 2 * kPointwiseBlock) return false;
+  for (int o : e.outputs)
+    if (j.types.at(static_cast<std::size_t>(o)).shape != s) return false;
+  const Jaxpr& body = *p->body_jaxpr;
+  const auto nc = static_cast<std::size_t>(p->body_nconsts);
+  // A body dimension as the loop's: a static size, or a body constant whose
+  // operand is the loop's variable or literal.
+  auto outer = [&](const JDim& d) -> std::optional<JDim> {
+    if (d.is_static()) return d;
+    for (std::size_t k = 0; k < nc; ++k)
+      if (body.invars[k] == d.var) {
+        const Atom& a = e.inputs[k];
+        return a.is_var() ? JDim::of_var(a.var) : JDim{a.lit.as<std::int64_t>(), -1};
+      }
+    return std::nullopt;
+  };
   auto is_s = [&](const Type& t) {
     if (t.rank() != static_cast<int>(s.size())) return false;
     for (std::size_t k = 0; k < s.size(); ++k)
-      if (!t.shape[k].is_static() || t.shape[k].value != s[k]) return false;
+      if (outer(t.shape[k]) != std::optional<JDim>(s[k])) return false;
     return true;
   };
-  for (int o : e.outputs)
-    if (!is_s(j.types.at(static_cast<std::size_t>(o)))) return {};
-  const Jaxpr& body = *p->body_jaxpr;
   for (const Type& t : body.types)
-    if (t.rank() != 0 && !is_s(t)) return {};
-  const auto nc = static_cast<std::size_t>(p->body_nconsts);
+    if (t.rank() != 0 && !is_s(t)) return false;
   for (std::size_t k = nc + 1; k < body.invars.size(); ++k)  // the carries
-    if (body.types.at(static_cast<std::size_t>(body.invars[k])).rank() == 0) return {};
+    if (body.types.at(static_cast<std::size_t>(body.invars[k])).rank() == 0) return false;
   for (const Eqn& be : body.eqns) {
     switch (prim_kind(be.prim)) {
       case Kind::unary:
@@ -79,15 +94,15 @@ inline std::vector<std::int64_t> pointwise_loop_shape(const Jaxpr& j, const Eqn&
       case Kind::compare:
       case Kind::select:
       case Kind::convert: continue;
-      case Kind::structural:
-        if (be.prim == Prim::broadcast_in_dim && be.inputs.size() == 1 &&
-            (!be.inputs[0].is_var() || body.types.at(static_cast<std::size_t>(be.inputs[0].var)).rank() == 0))
+      case Kind::structural:  // a broadcast of a rank-0 value (then its dimension operands)
+        if (be.prim == Prim::broadcast_in_dim &&
+            (!be.inputs.at(0).is_var() || body.types.at(static_cast<std::size_t>(be.inputs[0].var)).rank() == 0))
           continue;
-        return {};
-      default: return {};
+        return false;
+      default: return false;
     }
   }
-  return s;
+  return true;
 }
 
 // The body of a pointwise loop with every array of the loop's shape typed
@@ -100,6 +115,7 @@ inline std::shared_ptr<Jaxpr> pointwise_block_body(const Jaxpr& body) {
     if (auto* bp = std::get_if<BroadcastInDimParams>(&be.params)) {
       bp->shape = {kPointwiseBlock};
       bp->broadcast_dimensions.clear();
+      be.inputs.resize(1);  // (a symbolic shape's dimension operands)
     }
   return nb;
 }
@@ -127,9 +143,8 @@ inline void Lowering::emit_pointwise_loop(std::size_t ei, FreeAfter& free_after)
   std::vector<int> pairs(body.outvars.size(), -1);
   llvm::Function* fbody = emit_nested(*block_body, std::vector<bool>(nstate, false), carried, &pairs);
 
-  std::int64_t n = 1;
-  for (const JDim& d : type(e.outputs[0]).shape) n *= d.value;
-  const std::int64_t nblocks = (n + kPointwiseBlock - 1) / kPointwiseBlock;
+  llvm::Value* n = numel(dims_of(e.outputs[0]));
+  llvm::Value* nblocks = b.CreateUDiv(b.CreateAdd(n, E.c64(kPointwiseBlock - 1)), E.c64(kPointwiseBlock));
 
   // The results' buffers (as `allocate` in lower_body.hpp: in place of an
   // operand the plan gives them, or straight into the kernel's result).
@@ -199,7 +214,7 @@ inline void Lowering::emit_pointwise_loop(std::size_t ei, FreeAfter& free_after)
     llvm::Value* next_slot = E.entry_alloca(E.ptr, static_cast<std::int64_t>(std::max<std::size_t>(nstate, 1)), 8);
     E.loop(b.CreateSub(end, first), [&](llvm::Value* k) {
       llvm::Value* start = b.CreateMul(b.CreateAdd(first, k), E.c64(kPointwiseBlock));
-      llvm::Value* m = E.smin(E.c64(kPointwiseBlock), b.CreateSub(E.c64(n), start));
+      llvm::Value* m = E.smin(E.c64(kPointwiseBlock), b.CreateSub(n, start));
       auto slice = [&](llvm::Value* base, std::int64_t eb) {
         return b.CreateInBoundsGEP(E.i8, base, b.CreateMul(start, E.c64(eb)));
       };
@@ -271,10 +286,10 @@ inline void Lowering::emit_pointwise_loop(std::size_t ei, FreeAfter& free_after)
   // takes four blocks a task.
   std::int64_t per = 4;
   if (auto k = Emitter::konst(trips)) per = std::max<std::int64_t>(1, kTaskElems / (kPointwiseBlock * std::max<std::int64_t>(*k, 1)));
-  if (nblocks >= 2 * per)
-    parallel_tasks(E.c64(nblocks), E.c64(per), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) { run_blocks(begin, end); });
+  if (worth_parallel(nblocks, per))
+    parallel_tasks(nblocks, E.c64(per), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) { run_blocks(begin, end); });
   else
-    run_blocks(E.c64(0), E.c64(nblocks));
+    run_blocks(E.c64(0), nblocks);
 }
 
 }  // namespace dyn::detail::llvmjit
