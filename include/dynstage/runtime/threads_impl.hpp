@@ -65,17 +65,25 @@ std::int32_t parallel_for_entry(TaskFn body, void* ctx, std::int64_t ntasks) {
   std::shared_ptr<tbb::task_arena> arena = ntasks > 1 ? ThreadPool::get().current() : nullptr;
   if (!arena) return body(ctx, 0, ntasks);
   // Shared with the workers through atomics only: TSan does not see the
-  // pool's own synchronisation (libtbb is not instrumented).
-  std::atomic<TaskFn> fn{body};
-  std::atomic<void*> context{ctx};
+  // pool's own synchronisation (libtbb is not instrumented). The fork and
+  // the join are release/acquire pairs on them, so that TSan also sees what
+  // the hardware guarantees through TBB: everything the caller wrote before
+  // the region happens before every task, and every task before what the
+  // caller does after it (a kernel's memcpy, which TSan intercepts, may
+  // write a buffer a task of an earlier call wrote, or the reverse).
+  std::atomic<TaskFn> fn{nullptr};
+  std::atomic<void*> context{nullptr};
   std::atomic<std::int32_t> code{0};
+  context.store(ctx, std::memory_order_relaxed);
+  fn.store(body, std::memory_order_release);
   arena->execute([&] {
     tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, ntasks, 1), [&](const tbb::blocked_range<std::int64_t>& r) {
-      const std::int32_t c = fn.load(std::memory_order_relaxed)(context.load(std::memory_order_relaxed), r.begin(), r.end());
-      if (c != 0) code.fetch_or(c, std::memory_order_relaxed);
+      const TaskFn f = fn.load(std::memory_order_acquire);
+      const std::int32_t c = f(context.load(std::memory_order_relaxed), r.begin(), r.end());
+      code.fetch_or(c, std::memory_order_release);
     });
   });
-  return code.load(std::memory_order_relaxed);
+  return code.load(std::memory_order_acquire);
 }
 
 }  // namespace detail
