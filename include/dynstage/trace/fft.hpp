@@ -164,6 +164,12 @@ Value fft_core(std::string_view op_in, FftType type, Value a, const std::optiona
 template <class T>
 using fft_complex_t = std::conditional_t<is_complex_v<T>, T, std::complex<inexact_t<T>>>;
 
+// A 1-D transform's optional `n` as fft_core's lengths `s`.
+inline std::optional<std::vector<std::int64_t>> fft_length(std::optional<std::int64_t> n) {
+  if (n) return std::vector<std::int64_t>{*n};
+  return std::nullopt;
+}
+
 }  // namespace detail
 
 namespace fft {
@@ -176,10 +182,8 @@ template <ArrayLike X>
 auto fft(const X& x, std::optional<std::int64_t> n = std::nullopt, std::int64_t axis = -1,
          std::string_view norm = "backward", detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
-  std::optional<std::vector<std::int64_t>> s;
-  if (n) s = std::vector<std::int64_t>{*n};
   return detail::from_value<detail::result_of_t<detail::fft_complex_t<detail::elem_t<X>>, X>>(
-      detail::fft_core("fft", detail::FftType::fft, detail::to_value(x), s, std::vector<std::int64_t>{axis}, norm));
+      detail::fft_core("fft", detail::FftType::fft, detail::to_value(x), detail::fft_length(n), std::vector<std::int64_t>{axis}, norm));
 }
 
 // ifft(x, n, axis, norm) (numpy.fft.ifft): the inverse, x_j = (1/n) sum_k
@@ -188,10 +192,8 @@ template <ArrayLike X>
 auto ifft(const X& x, std::optional<std::int64_t> n = std::nullopt, std::int64_t axis = -1,
           std::string_view norm = "backward", detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
-  std::optional<std::vector<std::int64_t>> s;
-  if (n) s = std::vector<std::int64_t>{*n};
   return detail::from_value<detail::result_of_t<detail::fft_complex_t<detail::elem_t<X>>, X>>(
-      detail::fft_core("ifft", detail::FftType::ifft, detail::to_value(x), s, std::vector<std::int64_t>{axis}, norm));
+      detail::fft_core("ifft", detail::FftType::ifft, detail::to_value(x), detail::fft_length(n), std::vector<std::int64_t>{axis}, norm));
 }
 
 // rfft(x, n, axis, norm) (numpy.fft.rfft): the transform of real input, its
@@ -202,10 +204,8 @@ auto rfft(const X& x, std::optional<std::int64_t> n = std::nullopt, std::int64_t
   static_assert(!is_complex_v<detail::elem_t<X>>, "dyn::fft::rfft: the input must be real (numpy's rfft discards "
                                                    "imaginary parts; jnp's refuses them)");
   detail::OpSite site(loc);
-  std::optional<std::vector<std::int64_t>> s;
-  if (n) s = std::vector<std::int64_t>{*n};
   return detail::from_value<detail::result_of_t<std::complex<detail::inexact_t<detail::elem_t<X>>>, X>>(
-      detail::fft_core("rfft", detail::FftType::rfft, detail::to_value(x), s, std::vector<std::int64_t>{axis}, norm));
+      detail::fft_core("rfft", detail::FftType::rfft, detail::to_value(x), detail::fft_length(n), std::vector<std::int64_t>{axis}, norm));
 }
 
 // irfft(x, n, axis, norm) (numpy.fft.irfft): the inverse of rfft, n real
@@ -215,10 +215,8 @@ template <ArrayLike X>
 auto irfft(const X& x, std::optional<std::int64_t> n = std::nullopt, std::int64_t axis = -1,
            std::string_view norm = "backward", detail::Loc loc = detail::Loc::current()) {
   detail::OpSite site(loc);
-  std::optional<std::vector<std::int64_t>> s;
-  if (n) s = std::vector<std::int64_t>{*n};
   return detail::from_value<detail::result_of_t<detail::real_t<detail::fft_complex_t<detail::elem_t<X>>>, X>>(
-      detail::fft_core("irfft", detail::FftType::irfft, detail::to_value(x), s, std::vector<std::int64_t>{axis}, norm));
+      detail::fft_core("irfft", detail::FftType::irfft, detail::to_value(x), detail::fft_length(n), std::vector<std::int64_t>{axis}, norm));
 }
 
 // fftn(x, s, axes, norm) (numpy.fft.fftn): the transform over `axes` (all
