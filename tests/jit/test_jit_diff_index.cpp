@@ -248,3 +248,66 @@ TEST_CASE("jit: a while loop whose carried array shrinks by compress each iterat
   REQUIRE(got.shape() == want.shape());
   CHECK(dyn::array_equal(got, want));
 }
+
+// A one-axis scatter of more than two blocks of 512 updates chooses, per
+// block, between combining runs of equal indices in a register and writing
+// each update back at once (llvm/lower_scatter.hpp). The choice must never
+// show in the result: the indices below alternate between random stretches
+// (few runs: the next block writes directly), long sorted runs (many: runs
+// again, at the latest at a probe block) and runs that straddle a block
+// boundary (a run still open when a direct block starts must be written
+// before that block reads its element), with negative and out-of-range
+// indices; f64 updates of mixed magnitudes make every order of additions
+// give other bits.
+namespace {
+
+dyn::Array<i32> run_and_random_indices(i64 n, i64 bins, std::uint64_t seed) {
+  constexpr i64 kBlock = 512;
+  dyn::Array<i32> idx({n});
+  i32* p = idx.mutable_data();
+  for (i64 k = 0; k < n; ++k) {
+    if ((k / kBlock) % 7 < 3) p[k] = static_cast<i32>(jit_diff::lcg(seed) % static_cast<std::uint64_t>(bins + 40)) - 20;
+    else p[k] = static_cast<i32>((k / 13) % bins);  // sorted runs of 13
+    if (k % kBlock == kBlock - 1 && k + 3 < n) {     // a run across the block boundary
+      p[k + 1] = p[k + 2] = p[k + 3] = p[k];
+      k += 3;
+    }
+  }
+  return idx;
+}
+
+const auto long_scatters = [](int, const auto& x, const auto& i, const auto& u) {
+  return std::make_tuple(x.at(i).add(u), x.at(i).mul(u * 1e-3 + 1.0), x.at(i).max(u), x.at(i).set(u),
+                         dyn::zeros<i64>({700}).at(i).add(1));
+};
+
+}  // namespace
+
+TEST_CASE("jit: long one-axis scatters give eager's bits whether a block combines runs or writes directly") {
+  const i64 n = 41 * 512 + 77;  // past two probe periods (16 blocks), and a partial last block
+  const auto idx = run_and_random_indices(n, 700, 77);
+  const Three r = run3(long_scatters, 0, gen<double>({700}, 4343), idx, gen<double>({n}, 4242));
+  CHECK(agree(r, "long scatters"));  // exact: Tol{} compares floats bit for bit here
+  expect_ok(r, "long scatters");
+  // One kernel for every length: the blocks are counted at run time.
+  const auto f = dyn::jit([](const auto& x, const auto& i, const auto& u) { return long_scatters(0, x, i, u); },
+                          dyn::polymorphic_shapes{"(b,)", "(k,)", "(k,)"});
+  for (i64 len : {i64{5}, i64{1024}, i64{1025}, n, 3 * n + 1}) {
+    const auto i = run_and_random_indices(len, 700, 90 + static_cast<std::uint64_t>(len));
+    const auto x = gen<double>({700}, 4343);
+    const auto u = gen<double>({len}, 4444 + static_cast<std::uint64_t>(len));
+    const auto got = f(x, i, u);
+    const auto want = dyn::eager([](const auto& a, const auto& b, const auto& c) { return long_scatters(0, a, b, c); })(x, i, u);
+    INFO("length " << len);
+    const auto bits = [](const auto& a, const auto& b) {  // NaN == NaN
+      REQUIRE(a.shape() == b.shape());
+      for (i64 k = 0; k < a.size(); ++k) CHECK(test_util::ulp_distance(a.data()[k], b.data()[k]) == 0);
+    };
+    bits(std::get<0>(got), std::get<0>(want));
+    bits(std::get<1>(got), std::get<1>(want));
+    bits(std::get<2>(got), std::get<2>(want));
+    bits(std::get<3>(got), std::get<3>(want));
+    CHECK(dyn::array_equal(std::get<4>(got), std::get<4>(want)));
+  }
+  CHECK(f.stats().compiles == 1);
+}

@@ -396,6 +396,21 @@ struct Emitter {
     b.CreateBr(e);
     b.SetInsertPoint(e);
   }
+  // if (cond) yes() else no(), folded when cond is a constant.
+  void either(llvm::Value* cond, const std::function<void()>& yes, const std::function<void()>& no) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond)) return c->isZero() ? no() : yes();
+    llvm::BasicBlock* t = llvm::BasicBlock::Create(ctx, "then", fn);
+    llvm::BasicBlock* f = llvm::BasicBlock::Create(ctx, "else", fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "endif", fn);
+    b.CreateCondBr(cond, t, f);
+    b.SetInsertPoint(t);
+    yes();
+    b.CreateBr(join);
+    b.SetInsertPoint(f);
+    no();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+  }
 
   // Only this instruction may be reassociated (a reduction's accumulator).
   static llvm::Value* reassoc(llvm::Value* v) {
