@@ -257,7 +257,9 @@ TEST_CASE("jit: a while loop whose carried array shrinks by compress each iterat
 // again, at the latest at a probe block) and runs that straddle a block
 // boundary (a run still open when a direct block starts must be written
 // before that block reads its element), with negative and out-of-range
-// indices; f64 updates of mixed magnitudes make every order of additions
+// indices (the scatter and a fused gather test the likely in-range case
+// first and wrap, clamp or drop only otherwise: Emitter::likely_in_range);
+// f64 updates of mixed magnitudes make every order of additions
 // give other bits.
 namespace {
 
@@ -277,8 +279,10 @@ dyn::Array<i32> run_and_random_indices(i64 n, i64 bins, std::uint64_t seed) {
 }
 
 const auto long_scatters = [](int, const auto& x, const auto& i, const auto& u) {
+  // The last: a gather fused into the updates (CSR's form), its indices
+  // negative and past the end too (wrapped, then clamped).
   return std::make_tuple(x.at(i).add(u), x.at(i).mul(u * 1e-3 + 1.0), x.at(i).max(u), x.at(i).set(u),
-                         dyn::zeros<i64>({700}).at(i).add(1));
+                         dyn::zeros<i64>({700}).at(i).add(1), x.at(i).add(u * x.at(i * 2 - 300).get()));
 };
 
 }  // namespace
@@ -308,6 +312,7 @@ TEST_CASE("jit: long one-axis scatters give eager's bits whether a block combine
     bits(std::get<2>(got), std::get<2>(want));
     bits(std::get<3>(got), std::get<3>(want));
     CHECK(dyn::array_equal(std::get<4>(got), std::get<4>(want)));
+    bits(std::get<5>(got), std::get<5>(want));
   }
   CHECK(f.stats().compiles == 1);
 }

@@ -25,6 +25,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PatternMatch.h>
 
 #include "../array/dtype.hpp"
 #include "backend.hpp"
@@ -396,6 +397,68 @@ struct Emitter {
     b.CreateBr(e);
     b.SetInsertPoint(e);
   }
+  // Whether x and y are the same value: one instruction, or loads of the
+  // same address computed the same way (the fused emitter reads an operand
+  // once per use; GVN merges such loads later).
+  static bool same_value(llvm::Value* x, llvm::Value* y, int depth = 4) {
+    if (x == y) return true;
+    if (depth == 0 || x->getType() != y->getType()) return false;
+    auto* ix = llvm::dyn_cast<llvm::Instruction>(x);
+    auto* iy = llvm::dyn_cast<llvm::Instruction>(y);
+    if (!ix || !iy || ix->getOpcode() != iy->getOpcode() || ix->getNumOperands() != iy->getNumOperands() ||
+        ix->mayWriteToMemory() || ix->getParent() != iy->getParent() || llvm::isa<llvm::PHINode>(ix) ||
+        llvm::isa<llvm::CallBase>(ix) || !ix->isSameOperationAs(iy))
+      return false;
+    // Two loads of one address with no store between them (same block, the
+    // emitter's straight-line element code).
+    if (llvm::isa<llvm::LoadInst>(ix)) {
+      if (iy->comesBefore(ix)) std::swap(ix, iy);
+      for (auto it = std::next(ix->getIterator()); &*it != iy; ++it)
+        if (it->mayWriteToMemory()) return false;
+    }
+    for (unsigned k = 0; k < ix->getNumOperands(); ++k)
+      if (!same_value(ix->getOperand(k), iy->getOperand(k), depth - 1)) return false;
+    return true;
+  }
+
+  // An index computed as JAX's wrap of negative indices, select(a < 0, a +
+  // n, a) (`x.at(i)` with a signed i; sign-extended or not), used where it
+  // must lie in [0, hi] (a gather clamps it there, a scatter drops the
+  // update otherwise). Valid data has 0 <= a <= hi, where neither the wrap
+  // nor the clamp or drop changes anything, so one unsigned compare of a
+  // branches (weighted: likely) past them: in a scalar loop (a scatter's
+  // updates, a CSR row) that is one fused compare-and-branch instead of
+  // about eight instructions per index. slow(s) gives the index and a flag
+  // (in range) for the other case; the result is their phis, with a and
+  // true on the fast path, or nullopt when s is not such a wrap.
+  std::optional<std::pair<llvm::Value*, llvm::Value*>> likely_in_range(
+      llvm::Value* s, llvm::Value* hi, const std::function<std::pair<llvm::Value*, llvm::Value*>(llvm::Value*)>& slow) {
+    using namespace llvm::PatternMatch;
+    llvm::Value *v = s, *a = nullptr, *t = nullptr, *f = nullptr, *t0 = nullptr, *t1 = nullptr;
+    if (llvm::Value* inner = nullptr; match(v, m_SExt(m_Value(inner)))) v = inner;
+    if (!match(v, m_Select(m_SpecificICmp(llvm::ICmpInst::ICMP_SLT, m_Value(a), m_Zero()), m_Value(t), m_Value(f))) ||
+        !match(t, m_Add(m_Value(t0), m_Value(t1))) || !same_value(f, a) ||
+        !(same_value(t0, a) || same_value(t1, a)))
+      return std::nullopt;
+    llvm::Value* raw = b.CreateSExtOrTrunc(a, s->getType());
+    llvm::BasicBlock* from = b.GetInsertBlock();
+    llvm::BasicBlock* other = llvm::BasicBlock::Create(ctx, "index.wrap", fn);
+    llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "index.ok", fn);
+    b.CreateCondBr(b.CreateICmpULE(raw, hi), join, other, weights(1000, 1));
+    b.SetInsertPoint(other);
+    const auto [index, flag] = slow(s);
+    llvm::BasicBlock* other_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    llvm::PHINode* pi = b.CreatePHI(s->getType(), 2, "index");
+    pi->addIncoming(raw, from);
+    pi->addIncoming(index, other_end);
+    llvm::PHINode* pf = b.CreatePHI(b.getInt1Ty(), 2, "index.fits");
+    pf->addIncoming(b.getTrue(), from);
+    pf->addIncoming(flag, other_end);
+    return std::make_pair(static_cast<llvm::Value*>(pi), static_cast<llvm::Value*>(pf));
+  }
+
   // if (cond) yes() else no(), folded when cond is a constant.
   void either(llvm::Value* cond, const std::function<void()>& yes, const std::function<void()>& no) {
     if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond)) return c->isZero() ? no() : yes();

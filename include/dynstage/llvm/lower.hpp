@@ -90,6 +90,7 @@ private:
   std::vector<llvm::Value*> cell_buf_;  // outvar -> its heap buffer (cells only), once allocated
   std::string name_;                    // of the function being emitted (nested bodies derive theirs)
   int nested_ = 0;                      // nested body functions emitted so far
+  bool scalar_nest_ = false;            // emitting a scatter's update nest, which never vectorises
   std::vector<llvm::Value*> buf_;   // var -> its buffer, once computed
   std::vector<llvm::Value*> rowoff_;  // var -> inside its row group, the linear index its one-row buffer starts at
   std::vector<llvm::Value*> dimval_;  // var -> its i64 value, for the dimension variables (read once)

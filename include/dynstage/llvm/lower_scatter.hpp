@@ -77,7 +77,17 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
   // updates that start a new run in `starts`) or read, combined and written
   // back at once.
   llvm::Value* starts = E.entry_alloca(E.i64);
+  // The update nest does not vectorise: branch on likely indices in it.
+  scalar_nest_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{scalar_nest_};
   auto element = [&](Ix& ix, bool run) {
+    // The update first, so that the drop test ends the element's straight-
+    // line code: a likely-in-range index (likely_in_range) then branches
+    // straight to the combining code.
+    llvm::Value* upd = operand(u, ix);
     llvm::Value* fits = b.getTrue();
     llvm::Value* off = E.c64(0);
     for (std::size_t k = 0; k < m.axes.size(); ++k) {
@@ -86,13 +96,18 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
       if (a.start == AxisMap::Start::scattered) {
         s = start_of(e, a, k, nullptr, &ix);
         llvm::Value* size = a.out_axis >= 0 ? ud[static_cast<std::size_t>(a.out_axis)] : E.c64(1);
-        fits = b.CreateAnd(fits, b.CreateICmpSGE(s, E.c64(0)));
-        fits = b.CreateAnd(fits, b.CreateICmpSLE(s, b.CreateSub(od[k], size)));
+        llvm::Value* hi = b.CreateSub(od[k], size);
+        auto in_range = [&](llvm::Value* x) {
+          return std::make_pair(x, b.CreateAnd(b.CreateICmpSGE(x, E.c64(0)), b.CreateICmpSLE(x, hi)));
+        };
+        const auto fast = E.likely_in_range(s, hi, in_range);
+        const auto [start, ok] = fast ? *fast : in_range(s);
+        s = start;
+        fits = b.CreateAnd(fits, ok);
       }
       if (a.out_axis >= 0) s = b.CreateAdd(s, axis(ix, static_cast<std::size_t>(a.out_axis)));
       off = b.CreateAdd(off, b.CreateMul(s, st[k]));
     }
-    llvm::Value* upd = operand(u, ix);
     if (!run) {
       E.when(fits, [&] { E.store(out, d, off, combine(E.load(out, d, off), upd)); });
       return;
