@@ -256,7 +256,7 @@ TEST_CASE("faults: the print sink throws inside a jitted function: the exception
   CHECK(jf.stats().cache_size == 1);
 }
 
-TEST_CASE("faults: the print sink throws in a loop body (which owns a growing array) and in a branch") {
+TEST_CASE("faults: the print sink throws in a loop body (which owns a growing array), a loop condition and a branch") {
   ThrowingSink sink;
   const auto x = dyn::array({1.0, 2.0});
   auto grow = [](auto v, auto n) {
@@ -274,6 +274,22 @@ TEST_CASE("faults: the print sink throws in a loop body (which owns a growing ar
   CHECK(str(r) == "[1. 2. 2. 3. 2. 3. 3. 4.]");
   CHECK(ThrowingSink::out == "i=0 a=[1. 2.]\ni=1 a=[1. 2. 2. 3.]\n");
   CHECK(jg.stats().compiles == 1);
+
+  // In a while_loop's condition.
+  auto wl = [](auto v) {
+    return dyn::while_loop([](auto a) {
+      dyn::debug_print("n={}", dyn::dim_value(a.shape(0)));
+      return dyn::dim_value(a.shape(0)) < 8;
+    }, {.preserve_dimensions = false})([](auto a) { return dyn::concatenate({a, a}, 0); })(v);
+  };
+  auto jw = dyn::jit(wl, dyn::polymorphic_shapes{"(m,)"});
+  ThrowingSink::reset(2);
+  CHECK(sink_failure([&] { (void)jw(x); }) == "the sink failed at line 2");
+  CHECK(ThrowingSink::out == "n=2\n");
+  ThrowingSink::reset(0);
+  CHECK(str(jw(x)) == "[1. 2. 1. 2. 1. 2. 1. 2.]");
+  CHECK(ThrowingSink::out == "n=2\nn=4\nn=8\n");
+  CHECK(jw.stats().compiles == 1);
 
   auto br = [](auto v, auto p) {
     return dyn::cond(p > 0, [](auto u) {
