@@ -56,6 +56,14 @@ class NameError : public Error {
 public:
   using Error::Error;
 };
+// An allocation that failed: the memory asked for is not there (Python's
+// MemoryError; XLA's RESOURCE_EXHAUSTED). Names the operation that
+// allocated and the bytes asked for; nothing is left half-done (the failed
+// call frees what it allocated, a jitted function stays usable).
+class MemoryError : public Error {
+public:
+  using Error::Error;
+};
 // A broken invariant inside dynstage itself: please report it.
 class InternalError : public Error {
 public:

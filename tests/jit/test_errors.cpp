@@ -506,8 +506,8 @@ TEST_CASE("errors: absurd sizes in eager") {
   CHECK(message_of<dyn::ShapeError>([] { (void)Array<double>({i64{1} << 40, i64{1} << 40}); }) ==
         "array: shape (1099511627776, 1099511627776) is too large to allocate");
   // Below the element limit but more memory than there is: the allocation fails.
-  CHECK(message_of<dyn::Error>([] { (void)dyn::zeros<double>({i64{1} << 45}); }) ==
-        "allocation of 281474976710656 bytes failed");
+  CHECK(message_of<dyn::MemoryError>([] { (void)dyn::zeros<double>({i64{1} << 45}); }) ==
+        "broadcast_in_dim: out of memory: cannot allocate 281474976710656 bytes");
   // A huge temporary inside an eager loop body.
   const auto x3 = dyn::array({1.0, 2.0, 3.0});
   CHECK(message_of<dyn::ShapeError>([&] {
@@ -526,10 +526,12 @@ TEST_CASE("errors: absurd sizes in jit: static, symbolic, dynamic and data-depen
           "broadcast_in_dim: the result shape (9223372036854775807, 3) has more elements than an int64 can count");
     check_stats(jf, 0, 0);
     // Countable but not allocatable: compiled and cached; each call fails.
-    CHECK(message_of<dyn::Error>([&] { (void)jf(x3, 2); }) == "allocation of 844424930131968 bytes failed");
+    CHECK(message_of<dyn::MemoryError>([&] { (void)jf(x3, 2); }) ==
+          "jit result #0 (f64[35184372088832,3]): out of memory: cannot allocate 844424930131968 bytes");
     CHECK(str(jf(x3, 0)) == "[[1. 2. 3.]\n [1. 2. 3.]]");
     check_stats(jf, 2, 2);
-    CHECK(message_of<dyn::Error>([&] { (void)jf(x3, 2); }) == "allocation of 844424930131968 bytes failed");
+    CHECK(message_of<dyn::MemoryError>([&] { (void)jf(x3, 2); }) ==
+          "jit result #0 (f64[35184372088832,3]): out of memory: cannot allocate 844424930131968 bytes");
     check_stats(jf, 2, 2);
     // Fused, never materialised: the same size summed is a computation.
     auto js = dyn::jit([](auto x) { return dyn::sum(dyn::broadcast_to(x, {INT64_MAX, 3})); });
@@ -565,9 +567,13 @@ TEST_CASE("errors: absurd sizes in jit: static, symbolic, dynamic and data-depen
   SUBCASE("sizes computed from data inside the kernel (core fix: the byte count used to wrap around)") {
     auto f = [](auto x) { return dyn::arange<double>(dyn::sum(x)); };
     auto jf = dyn::jit(f);
-    for (i64 n : {INT64_MAX - 5, i64{1} << 61, i64{1} << 62, i64{1} << 50})
-      CHECK(message_of<dyn::Error>([&] { (void)jf(dyn::array<i64>({n})); }) ==
-            "jit: out of memory allocating a kernel temporary");
+    // (The kernel's byte count saturates where n * 8 overflows int64.)
+    const std::string inside = " inside the function (a temporary, or a result whose size the function computes)";
+    for (i64 n : {INT64_MAX - 5, i64{1} << 61, i64{1} << 62})
+      CHECK(message_of<dyn::MemoryError>([&] { (void)jf(dyn::array<i64>({n})); }) ==
+            "jit: out of memory: cannot allocate 9223372036854775744 bytes or more (the size overflows int64)" + inside);
+    CHECK(message_of<dyn::MemoryError>([&] { (void)jf(dyn::array<i64>({i64{1} << 50})); }) ==
+          "jit: out of memory: cannot allocate 9007199254740992 bytes" + inside);
     CHECK(str(jf(dyn::array<i64>({3}))) == "[0. 1. 2.]");
     check_stats(jf, 1, 1);
     // A temporary of that size (concatenate materialises its operands).
@@ -575,8 +581,8 @@ TEST_CASE("errors: absurd sizes in jit: static, symbolic, dynamic and data-depen
       auto a = dyn::arange<double>(dyn::sum(x));
       return dyn::concatenate({a, a}, 0);
     });
-    CHECK(message_of<dyn::Error>([&] { (void)jg(dyn::array<i64>({i64{1} << 50})); }) ==
-          "jit: out of memory allocating a kernel temporary");
+    CHECK(message_of<dyn::MemoryError>([&] { (void)jg(dyn::array<i64>({i64{1} << 50})); }) ==
+          "jit: out of memory: cannot allocate 18014398509481984 bytes" + inside);
     // 2 * size overflows int64: the kernel sees a negative size.
     CHECK(message_of<dyn::ShapeError>([&] { (void)jg(dyn::array<i64>({INT64_MAX / 2 + 8})); }) ==
           "jit: a size computed inside the function is negative (an array dimension from data, or integer "
@@ -588,8 +594,8 @@ TEST_CASE("errors: absurd sizes in jit: static, symbolic, dynamic and data-depen
           [&](auto, auto a) { return dyn::concatenate({a, dyn::ones<double>({n})}, 0); })(x);
     };
     auto jl = dyn::jit(grow, dyn::polymorphic_shapes{"", "(m,)"});
-    CHECK(message_of<dyn::Error>([&] { (void)jl(INT64_MAX / 2, x3); }) ==
-          "jit: out of memory allocating a kernel temporary");
+    CHECK(message_of<dyn::MemoryError>([&] { (void)jl(INT64_MAX / 2, x3); }) ==
+          "jit: out of memory: cannot allocate 9223372036854775744 bytes or more (the size overflows int64)" + inside);
     CHECK(str(jl(i64{1}, x3)) == "[1. 2. 3. 1. 1. 1.]");
     check_stats(jl, 1, 1);
   }

@@ -90,12 +90,35 @@ struct BufferAllocation {
   Buffer owner;
   void* data;  // the first element: 16-byte aligned as malloc's, 64 for blocks of 1 MiB or more
 };
-// An uninitialised buffer of `bytes` bytes. Throws dyn::Error (not
-// std::bad_alloc) when the allocation fails.
+// An uninitialised buffer of `bytes` bytes. Throws dyn::MemoryError (not
+// std::bad_alloc) when the allocation fails: "OP: out of memory: cannot
+// allocate N bytes", OP the allocation_site() (below).
 BufferAllocation allocate_buffer(std::size_t bytes);
 // Owns memory from std::malloc (results the kernel allocates): the last
-// reference std::free's it. Frees `p` and throws dyn::Error if it cannot.
+// reference std::free's it. Frees `p` and throws dyn::MemoryError if it cannot.
 Buffer adopt_malloced(void* p);
+
+// What this thread is allocating for, named by the out-of-memory error:
+// the primitive whose eager kernel runs (eager/kernels.hpp's impl sets it),
+// or null ("array": an Array constructed directly). A jitted call names its
+// results itself (jit/call.hpp). Constant-initialised: no TLS guard.
+inline const char*& allocation_site() {
+  thread_local const char* site = nullptr;
+  return site;
+}
+// RAII: allocation_site() = `what` while it lives.
+class AllocationSite {
+public:
+  explicit AllocationSite(const char* what) : prev_(allocation_site()) { allocation_site() = what; }
+  ~AllocationSite() { allocation_site() = prev_; }
+  AllocationSite(const AllocationSite&) = delete;
+  AllocationSite& operator=(const AllocationSite&) = delete;
+
+private:
+  const char* prev_;
+};
+// The out-of-memory error of an allocation of `bytes` for allocation_site().
+[[noreturn]] void allocation_failed(std::size_t bytes);
 
 // Test hook of the block pool (defined with it below, tests/jit/test_block_pool.cpp):
 // blocks handed out, and how many of them came fresh from the heap rather
@@ -270,7 +293,9 @@ void release_large(BufferHeader* h) noexcept {
 }
 
 [[noreturn]] void allocation_failed(std::size_t bytes) {
-  fail<Error>("allocation of " + std::to_string(bytes) + " bytes failed");
+  const char* site = allocation_site();
+  fail<MemoryError>(std::string(site ? site : "array") + ": out of memory: cannot allocate " + std::to_string(bytes) +
+                    " bytes");
 }
 
 BufferAllocation allocate_buffer(std::size_t bytes) {

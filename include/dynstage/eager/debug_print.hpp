@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,20 @@ struct DebugValue {
 std::string debug_format(const std::string& fmt, const std::vector<DebugValue>& values);
 // Format and write one line to the sink.
 void debug_print_line(const std::string& fmt, const std::vector<DebugValue>& values);
+// The exception a print raised in a compiled kernel (the sink threw, or
+// memory ran out while formatting), on this thread: dynstage_debug_print
+// stores it and returns 1, the kernel stops with kKernelPrintFailed, and the
+// call rethrows it (llvm/backend_impl.hpp's throw_kernel_error). No
+// exception crosses the kernel's frames.
+std::exception_ptr& debug_print_pending_error();
 
 }  // namespace dyn::detail
 
 // The entry point compiled kernels call (llvm/lower_roots.hpp's emit_debug_print):
 // `fmt` NUL-terminated, n values, value k of dtype dtypes[k] (DType's
 // enumerator), rank ranks[k], its dimensions at dims[offset_k ..] (the
-// ranks' running sum) and its data at data[k]. Returns 0.
+// ranks' running sum) and its data at data[k]. Returns 0, or 1 after
+// storing the exception the print raised in debug_print_pending_error().
 extern "C" int dynstage_debug_print(const char* fmt, std::int64_t n, const void* const* data,
                                     const std::int32_t* dtypes, const std::int64_t* ranks,
                                     const std::int64_t* dims);
@@ -75,6 +83,11 @@ namespace dyn::detail {
 DebugPrintSink& debug_print_sink() {
   static DebugPrintSink sink;
   return sink;
+}
+
+std::exception_ptr& debug_print_pending_error() {
+  thread_local std::exception_ptr e;
+  return e;
 }
 
 namespace debug_print_detail {
@@ -196,22 +209,22 @@ extern "C" int dynstage_debug_print(const char* fmt, std::int64_t n, const void*
                                     const std::int32_t* dtypes, const std::int64_t* ranks,
                                     const std::int64_t* dims) {
   using namespace dyn::detail;
-  std::vector<DebugValue> values;
-  values.reserve(static_cast<std::size_t>(n));
-  std::int64_t off = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    DebugValue v{static_cast<dyn::DType>(dtypes[k]), data[k], {}};
-    for (std::int64_t a = 0; a < ranks[k]; ++a) v.shape.push_back(dims[off++]);
-    values.push_back(std::move(v));
-  }
   // No exception may cross the kernel's frames. The format was checked at
-  // trace time; what is left (an allocation, the user's sink) is reported.
+  // trace time; what is left (an allocation, the user's sink) stops the
+  // kernel, and the call rethrows it.
   try {
+    std::vector<DebugValue> values;
+    values.reserve(static_cast<std::size_t>(n));
+    std::int64_t off = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+      DebugValue v{static_cast<dyn::DType>(dtypes[k]), data[k], {}};
+      for (std::int64_t a = 0; a < ranks[k]; ++a) v.shape.push_back(dims[off++]);
+      values.push_back(std::move(v));
+    }
     debug_print_line(fmt, values);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dynstage: debug_print failed: %s\n", e.what());
   } catch (...) {
-    std::fprintf(stderr, "dynstage: debug_print failed\n");
+    debug_print_pending_error() = std::current_exception();
+    return 1;
   }
   return 0;
 }

@@ -575,10 +575,12 @@ std::vector<AnyArray> impl(Prim prim, const std::vector<AnyArray>& in, const Par
     if constexpr (prim_kind(P) == Kind::control) {
       return control_impl(P, in, params);  // its output types come from running its bodies
     } else if constexpr (prim_kind(P) == Kind::sort || prim_kind(P) == Kind::effect) {  // several outputs, or none
+      const AllocationSite site(prim_name(P).data());  // (names the primitive if memory runs out)
       return kernels::impl_rule(tag, in, abstract_eval(P, kernels::avals_of(P, in), params),
                                 std::get<params_of_t<P>>(params));
     } else {
       const std::vector<Aval> outs = abstract_eval(P, kernels::avals_of(P, in), params);
+      const AllocationSite site(prim_name(P).data());
       return {kernels::impl_rule(tag, in, outs.at(0), std::get<params_of_t<P>>(params))};
     }
   });

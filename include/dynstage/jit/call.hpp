@@ -454,13 +454,32 @@ void solve_call_dims(const JitEntry& e, const CallArgs& a, CallScratch& sc) {
   for (const LeafRef& l : a.leaves) *p++ = l.data ? l.data : &l.bits;
 }
 
+// The MemoryError of result #i of shape `shape`, which could not be
+// allocated (allocate_buffer's error, renamed: the operation is the jitted
+// function's result). The results allocated before it are freed with the
+// call's scratch; the entry stays cached.
+[[noreturn, gnu::noinline]] inline void result_allocation_failed(const JitEntry& e, std::size_t i,
+                                                                 const std::vector<std::int64_t>& shape) {
+  const std::size_t bytes = static_cast<std::size_t>(checked_numel(shape, "jit result")) * dtype_size(e.outs[i].dtype);
+  std::string t = std::string(dtype_name(e.outs[i].dtype)) + "[";
+  for (std::size_t k = 0; k < shape.size(); ++k) t += (k ? "," : "") + std::to_string(shape[k]);
+  // (#: the result leaf's position, as the caller counts: implicit dimension outputs come first)
+  const std::size_t leaf = i >= e.implicit_outs ? i - e.implicit_outs : i;
+  fail<MemoryError>("jit result #" + std::to_string(leaf) + " (" + t + "]): out of memory: cannot allocate " +
+                    std::to_string(bytes) + " bytes");
+}
+
 // The outputs of a static-shape entry, allocated, and their pointers.
 [[gnu::always_inline]] inline void allocate_static_outputs(const JitEntry& e, CallScratch& sc, void** results) {
   const std::size_t n = e.outs.size();
   if (sc.outputs.size() != n) sc.outputs.resize(n);
   Storage* out = sc.outputs.data();
   for (std::size_t i = 0; i < n; ++i) {
-    out[i].assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
+    try {
+      out[i].assign_sized(e.outs[i].dtype, e.outs[i].shape, e.out_sizes[i]);
+    } catch (const MemoryError&) {
+      result_allocation_failed(e, i, e.outs[i].shape);
+    }
     results[i] = out[i].data;
   }
 }
@@ -540,7 +559,11 @@ void hand_over_donated(const JitEntry& e, const CallArgs& a, CallScratch& sc, co
     }
     // (Checked here so that a bad size is reported as the jit result's.)
     const std::int64_t count = checked_numel(sc.out_dims[i], "jit result");
-    s = Storage::make_sized(e.outs[i].dtype, std::move(sc.out_dims[i]), count);
+    try {
+      s.assign_sized(e.outs[i].dtype, sc.out_dims[i], count);
+    } catch (const MemoryError&) {
+      result_allocation_failed(e, i, sc.out_dims[i]);
+    }
     results[i] = s.data;
   }
   if (!e.donated_leaves.empty()) hand_over_donated(e, a, sc, args, results, first_leaf_arg);

@@ -118,6 +118,17 @@ inline constexpr std::int32_t kKernelNegativeSize = 16;   // a size computed in 
 inline constexpr std::int32_t kKernelGatherEmpty = 32;    // a gather indexes into an operand axis of size 0
 inline constexpr std::int32_t kKernelTopKTooLarge = 64;   // top_k's k exceeds a runtime axis size
 inline constexpr std::int32_t kKernelCollectiveFailed = 128;  // a collective raised (collective_pending_error())
+inline constexpr std::int32_t kKernelPrintFailed = 256;  // debug_print raised (debug_print_pending_error())
+
+// The bytes of the last allocation a kernel could not get on this thread
+// (0: none noted), which the out-of-memory error names; throw_kernel_error
+// reads and clears it. Set by the kernels' allocation routines
+// (llvm/session.hpp). A temporary of a parallel task fails on a worker
+// thread: then the error cannot name the size.
+inline std::int64_t& kernel_failed_allocation() {
+  thread_local std::int64_t bytes = 0;
+  return bytes;
+}
 
 using KernelFn = std::int32_t (*)(const void* const*, void* const*);
 

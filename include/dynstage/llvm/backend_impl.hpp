@@ -251,8 +251,24 @@ void throw_kernel_error(std::int32_t code, const std::source_location* jit_site)
     if (jit_site) msg += "\nThe error occurred while running the function jitted at " + format_location(*jit_site) + ".";
     return msg;
   };
+  // A print that raised stopped the kernel: its exception (the sink's) is
+  // the cause, rethrown as eagerly; the fault bits beside it came earlier.
+  if (code & kKernelPrintFailed) {  // the print's own exception (the sink's), as eagerly
+    std::exception_ptr e = std::exchange(debug_print_pending_error(), nullptr);
+    if (e) std::rethrow_exception(e);
+  }
   if (code & kKernelPowZeroNegative) throw ArithmeticError(with_context(place("pow: integer zero raised to a negative power")));
-  if (code & kKernelOutOfMemory) throw Error(with_context(place("jit: out of memory allocating a kernel temporary")));
+  if (code & kKernelOutOfMemory) {
+    // (A byte count that overflows int64 reaches the allocator saturated,
+    // rounded down to a multiple of 64: emit.hpp.)
+    const std::int64_t bytes = std::exchange(kernel_failed_allocation(), 0);
+    const std::string what = " inside the function (a temporary, or a result whose size the function computes)";
+    throw MemoryError(with_context(place(
+        bytes >= (INT64_MAX & ~std::int64_t{63})
+            ? "jit: out of memory: cannot allocate " + std::to_string(bytes) + " bytes or more (the size overflows int64)" + what
+        : bytes > 0 ? "jit: out of memory: cannot allocate " + std::to_string(bytes) + " bytes" + what
+                    : "jit: out of memory" + what)));
+  }
   if (code & kKernelNegativeSize)
     throw ShapeError(with_context(place("jit: a size computed inside the function is negative (an array dimension from data, or "
                            "integer arithmetic on sizes that overflowed)")));

@@ -20,7 +20,9 @@
 // materialises them; a literal is stored in a stack slot), its dtype, rank
 // and dimensions. It is a root of its own, emitted between the roots before
 // and after it on the calling thread, never inside a parallel region or a
-// row group: prints happen in program order, once per execution.
+// row group: prints happen in program order, once per execution. A
+// non-zero return (the print raised: the user's sink threw) stops the
+// kernel with kKernelPrintFailed, and the call rethrows that exception.
 // And the collectives (psum, all_gather, ...; runtime/distributed.hpp):
 // `dynstage_collective(desc, x, rank, dims, out, out_bytes)` with the
 // operand's buffer (materialised by the fusion plan; a literal in a stack
@@ -127,7 +129,16 @@ inline void Lowering::emit_debug_print(const Eqn& e) {
   llvm::FunctionType* fty = llvm::FunctionType::get(E.i32, {E.ptr, E.i64, E.ptr, E.ptr, E.ptr, E.ptr}, false);
   llvm::FunctionCallee f = E.mod.getOrInsertFunction(kDebugPrintRoutine, fty);
   llvm::Value* fmt = b.CreateGlobalString(p.fmt, "debug.fmt", 0, &E.mod);
-  b.CreateCall(f, {fmt, E.c64(n), data, dtypes, ranks, dims});
+  llvm::Value* rc = b.CreateCall(f, {fmt, E.c64(n), data, dtypes, ranks, dims});
+  // A print that raised (the sink threw) stops the kernel: what it owns is
+  // freed and the call rethrows the exception (kKernelPrintFailed).
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "print.failed", fn);
+  llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "print.ok", fn);
+  b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), bad, ok, E.weights(1, 1000));
+  b.SetInsertPoint(bad);
+  E.exit_with(b.getInt32(kKernelPrintFailed));
+  b.SetInsertPoint(ok);
 }
 
 inline void Lowering::emit_collective(const Eqn& e, llvm::Value* out) {

@@ -321,7 +321,19 @@ inline float lgammaf_entry(float x) {
 inline constexpr const char* kTempAllocRoutine = "dynstage_temp_alloc";  // ptr (i64 bytes), 64-byte aligned
 inline constexpr const char* kTempFreeRoutine = "dynstage_temp_free";    // void (ptr, i64 bytes)
 
-inline void* temp_alloc_entry(std::int64_t bytes) { return BlockPool::get().take(static_cast<std::size_t>(bytes)); }
+inline void* temp_alloc_entry(std::int64_t bytes) {
+  void* p = BlockPool::get().take(static_cast<std::size_t>(bytes));
+  if (!p) kernel_failed_allocation() = bytes;  // for the out-of-memory error's text (backend.hpp)
+  return p;
+}
+// The kernels' aligned_alloc (results the kernel allocates, a loop's
+// resizable state): the C library's, noting the size of a failed request.
+// (The JIT's own definition wins over the process's, as lgamma's.)
+inline void* aligned_alloc_entry(std::size_t align, std::size_t bytes) {
+  void* p = std::aligned_alloc(align, bytes);
+  if (!p) kernel_failed_allocation() = static_cast<std::int64_t>(bytes);
+  return p;
+}
 inline void temp_free_entry(void* p, std::int64_t bytes) { BlockPool::get().give(p, static_cast<std::size_t>(bytes)); }
 
 inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
@@ -339,6 +351,7 @@ inline void define_runtime_routines(llvm::orc::LLJIT& jit) {
   syms[jit.mangleAndIntern("lgammaf")] = {llvm::orc::ExecutorAddr::fromPtr(&lgammaf_entry), flags};
   syms[jit.mangleAndIntern(kParallelForRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&parallel_for_entry), flags};
   syms[jit.mangleAndIntern(kTempAllocRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&temp_alloc_entry), flags};
+  syms[jit.mangleAndIntern("aligned_alloc")] = {llvm::orc::ExecutorAddr::fromPtr(&aligned_alloc_entry), flags};
   syms[jit.mangleAndIntern(kTempFreeRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&temp_free_entry), flags};
   syms[jit.mangleAndIntern(kCountBytesRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&count_bytes_entry), flags};
   syms[jit.mangleAndIntern(kSortMultiRoutine)] = {llvm::orc::ExecutorAddr::fromPtr(&kernels::sort_multi_entry), flags};
