@@ -267,12 +267,7 @@ struct Emitter {
     return p;
   }
   llvm::Value* checked_alloc(llvm::Value* p) {
-    llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx, "alloc.ok", fn);
-    llvm::BasicBlock* oom = llvm::BasicBlock::Create(ctx, "alloc.oom", fn);
-    b.CreateCondBr(b.CreateIsNull(p), oom, ok, weights(1, 1000));
-    b.SetInsertPoint(oom);
-    exit_with(b.getInt32(kKernelOutOfMemory));
-    b.SetInsertPoint(ok);
+    exit_when(b.CreateIsNull(p), kKernelOutOfMemory, "alloc");
     live_heap.push_back(p);
     return p;
   }
@@ -282,6 +277,16 @@ struct Emitter {
     for (llvm::Value* t : live_heap) free_ptr(t);
     for (llvm::Value* s : live_slots) free_ptr(b.CreateLoad(ptr, s));
     b.CreateRet(code);
+  }
+  // if (cond) { free what is owned; return code } (cond unlikely).
+  void exit_when(llvm::Value* cond, std::int32_t code, const char* what) {
+    llvm::Function* f = b.GetInsertBlock()->getParent();
+    llvm::BasicBlock* bad = llvm::BasicBlock::Create(ctx, std::string(what) + ".failed", f);
+    llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx, std::string(what) + ".ok", f);
+    b.CreateCondBr(cond, bad, ok, weights(1, 1000));
+    b.SetInsertPoint(bad);
+    exit_with(b.getInt32(code));
+    b.SetInsertPoint(ok);
   }
   // if (code != 0) { free what is owned; return code | err }
   void exit_if_error(llvm::Value* code) {

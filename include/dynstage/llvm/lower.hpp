@@ -155,12 +155,7 @@ private:
     // A size computed inside the kernel (from data, or by integer arithmetic
     // on sizes that wrapped around) may be negative: stop before anything is
     // allocated or looped over with it, as eager stops with a ShapeError.
-    llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "dim.negative", b.GetInsertBlock()->getParent());
-    llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "dim.ok", b.GetInsertBlock()->getParent());
-    b.CreateCondBr(b.CreateICmpSLT(dimval_[vs], E.c64(0)), bad, ok, E.weights(1, 1000));
-    b.SetInsertPoint(bad);
-    E.exit_with(b.getInt32(kKernelNegativeSize));
-    b.SetInsertPoint(ok);
+    E.exit_when(b.CreateICmpSLT(dimval_[vs], E.c64(0)), kKernelNegativeSize, "dim.negative");
   }
 
   // Whether evaluating v needs multi-indices (else a flat loop serves).

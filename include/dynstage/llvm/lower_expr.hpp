@@ -326,13 +326,7 @@ inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size
         E.exit_with(b.getInt32(kKernelGatherEmpty));
         b.SetInsertPoint(llvm::BasicBlock::Create(E.ctx, "gather.dead", b.GetInsertBlock()->getParent()));
       } else if (!Emitter::konst(limit)) {
-        llvm::Function* fn = b.GetInsertBlock()->getParent();
-        llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "gather.empty", fn);
-        llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "gather.ok", fn);
-        b.CreateCondBr(b.CreateICmpSLT(limit, E.c64(0)), bad, ok, E.weights(1, 1000));
-        b.SetInsertPoint(bad);
-        E.exit_with(b.getInt32(kKernelGatherEmpty));
-        b.SetInsertPoint(ok);
+        E.exit_when(b.CreateICmpSLT(limit, E.c64(0)), kKernelGatherEmpty, "gather.empty");
       }
       auto clamp = [&](llvm::Value* s) {
         s = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, E.c64(0));

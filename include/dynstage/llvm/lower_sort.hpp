@@ -82,13 +82,7 @@ inline void Lowering::emit_top_k(const Eqn& e) {
   const auto a = static_cast<std::size_t>(tp.axis);
   llvm::Value* k = E.c64(tp.k);
   if (!Emitter::konst(xd[a])) {  // the shape rule could not decide k <= n: stop the kernel if not
-    llvm::Function* fn = b.GetInsertBlock()->getParent();
-    llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "top_k.too_large", fn);
-    llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "top_k.ok", fn);
-    b.CreateCondBr(b.CreateICmpSLT(xd[a], k), bad, ok, E.weights(1, 1000));
-    b.SetInsertPoint(bad);
-    E.exit_with(b.getInt32(kKernelTopKTooLarge));
-    b.SetInsertPoint(ok);
+    E.exit_when(b.CreateICmpSLT(xd[a], k), kKernelTopKTooLarge, "top_k.too_large");
   }
   llvm::Value* outer = E.c64(1);
   for (std::size_t i = 0; i < a; ++i) outer = E.mul(outer, xd[i]);
@@ -132,13 +126,7 @@ inline void Lowering::emit_debug_print(const Eqn& e) {
   llvm::Value* rc = b.CreateCall(f, {fmt, E.c64(n), data, dtypes, ranks, dims});
   // A print that raised (the sink threw) stops the kernel: what it owns is
   // freed and the call rethrows the exception (kKernelPrintFailed).
-  llvm::Function* fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "print.failed", fn);
-  llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "print.ok", fn);
-  b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), bad, ok, E.weights(1, 1000));
-  b.SetInsertPoint(bad);
-  E.exit_with(b.getInt32(kKernelPrintFailed));
-  b.SetInsertPoint(ok);
+  E.exit_when(b.CreateICmpNE(rc, b.getInt32(0)), kKernelPrintFailed, "print");
 }
 
 inline void Lowering::emit_collective(const Eqn& e, llvm::Value* out) {
@@ -169,13 +157,7 @@ inline void Lowering::emit_collective(const Eqn& e, llvm::Value* out) {
   llvm::FunctionCallee f = E.mod.getOrInsertFunction(kCollectiveRoutine, fty);
   llvm::Value* desc = b.CreateGlobalString(collective_descriptor(e.prim, dt, p), "collective.desc", 0, &E.mod);
   llvm::Value* rc = b.CreateCall(f, {desc, x, E.c64(rank), dims, out, bytes});
-  llvm::Function* fn = b.GetInsertBlock()->getParent();
-  llvm::BasicBlock* bad = llvm::BasicBlock::Create(E.ctx, "collective.failed", fn);
-  llvm::BasicBlock* ok = llvm::BasicBlock::Create(E.ctx, "collective.ok", fn);
-  b.CreateCondBr(b.CreateICmpNE(rc, b.getInt32(0)), bad, ok, E.weights(1, 1000));
-  b.SetInsertPoint(bad);
-  E.exit_with(b.getInt32(kKernelCollectiveFailed));
-  b.SetInsertPoint(ok);
+  E.exit_when(b.CreateICmpNE(rc, b.getInt32(0)), kKernelCollectiveFailed, "collective");
 }
 
 }  // namespace dyn::detail::llvmjit
