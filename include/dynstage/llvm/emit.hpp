@@ -426,6 +426,19 @@ struct Emitter {
     return true;
   }
 
+  // The index a that s wraps, when s is JAX's wrap of negative indices,
+  // select(a < 0, a + n, a), possibly sign-extended (as s's type), else null.
+  llvm::Value* unwrapped(llvm::Value* s) {
+    using namespace llvm::PatternMatch;
+    llvm::Value *v = s, *a = nullptr, *t = nullptr, *f = nullptr, *t0 = nullptr, *t1 = nullptr;
+    if (llvm::Value* inner = nullptr; match(v, m_SExt(m_Value(inner)))) v = inner;
+    if (!match(v, m_Select(m_SpecificICmp(llvm::ICmpInst::ICMP_SLT, m_Value(a), m_Zero()), m_Value(t), m_Value(f))) ||
+        !match(t, m_Add(m_Value(t0), m_Value(t1))) || !same_value(f, a) ||
+        !(same_value(t0, a) || same_value(t1, a)))
+      return nullptr;
+    return b.CreateSExtOrTrunc(a, s->getType());
+  }
+
   // An index computed as JAX's wrap of negative indices, select(a < 0, a +
   // n, a) (`x.at(i)` with a signed i; sign-extended or not), used where it
   // must lie in [0, hi] (a gather clamps it there, a scatter drops the
@@ -438,14 +451,8 @@ struct Emitter {
   // true on the fast path, or nullopt when s is not such a wrap.
   std::optional<std::pair<llvm::Value*, llvm::Value*>> likely_in_range(
       llvm::Value* s, llvm::Value* hi, const std::function<std::pair<llvm::Value*, llvm::Value*>(llvm::Value*)>& slow) {
-    using namespace llvm::PatternMatch;
-    llvm::Value *v = s, *a = nullptr, *t = nullptr, *f = nullptr, *t0 = nullptr, *t1 = nullptr;
-    if (llvm::Value* inner = nullptr; match(v, m_SExt(m_Value(inner)))) v = inner;
-    if (!match(v, m_Select(m_SpecificICmp(llvm::ICmpInst::ICMP_SLT, m_Value(a), m_Zero()), m_Value(t), m_Value(f))) ||
-        !match(t, m_Add(m_Value(t0), m_Value(t1))) || !same_value(f, a) ||
-        !(same_value(t0, a) || same_value(t1, a)))
-      return std::nullopt;
-    llvm::Value* raw = b.CreateSExtOrTrunc(a, s->getType());
+    llvm::Value* raw = unwrapped(s);
+    if (!raw) return std::nullopt;
     llvm::BasicBlock* from = b.GetInsertBlock();
     llvm::BasicBlock* other = llvm::BasicBlock::Create(ctx, "index.wrap", fn);
     llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx, "index.ok", fn);

@@ -19,6 +19,7 @@
 #ifdef DYNSTAGE_IMPLEMENTATION
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,11 +65,14 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
   count_copy(bytes_of(ud, d));
   const Dims st = strides_of(od);
   const IndexMap m = scatter_map(std::get<ScatterParams>(e.params), od.size());
-  // The current run: its element's offset (-1: none) and combined value.
+  // The current run: its element's offset and combined value. kNoRun, when
+  // there is none, is below any index's range: a (raw) index equal to it
+  // would be dropped anyway, so the hit test below may compare raw indices.
+  constexpr std::int64_t kNoRun = std::numeric_limits<std::int64_t>::min();
   llvm::Type* rt = E.reg_type(d);
   llvm::Value* cur = E.entry_alloca(E.i64);
   llvm::Value* acc = E.entry_alloca(rt);
-  b.CreateStore(E.c64(-1), cur);
+  b.CreateStore(E.c64(kNoRun), cur);
   auto flush = [&] {
     llvm::Value* at = b.CreateLoad(E.i64, cur);
     E.when(b.CreateICmpSGE(at, E.c64(0)), [&] { E.store(out, d, at, b.CreateLoad(rt, acc)); });
@@ -77,6 +81,9 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
   // updates that start a new run in `starts`) or read, combined and written
   // back at once.
   llvm::Value* starts = E.entry_alloca(E.i64);
+  // A vector's elements scattered one by one (a histogram, CSR's rows).
+  const bool simple = od.size() == 1 && m.axes.size() == 1 && m.axes[0].start == AxisMap::Start::scattered &&
+                      m.axes[0].out_axis < 0;
   // The update nest does not vectorise: branch on likely indices in it.
   scalar_nest_ = true;
   struct Reset {
@@ -88,6 +95,35 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
     // line code: a likely-in-range index (likely_in_range) then branches
     // straight to the combining code.
     llvm::Value* upd = operand(u, ix);
+    auto start_run = [&](llvm::Value* off) {
+      flush();
+      b.CreateStore(b.CreateAdd(b.CreateLoad(E.i64, starts), E.c64(1)), starts);
+      b.CreateStore(off, cur);
+      b.CreateStore(combine(E.load(out, d, off), upd), acc);
+    };
+    auto continue_run = [&] { b.CreateStore(combine(b.CreateLoad(rt, acc), upd), acc); };
+    if (run && simple) {
+      // One index into a vector: an index equal to the open run's element
+      // continues the run, and is in range since that element is, so the
+      // test comes first, on the raw index (a CSR row's updates skip the
+      // wrap and the range check); the others are wrapped, checked, and
+      // start a run or are dropped.
+      llvm::Value* s = start_of(e, m.axes[0], 0, nullptr, &ix);
+      llvm::Value* raw = E.unwrapped(s);
+      E.either(b.CreateICmpEQ(raw ? raw : s, b.CreateLoad(E.i64, cur)), continue_run, [&] {
+        // The wrap is computed here, off the run's path (the one above, then
+        // unused, is deleted as dead code).
+        if (raw) s = start_of(e, m.axes[0], 0, nullptr, &ix);
+        llvm::Value* hi = b.CreateSub(od[0], E.c64(1));
+        auto in_range = [&](llvm::Value* x) {
+          return std::make_pair(x, b.CreateAnd(b.CreateICmpSGE(x, E.c64(0)), b.CreateICmpSLE(x, hi)));
+        };
+        const auto fast = E.likely_in_range(s, hi, in_range);
+        const auto [start, ok] = fast ? *fast : in_range(s);
+        E.when(ok, [&] { start_run(start); });
+      });
+      return;
+    }
     llvm::Value* fits = b.getTrue();
     llvm::Value* off = E.c64(0);
     for (std::size_t k = 0; k < m.axes.size(); ++k) {
@@ -117,23 +153,7 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
     // and stored when the run ends, instead of a store and a reload per
     // update (a store-to-load chain through memory). Same order, same
     // operations: still bit-identical to eager.
-    E.when(fits, [&] {
-      llvm::Value* same = b.CreateICmpEQ(off, b.CreateLoad(E.i64, cur));
-      llvm::BasicBlock* hit = llvm::BasicBlock::Create(E.ctx, "scatter.run", E.fn);
-      llvm::BasicBlock* miss = llvm::BasicBlock::Create(E.ctx, "scatter.new", E.fn);
-      llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "scatter.next", E.fn);
-      b.CreateCondBr(same, hit, miss);
-      b.SetInsertPoint(hit);
-      b.CreateStore(combine(b.CreateLoad(rt, acc), upd), acc);
-      b.CreateBr(join);
-      b.SetInsertPoint(miss);
-      flush();
-      b.CreateStore(b.CreateAdd(b.CreateLoad(E.i64, starts), E.c64(1)), starts);
-      b.CreateStore(off, cur);
-      b.CreateStore(combine(E.load(out, d, off), upd), acc);
-      b.CreateBr(join);
-      b.SetInsertPoint(join);
-    });
+    E.when(fits, [&] { E.either(b.CreateICmpEQ(off, b.CreateLoad(E.i64, cur)), continue_run, [&] { start_run(off); }); });
   };
   // Runs pay only where they occur: random indices (a histogram's bins)
   // rarely repeat, and there the run's bookkeeping made the nest 1.5x slower
@@ -169,7 +189,7 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
                 },
                 [&] {
                   flush();  // the open run's element is written before any update reads it
-                  b.CreateStore(E.c64(-1), cur);
+                  b.CreateStore(E.c64(kNoRun), cur);
                   block(false);
                 });
   });
