@@ -182,6 +182,19 @@ TEST_CASE("gemm fusion: relu(x @ W + b) runs in the GEMM's epilogue; no separate
     CHECK(plan_of(g, x, Ws).fusions.empty());
     check_values(g, 1e-5, x, Ws);
   }
+  SUBCASE("an epilogue root that is a temporary, and one beside the product as a result") {
+    const auto Wsq = wavy<float>({160, 100}, 0.8);
+    auto inplace = [](auto x, auto W) { auto y = dyn::tanh(dyn::matmul(x, W)); return y * dyn::transpose(y, {1, 0}); };
+    CHECK(kinds(plan_of(inplace, x, Wsq).fusions) == Strs{"in the epilogue"});
+    check_values(inplace, 1e-5, x, Wsq);
+    auto both = [](auto x, auto W, auto b) { auto y = dyn::matmul(x, W); return std::tuple{y, dyn::maximum(y + b, 0.0f)}; };
+    CHECK(kinds(plan_of(both, x, W, bias).fusions) == Strs{"in the epilogue"});
+    ThreadCount keep;
+    const auto [y1, r1] = dyn::jit(both)(x, W, bias);
+    const auto [ye, re] = dyn::eager(both)(x, W, bias);
+    CHECK(dyn::allclose(y1, ye, 1e-5, 1e-5));
+    CHECK(dyn::allclose(r1, re, 1e-5, 1e-5));
+  }
   SUBCASE("a batch: (B, M, N) with a bias per row of each matrix") {
     const auto xb = wavy<float>({3, 40, 64}, 0.5), Wb = wavy<float>({3, 64, 50}, 0.6), c = wavy<float>({3, 40, 1}, 0.7);
     auto g = [](auto x, auto W, auto c) { return dyn::tanh(dyn::matmul(x, W) - c); };

@@ -56,9 +56,9 @@ inline bool dot_rhs_transposed(const DotGeneralParams& p) { return p.rhs_contrac
 // (lower_dot.hpp, emit_matvec_t; a transpose folded into the product,
 // `transpose(alpha * A) @ x`). `alpha * A @ x` then reads A once, as `A @ x` does,
 // instead of writing and re-reading a temporary of A's size. (The blocked
-// GEMM packs its operands from memory with a runtime routine, and i-k-j
-// reads the lhs once per element too but only runs small products: their
-// operands stay buffers.)
+// GEMM computes fused operands into its packed panels instead:
+// fusion_gemm.hpp, dot_may_block below; i-k-j reads the lhs once per
+// element too but only runs small products: their operands stay buffers.)
 inline bool dot_fuses_lhs(const Jaxpr& j, const Eqn& e) {
   const auto& p = std::get<DotGeneralParams>(e.params);
   if (!is_canonical_dot(p)) return false;
