@@ -15,6 +15,9 @@
 //   gemm_scaled/jit_plain      dyn::jit(matmul(A, B)): the target, within 10%
 //   gemm_scaled/jit_unfused    as /jit, compiled with detail::gemm_fusion() off
 //                              (alpha * A materialised first: before)
+//   gemm_thin/*                the same three at A 4000 x 4000, B 4000 x 32:
+//                              a thin product, where the temporary of alpha * A
+//                              (128 MB) is not small against the arithmetic
 //   mlp_layer/jit, /eigen      relu(x @ W + b) (below); /jit_unfused: the
 //                              bias and max a separate pass after the GEMM
 // NumPy's forms are in numpy_baselines.py (gesummv/numpy*, scaled_matvec/numpy*).
@@ -178,19 +181,20 @@ void BM_mlp_layer_jit_unfused(benchmark::State& st) {
 }
 
 // gemm_scaled/*: matmul(alpha * A, B) against matmul(A, B), f64, 1024 x 1024.
-constexpr i64 kGemmN = 1024;
+constexpr i64 kGemmN = 1024, kThinM = 4000, kThinN = 32;
 struct GemmInputs {
-  dyn::Array<double> A = filled({kGemmN, kGemmN}, 0.5), B = filled({kGemmN, kGemmN}, 1.1);
+  dyn::Array<double> A, B;
 };
-const GemmInputs& gemm_inputs() {
-  static const GemmInputs in;
-  return in;
+const GemmInputs& gemm_inputs(bool thin) {
+  static const GemmInputs square{filled({kGemmN, kGemmN}, 0.5), filled({kGemmN, kGemmN}, 1.1)};
+  static const GemmInputs narrow{filled({kThinM, kThinM}, 0.5), filled({kThinM, kThinN}, 1.1)};
+  return thin ? narrow : square;
 }
 auto gemm_scaled = [](auto A, auto B) { return dyn::matmul(kAlpha * A, B); };
 auto gemm_plain = [](auto A, auto B) { return dyn::matmul(A, B); };
 template <class F>
-void run_gemm(benchmark::State& st, const F& f, bool fused) {
-  const GemmInputs& in = gemm_inputs();
+void run_gemm(benchmark::State& st, const F& f, bool fused, bool thin = false) {
+  const GemmInputs& in = gemm_inputs(thin);
   dyn::detail::gemm_fusion().store(fused);
   const dyn::Array<double> got = f(in.A, in.B);  // compiled here
   dyn::detail::gemm_fusion().store(true);
@@ -198,12 +202,12 @@ void run_gemm(benchmark::State& st, const F& f, bool fused) {
   const dyn::Array<double> want = reference(in.A, in.B);
   const double scale = f(in.A, in.B).data()[0] / want.data()[0];  // alpha or 1
   for (i64 i = 0; i < got.size(); i += 97)
-    if (!(std::abs(got.data()[i] - scale * want.data()[i]) <= 1e-9 * (1 + std::abs(want.data()[i])) * kGemmN)) {
+    if (!(std::abs(got.data()[i] - scale * want.data()[i]) <= 1e-9 * (1 + std::abs(want.data()[i])) * in.A.shape()[1])) {
       st.SkipWithError("gemm_scaled: a result differs from the plain product's");
       return;
     }
   for (auto _ : st) benchmark::DoNotOptimize(f(in.A, in.B));
-  st.SetItemsProcessed(st.iterations() * 2 * kGemmN * kGemmN * kGemmN);
+  st.SetItemsProcessed(st.iterations() * 2 * in.A.shape()[0] * in.A.shape()[1] * in.B.shape()[1]);
 }
 void BM_gemm_scaled(benchmark::State& st) {
   static const auto jf = dyn::jit(gemm_scaled);
@@ -217,8 +221,23 @@ void BM_gemm_scaled_unfused(benchmark::State& st) {
   static const auto jf = dyn::jit(gemm_scaled);
   run_gemm(st, jf, false);
 }
+void BM_thin_scaled(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_scaled);
+  run_gemm(st, jf, true, true);
+}
+void BM_thin_plain(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_plain);
+  run_gemm(st, jf, true, true);
+}
+void BM_thin_scaled_unfused(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_scaled);
+  run_gemm(st, jf, false, true);
+}
 
 }  // namespace
+BENCHMARK(BM_thin_scaled)->Name("gemm_thin/jit")->Arg(kThinM)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_thin_plain)->Name("gemm_thin/jit_plain")->Arg(kThinM)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_thin_scaled_unfused)->Name("gemm_thin/jit_unfused")->Arg(kThinM)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_scaled)->Name("gemm_scaled/jit")->Arg(kGemmN)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_plain)->Name("gemm_scaled/jit_plain")->Arg(kGemmN)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gemm_scaled_unfused)->Name("gemm_scaled/jit_unfused")->Arg(kGemmN)->Unit(benchmark::kMillisecond);

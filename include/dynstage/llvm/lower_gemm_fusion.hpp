@@ -139,7 +139,12 @@ using GemmElement = std::function<llvm::Value*(llvm::Value* bt, llvm::Value* row
 
 // pack_a's body: Ap[(tile * kc + p) * MR + r] = A[bt, ic + tile*MR + r, pc + p],
 // zero past row ic + mc (the element is computed at a valid row, then
-// replaced: the expression is never evaluated out of bounds).
+// replaced: the expression is never evaluated out of bounds). Per p, the
+// tile's MR rows (consecutive stores, one cache line of f64), as the
+// built-in packing. For A stored (B,M,K) the MR reads are a stored row
+// apart, which SLP turned into masked gathers (1.1x the plain product's
+// time on a thin product; a row-at-a-time order with stores MR apart was
+// slower still): gemm_fusion_record keeps SLP off that function.
 inline void emit_fused_pack_a(Emitter& E, DType d, const GemmElement& a, const std::vector<llvm::Value*>& args) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
@@ -169,8 +174,11 @@ inline void emit_fused_pack_a(Emitter& E, DType d, const GemmElement& a, const s
 }
 
 // pack_b's body: Bp[(strip * kc + p) * NR + c] = B[bt, pc + p, jc + strip*NR + c],
-// zero past column jc + nc.
-inline void emit_fused_pack_b(Emitter& E, DType d, const GemmElement& bm, const std::vector<llvm::Value*>& args) {
+// zero past column jc + nc; along the stored rows as pack_a: B stored
+// (B,K,N) NR neighbours per p, stored (B,N,K) (`transposed`) one column of
+// the strip at a time over p.
+inline void emit_fused_pack_b(Emitter& E, DType d, const GemmElement& bm, bool transposed,
+                              const std::vector<llvm::Value*>& args) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
   llvm::Type* t = E.reg_type(d);
@@ -182,15 +190,19 @@ inline void emit_fused_pack_b(Emitter& E, DType d, const GemmElement& bm, const 
   E.loop_dyn(nstrips, [&](llvm::Value* st) {
     llvm::Value* c0 = mul(st, k.NR);
     llvm::Value* dst0 = b.CreateInBoundsGEP(t, Bp, mul(b.CreateMul(st, kc), k.NR));
-    E.loop_dyn(kc, [&](llvm::Value* p) {
-      llvm::Value* row = add(pc, p);
-      llvm::Value* dst = b.CreateInBoundsGEP(t, dst0, mul(p, k.NR));
+    auto element = [&](llvm::Value* c, llvm::Value* p) {
+      llvm::Value* ok = b.CreateICmpSLT(add(c0, c), nc);
+      llvm::Value* col = b.CreateSelect(ok, add(jc, add(c0, c)), jc);
+      b.CreateStore(b.CreateSelect(ok, bm(bt, add(pc, p), col), zero), b.CreateInBoundsGEP(t, dst0, add(mul(p, k.NR), c)));
+    };
+    if (transposed)
       E.loop_dyn(E.c64(k.NR), [&](llvm::Value* c) {
-        llvm::Value* ok = b.CreateICmpSLT(add(c0, c), nc);
-        llvm::Value* col = b.CreateSelect(ok, add(jc, add(c0, c)), jc);
-        b.CreateStore(b.CreateSelect(ok, bm(bt, row, col), zero), b.CreateInBoundsGEP(t, dst, c));
-      });
-    }, LoopHint::plain);
+        E.loop_dyn(kc, [&](llvm::Value* p) { element(c, p); }, LoopHint::plain);
+      }, LoopHint::plain);
+    else
+      E.loop_dyn(kc, [&](llvm::Value* p) {
+        E.loop_dyn(E.c64(k.NR), [&](llvm::Value* c) { element(c, p); });
+      }, LoopHint::plain);
   }, LoopHint::plain);
 }
 
@@ -198,7 +210,7 @@ inline void emit_fused_pack_b(Emitter& E, DType d, const GemmElement& bm, const 
 // current function: `a` / `bm` null for an operand read from memory,
 // `epilogue(bt, ic, mc, jc, nc)` null without one.
 using GemmEpilogue = std::function<void(llvm::Value* bt, llvm::Value* ic, llvm::Value* mc, llvm::Value* jc, llvm::Value* nc)>;
-inline llvm::Value* gemm_fusion_record(Emitter& E, DType d, const GemmElement& a, const GemmElement& bm,
+inline llvm::Value* gemm_fusion_record(Emitter& E, DType d, const DotShape& s, const GemmElement& a, const GemmElement& bm,
                                        const GemmEpilogue& epilogue) {
   auto& b = E.b;
   llvm::Value* null = llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(E.ptr));
@@ -209,11 +221,14 @@ inline llvm::Value* gemm_fusion_record(Emitter& E, DType d, const GemmElement& a
     auto [f, c] = outline_callback(E, "pack_a", 0, pack, [&](const std::vector<llvm::Value*>& args) {
       emit_fused_pack_a(E, d, a, args);
     });
+    // (No SLP on the stored-row-apart reads: see emit_fused_pack_a. The
+    // attribute also keeps the loop vectoriser out; its loops are plain.)
+    if (!s.ta) f->addFnAttr(llvm::Attribute::NoImplicitFloat);
     fns[0] = f, ctxs[0] = c;
   }
   if (bm) {
     auto [f, c] = outline_callback(E, "pack_b", 1, pack, [&](const std::vector<llvm::Value*>& args) {
-      emit_fused_pack_b(E, d, bm, args);
+      emit_fused_pack_b(E, d, bm, s.tb, args);
     });
     fns[1] = f, ctxs[1] = c;
   }

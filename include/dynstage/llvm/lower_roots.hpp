@@ -523,7 +523,7 @@ inline void Lowering::emit_fused_dot(const Eqn& e, const DotShape& s, llvm::Valu
           });
         }, LoopHint::plain);
       };
-    llvm::Value* rec = gemm_fusion_record(E, d, fa ? element(0, s.ta) : GemmElement{}, fb ? element(1, s.tb) : GemmElement{},
+    llvm::Value* rec = gemm_fusion_record(E, d, s, fa ? element(0, s.ta) : GemmElement{}, fb ? element(1, s.tb) : GemmElement{},
                                           epilogue);
     emit_blocked(E, d, s, A, Bm, out, rec);
   };
