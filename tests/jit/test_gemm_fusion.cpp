@@ -144,6 +144,13 @@ TEST_CASE("gemm fusion: astype, sums, transposes and strided slices of either op
     CHECK(plan_of(f, At, W).buffers == Strs{"output"});
     check_values(f, 1e-12, At, W);
   }
+  SUBCASE("a batch whose B is one matrix broadcast over it: read through the broadcast, not copied per batch") {
+    const auto xb = wavy({4, 40, 64}, 0.1), W = wavy({64, 50}, 0.2);
+    auto f = [](auto xb, auto W) { return dyn::matmul(xb, dyn::broadcast_to(2.0 * W, {4, 64, 50})); };
+    CHECK(kinds(plan_of(f, xb, W).fusions) == Strs{"packed into B"});
+    CHECK(plan_of(f, xb, W).buffers == Strs{"output"});
+    check_values(f, 1e-12, xb, W);
+  }
   SUBCASE("an expensive operand is materialised once, as before") {
     auto f = [](auto A, auto B) { return dyn::matmul(dyn::exp(A), B); };
     CHECK(plan_of(f, A, B).fusions.empty());
