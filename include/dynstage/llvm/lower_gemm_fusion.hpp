@@ -59,10 +59,11 @@ inline llvm::Value* gemm_blocked_cond(Emitter& E, DType d, const DotShape& s) {
 // array of contexts); returns the function and the struct (an alloca of
 // the current function). The Emitter's state is
 // the new function's while `body` runs (parallel.hpp, parallel_region, does
-// the same for task functions).
+// the same for task functions). `no_slp`: the function gets
+// noimplicitfloat, which keeps the SLP and loop vectorisers out of it.
 inline std::pair<llvm::Function*, llvm::Value*> outline_callback(
     Emitter& E, const std::string& name, unsigned slot, const std::vector<llvm::Type*>& params,
-    const std::function<void(const std::vector<llvm::Value*>&)>& body) {
+    const std::function<void(const std::vector<llvm::Value*>&)>& body, bool no_slp = false) {
   llvm::IRBuilder<>& b = E.b;
   llvm::Function* outer = E.fn;
   llvm::BasicBlock* resume = b.GetInsertBlock();
@@ -101,31 +102,54 @@ inline std::pair<llvm::Function*, llvm::Value*> outline_callback(
                              (llvm::isa<llvm::Argument>(v) && llvm::cast<llvm::Argument>(v)->getParent() != scratch);
         if (foreign && seen.emplace(v, live.size()).second) live.push_back(v);
       }
-  std::vector<llvm::Type*> fields;
+  // body(params..., the live values...): the code, with the outer values as
+  // parameters; a buffer that is noalias in the outer function (an argument
+  // that is, a fresh allocation) is noalias here too, so once body is
+  // inlined into f (scope metadata) its loops need no run-time overlap
+  // checks (parallel.hpp does the same for task functions).
+  std::vector<llvm::Type*> fields, bparams(params.begin(), params.end());
   for (llvm::Value* v : live) fields.push_back(v->getType());
+  bparams.insert(bparams.end(), fields.begin(), fields.end());
+  llvm::Function* body_fn = llvm::Function::Create(llvm::FunctionType::get(E.i32, bparams, false),
+                                                   llvm::Function::InternalLinkage, outer->getName() + "." + name + ".body", E.mod);
+  body_fn->addFnAttr(llvm::Attribute::AlwaysInline);
+  if (no_slp) body_fn->addFnAttr(llvm::Attribute::NoImplicitFloat);  // (SLP and the loop vectoriser stay out)
+  body_fn->splice(body_fn->begin(), scratch);
+  for (unsigned i = 0; i < params.size(); ++i) {
+    scratch->getArg(i)->replaceAllUsesWith(body_fn->getArg(i));
+    if (params[i]->isPointerTy()) body_fn->addParamAttr(i, llvm::Attribute::NoAlias);  // the packing buffer
+  }
+  scratch->eraseFromParent();
+  for (std::size_t k = 0; k < live.size(); ++k) {
+    const auto ai = static_cast<unsigned>(params.size() + k);
+    llvm::Value* v = live[k];
+    v->replaceUsesWithIf(body_fn->getArg(ai), [body_fn](llvm::Use& u) {
+      auto* i = llvm::dyn_cast<llvm::Instruction>(u.getUser());
+      return i && i->getFunction() == body_fn;
+    });
+    bool fresh = llvm::isa<llvm::AllocaInst>(v);
+    if (auto* arg = llvm::dyn_cast<llvm::Argument>(v)) fresh = arg->hasNoAliasAttr();
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(v))
+      fresh = call->getCalledFunction() && (call->getCalledFunction()->getName() == "aligned_alloc" ||
+                                            call->getCalledFunction()->getName() == kTempAllocRoutine);
+    if (fresh && v->getType()->isPointerTy()) body_fn->addParamAttr(ai, llvm::Attribute::NoAlias);
+  }
+  // f(ctxs, params...): loads its context's fields and calls body.
   llvm::StructType* st = llvm::StructType::get(E.ctx, fields);
   std::vector<llvm::Type*> fparams{E.ptr};
   fparams.insert(fparams.end(), params.begin(), params.end());
   llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(E.i32, fparams, false),
                                              llvm::Function::InternalLinkage, outer->getName() + "." + name, E.mod);
   f->addFnAttr(llvm::Attribute::NoUnwind);
-  for (unsigned i = 0; i < fparams.size(); ++i)
-    if (fparams[i]->isPointerTy()) f->addParamAttr(i, llvm::Attribute::NoAlias);
-  // The body moves into f; its entry block first gets the loads of the
-  // live values, which replace the outer values' uses inside it.
-  f->splice(f->begin(), scratch);
-  for (unsigned i = 0; i < params.size(); ++i) scratch->getArg(i)->replaceAllUsesWith(f->getArg(i + 1));
-  scratch->eraseFromParent();
+  if (no_slp) f->addFnAttr(llvm::Attribute::NoImplicitFloat);
   {
-    llvm::IRBuilder<> eb(&*f->getEntryBlock().getFirstInsertionPt());
+    llvm::IRBuilder<> eb(llvm::BasicBlock::Create(E.ctx, "entry", f));
     llvm::Value* own = eb.CreateLoad(E.ptr, eb.CreateConstInBoundsGEP1_64(E.ptr, f->getArg(0), slot));
-    for (std::size_t k = 0; k < live.size(); ++k) {
-      llvm::Value* v = eb.CreateLoad(fields[k], eb.CreateStructGEP(st, own, static_cast<unsigned>(k)));
-      live[k]->replaceUsesWithIf(v, [f](llvm::Use& u) {
-        auto* i = llvm::dyn_cast<llvm::Instruction>(u.getUser());
-        return i && i->getFunction() == f;
-      });
-    }
+    std::vector<llvm::Value*> args;
+    for (unsigned i = 0; i < params.size(); ++i) args.push_back(f->getArg(i + 1));
+    for (std::size_t k = 0; k < live.size(); ++k)
+      args.push_back(eb.CreateLoad(fields[k], eb.CreateStructGEP(st, own, static_cast<unsigned>(k))));
+    eb.CreateRet(eb.CreateCall(body_fn, args));
   }
   b.SetInsertPoint(resume);
   llvm::Value* ctx = E.entry_alloca(st);
@@ -220,10 +244,7 @@ inline llvm::Value* gemm_fusion_record(Emitter& E, DType d, const DotShape& s, c
   if (a) {
     auto [f, c] = outline_callback(E, "pack_a", 0, pack, [&](const std::vector<llvm::Value*>& args) {
       emit_fused_pack_a(E, d, a, args);
-    });
-    // (No SLP on the stored-row-apart reads: see emit_fused_pack_a. The
-    // attribute also keeps the loop vectoriser out; its loops are plain.)
-    if (!s.ta) f->addFnAttr(llvm::Attribute::NoImplicitFloat);
+    }, /*no_slp=*/!s.ta);  // (the stored-row-apart reads: see emit_fused_pack_a; its loops are plain)
     fns[0] = f, ctxs[0] = c;
   }
   if (bm) {
