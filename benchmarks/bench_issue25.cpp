@@ -9,11 +9,23 @@
 //   gesummv/loops, /fastmath   the hand-written loop (baseline_loops.inc):
 //                              one pass over A and B, -O3 -march=native,
 //                              strict IEEE and -ffast-math
+//   gemm_scaled/jit            dyn::jit(matmul(alpha * A, B)), 1024 x 1024: the
+//                              scaling computed in the GEMM's packing
+//                              (llvm/lower_gemm_fusion.hpp)
+//   gemm_scaled/jit_plain      dyn::jit(matmul(A, B)): the target, within 10%
+//   gemm_scaled/jit_unfused    as /jit, compiled with detail::gemm_fusion() off
+//                              (alpha * A materialised first: before)
+//   gemm_thin/*                the same three at A 4000 x 4000, B 4000 x 32:
+//                              a thin product, where the temporary of alpha * A
+//                              (128 MB) is not small against the arithmetic
+//   mlp_layer/jit, /eigen      relu(x @ W + b) (below); /jit_unfused: the
+//                              bias and max a separate pass after the GEMM
 // NumPy's forms are in numpy_baselines.py (gesummv/numpy*, scaled_matvec/numpy*).
 // Each jitted result is checked against the hand-written loop before timing.
 #include <benchmark/benchmark.h>
 
 #include <dynstage/dynstage.hpp>
+#include <dynstage/llvm/fusion.hpp>  // detail::gemm_fusion()
 
 #include <cmath>
 #include <cstdint>
@@ -152,6 +164,83 @@ void BM_mlp_layer_eigen(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * 2 * kBatch * kWidth * kWidth);
 }
 
+void BM_mlp_layer_jit_unfused(benchmark::State& st) {
+  const MlpInputs& in = mlp_inputs();
+  static const auto jf = dyn::jit(mlp_layer);
+  dyn::detail::gemm_fusion().store(false);
+  const dyn::Array<double> got = jf(in.x, in.w, in.b);  // compiled without the GEMM's epilogue
+  dyn::detail::gemm_fusion().store(true);
+  const dyn::Array<double> want = jit_mlp_layer(in.x, in.w, in.b);
+  for (i64 i = 0; i < got.size(); ++i)
+    if (!(std::abs(got.data()[i] - want.data()[i]) <= 1e-9 * (1 + std::abs(want.data()[i])) * kWidth)) {
+      st.SkipWithError("mlp_layer/jit_unfused differs from mlp_layer/jit");
+      return;
+    }
+  for (auto _ : st) benchmark::DoNotOptimize(jf(in.x, in.w, in.b));
+  st.SetItemsProcessed(st.iterations() * 2 * kBatch * kWidth * kWidth);
+}
+
+// gemm_scaled/*: matmul(alpha * A, B) against matmul(A, B), f64, 1024 x 1024.
+constexpr i64 kGemmN = 1024, kThinM = 4000, kThinN = 32;
+struct GemmInputs {
+  dyn::Array<double> A, B;
+};
+const GemmInputs& gemm_inputs(bool thin) {
+  static const GemmInputs square{filled({kGemmN, kGemmN}, 0.5), filled({kGemmN, kGemmN}, 1.1)};
+  static const GemmInputs narrow{filled({kThinM, kThinM}, 0.5), filled({kThinM, kThinN}, 1.1)};
+  return thin ? narrow : square;
+}
+auto gemm_scaled = [](auto A, auto B) { return dyn::matmul(kAlpha * A, B); };
+auto gemm_plain = [](auto A, auto B) { return dyn::matmul(A, B); };
+template <class F>
+void run_gemm(benchmark::State& st, const F& f, bool fused, bool thin = false) {
+  const GemmInputs& in = gemm_inputs(thin);
+  dyn::detail::gemm_fusion().store(fused);
+  const dyn::Array<double> got = f(in.A, in.B);  // compiled here
+  dyn::detail::gemm_fusion().store(true);
+  static const auto reference = dyn::jit(gemm_plain);
+  const dyn::Array<double> want = reference(in.A, in.B);
+  const double scale = f(in.A, in.B).data()[0] / want.data()[0];  // alpha or 1
+  for (i64 i = 0; i < got.size(); i += 97)
+    if (!(std::abs(got.data()[i] - scale * want.data()[i]) <= 1e-9 * (1 + std::abs(want.data()[i])) * in.A.shape()[1])) {
+      st.SkipWithError("gemm_scaled: a result differs from the plain product's");
+      return;
+    }
+  for (auto _ : st) benchmark::DoNotOptimize(f(in.A, in.B));
+  st.SetItemsProcessed(st.iterations() * 2 * in.A.shape()[0] * in.A.shape()[1] * in.B.shape()[1]);
+}
+void BM_gemm_scaled(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_scaled);
+  run_gemm(st, jf, true);
+}
+void BM_gemm_plain(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_plain);
+  run_gemm(st, jf, true);
+}
+void BM_gemm_scaled_unfused(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_scaled);
+  run_gemm(st, jf, false);
+}
+void BM_thin_scaled(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_scaled);
+  run_gemm(st, jf, true, true);
+}
+void BM_thin_plain(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_plain);
+  run_gemm(st, jf, true, true);
+}
+void BM_thin_scaled_unfused(benchmark::State& st) {
+  static const auto jf = dyn::jit(gemm_scaled);
+  run_gemm(st, jf, false, true);
+}
+
 }  // namespace
+BENCHMARK(BM_thin_scaled)->Name("gemm_thin/jit")->Arg(kThinM)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_thin_plain)->Name("gemm_thin/jit_plain")->Arg(kThinM)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_thin_scaled_unfused)->Name("gemm_thin/jit_unfused")->Arg(kThinM)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm_scaled)->Name("gemm_scaled/jit")->Arg(kGemmN)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm_plain)->Name("gemm_scaled/jit_plain")->Arg(kGemmN)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gemm_scaled_unfused)->Name("gemm_scaled/jit_unfused")->Arg(kGemmN)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mlp_layer_jit_unfused)->Name("mlp_layer/jit_unfused")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mlp_layer_jit)->Name("mlp_layer/jit")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mlp_layer_eigen)->Name("mlp_layer/eigen")->Unit(benchmark::kMillisecond);

@@ -196,7 +196,9 @@ TEST_CASE("layout maps: a product reads a reshape or a contiguous slice of a buf
   CHECK(copies(rows, X, W) == Why{});
   CHECK(copies(block, T, W) == Why{});
   CHECK(copies(one_row, T, W) == Why{});
-  CHECK(copies(wslice, X, W) == Why{"dot_general operand"});
+  // (Large enough for the blocked GEMM, whose packing reads the strided
+  // columns through the slice's map: issue 25, item 1, fusion_gemm.hpp.)
+  CHECK(copies(wslice, X, W) == Why{});
   same_as_eager(rows, 1e-12, X, W);
   same_as_eager(block, 1e-12, T, W);
   same_as_eager(one_row, 1e-12, T, W);

@@ -56,9 +56,9 @@ inline bool dot_rhs_transposed(const DotGeneralParams& p) { return p.rhs_contrac
 // (lower_dot.hpp, emit_matvec_t; a transpose folded into the product,
 // `transpose(alpha * A) @ x`). `alpha * A @ x` then reads A once, as `A @ x` does,
 // instead of writing and re-reading a temporary of A's size. (The blocked
-// GEMM packs its operands from memory with a runtime routine, and i-k-j
-// reads the lhs once per element too but only runs small products: their
-// operands stay buffers.)
+// GEMM computes fused operands into its packed panels instead:
+// fusion_gemm.hpp, dot_may_block below; i-k-j reads the lhs once per
+// element too but only runs small products: their operands stay buffers.)
 inline bool dot_fuses_lhs(const Jaxpr& j, const Eqn& e) {
   const auto& p = std::get<DotGeneralParams>(e.params);
   if (!is_canonical_dot(p)) return false;
@@ -98,6 +98,29 @@ inline bool dot_reads_through(const Jaxpr& j, const Eqn& e) {
 // The GEMM routine's threshold (lower_dot.hpp): float products of at least
 // this many multiply-adds, with N >= 8 and M >= 4, run the blocked kernel.
 inline constexpr std::int64_t kBlockedFlops = 32 * 32 * 32;
+
+// Whether canonical dot `e` may run the blocked GEMM routine: a real float
+// product, not a matrix-vector one with a fused lhs, large enough when its
+// sizes are static (with runtime sizes: unless statically ruled out; the
+// lowering then tests the sizes). Its fused operands are packed and its
+// elementwise consumer runs in its epilogue (fusion_gemm.hpp).
+inline bool dot_may_block(const Jaxpr& j, const Eqn& e) {
+  const auto& p = std::get<DotGeneralParams>(e.params);
+  if (!is_canonical_dot(p) || e.inputs.size() != 2 || e.outputs.size() != 1 || dot_fuses_lhs(j, e)) return false;
+  const DType d = j.types[static_cast<std::size_t>(e.outputs[0])].dtype;
+  if (!is_float(d)) return false;
+  for (const Atom& a : e.inputs)
+    if (!a.is_var() || j.type_of(a).dtype != d || j.type_of(a).rank() != 3) return false;
+  const Type &l = j.type_of(e.inputs[0]), &r = j.type_of(e.inputs[1]);
+  const bool ta = dot_lhs_transposed(p), tb = dot_rhs_transposed(p);
+  const JDim Bd = l.shape[0], Md = l.shape[ta ? 2 : 1], Kd = l.shape[ta ? 1 : 2], Nd = r.shape[tb ? 1 : 2];
+  if (is_unit(Nd)) return false;
+  for (const JDim& x : {Bd, Md, Kd, Nd})
+    if (x.is_static() && x.value == 0) return false;
+  if (!Bd.is_static() || !Md.is_static() || !Kd.is_static() || !Nd.is_static()) return true;
+  const std::int64_t M = Md.value, K = Kd.value, N = Nd.value;
+  return M * N * K >= kBlockedFlops && N >= 8 && M >= 4;
+}
 
 // Whether the lowering of canonical dot `e` copies an operand inside its
 // nest (lower_dot.hpp, with_plain_operands): a rhs stored (B,N,K) read by

@@ -24,7 +24,10 @@
 //     reads in place: fold_dot_transposes), it is materialised.
 //     Except the lhs of a matrix-vector product (canonicalize.hpp,
 //     dot_fuses_lhs): the matvec nest reads it once per element, so its
-//     fused expression (`alpha * A`, an astype, a sum) is evaluated there.
+//     fused expression (`alpha * A`, an astype, a sum) is evaluated there;
+//     and a cheap operand of a product that may run the blocked GEMM,
+//     which computes it into its packed panels (fusion_gemm.hpp, which
+//     also picks the elementwise root the GEMM's epilogue computes).
 //     Control flow (for_loop, while_loop, cond) is a barrier: every operand
 //     is materialised and every output is a buffer (the loop state or a
 //     branch's results), never written into a result slot in place.
@@ -77,6 +80,7 @@
 #include "../ir/jaxpr.hpp"
 #include "canonicalize.hpp"
 #include "buffers.hpp"
+#include "fusion_gemm.hpp"
 #include "fusion_plan.hpp"
 #include "fusion_rows.hpp"
 
@@ -200,6 +204,10 @@ struct Walk {
         if (dot_fuses_lhs(j, e)) {  // the matvec nest evaluates the fused lhs once per element
           visit(e.inputs[0], ei, -2, sym_numel(j.type_of(e.inputs[0])), ei);
           visit(e.inputs[1], ei, -1, space, ei);
+          return;
+        }
+        if (dot_may_block(j, e)) {  // fused operands: evaluated where the GEMM packs them
+          for (std::size_t k = 0; k < 2; ++k) visit(e.inputs[k], ei, -2 - static_cast<int>(k), sym_numel(j.type_of(e.inputs[k])), ei);
           return;
         }
         [[fallthrough]];
@@ -448,6 +456,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
           if (!dot_reads_through(j, d)) break;  // reshapes, contiguous slices
           v = d.inputs[0].var;
         }
+        if (gemm_packs_operand(j, plan, e, v, kExpensiveCost)) continue;  // fusion_gemm.hpp
         mark(plan, v, "dot_general operand");
       }
     }
@@ -535,6 +544,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
   }
   plan_row_groups(j, plan);
   extend_reused_lifetimes(j, plan);
+  plan_gemm_epilogues(j, plan);
   return plan;
 }
 

@@ -95,6 +95,9 @@ struct FusionPlan {
   // Buffer assignment (buffers.hpp):
   std::vector<int> reuse;           // var -> the var whose buffer it updates in place, or -1
   std::vector<int> paired;          // outvar -> the invar position whose buffer it is (in-place loop state, donation), or -1
+  // The GEMM's epilogue (fusion_gemm.hpp):
+  std::vector<int> epilogue;        // eqn (a product) -> the root its GEMM computes block by block, or -1
+  std::vector<int> in_epilogue;     // eqn -> the product whose GEMM computes it, or -1
 };
 
 // One line per live equation: its output variable (#index), primitive, and
@@ -113,6 +116,8 @@ inline std::string plan_str(const Jaxpr& j, const FusionPlan& plan) {
          (plan.materialised[vs] ? "buffer (" + plan.why[vs] + ")" : std::string("fused"));
     if (!plan.in_prologue.empty() && plan.in_prologue[i]) r += ", at entry";
     if (!plan.reuse.empty() && plan.reuse[vs] >= 0) r += ", in place of #" + std::to_string(plan.reuse[vs]);
+    if (!plan.in_epilogue.empty() && plan.in_epilogue[i] >= 0)
+      r += ", in the epilogue of #" + std::to_string(j.eqns[static_cast<std::size_t>(plan.in_epilogue[i])].outputs[0]);
     if (!plan.group_of.empty() && plan.group_of[i] >= 0)
       r += ", row group " + std::to_string(plan.group_of[i]) + (plan.row_local[vs] ? ", one row" : "");
     r += "\n";

@@ -276,6 +276,15 @@ private:
   void emit_window(const Eqn& e, std::size_t k, llvm::Value* out);
   void emit_window_root(const Eqn& e, llvm::Value* out);
   void emit_dot(const Eqn& e, llvm::Value* out);
+  // The root product `ei`'s GEMM epilogue computes (fusion_gemm.hpp), or -1
+  // (also when that root's result is allocated by the kernel: a cell).
+  int epilogue_root(std::size_t ei) const {
+    if (plan_.epilogue.empty() || plan_.epilogue[ei] < 0) return -1;
+    const int r = plan_.epilogue[ei];
+    const int slot = plan_.out_slot[static_cast<std::size_t>(j_.eqns[static_cast<std::size_t>(r)].outputs[0])];
+    return slot >= 0 && cells_[static_cast<std::size_t>(slot)] ? -1 : r;
+  }
+  void emit_fused_dot(const Eqn& e, const DotShape& s, llvm::Value* out, bool fa, bool fb, int epi);
   llvm::Value* buffer_through_reshapes(const Atom& a);
   bool through_reshapes_to_buffer(const Atom& a);  // a dot operand read straight from a buffer
   void copy(llvm::Value* dst, llvm::Value* src, const Type& t);

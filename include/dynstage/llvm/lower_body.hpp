@@ -164,7 +164,15 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
       i = last;
       continue;
     }
+    if (!plan_.in_epilogue.empty() && plan_.in_epilogue[i] >= 0 &&
+        epilogue_root(static_cast<std::size_t>(plan_.in_epilogue[i])) == static_cast<int>(i)) {
+      // Computed by its product's GEMM epilogue (lower_gemm_fusion.hpp), its buffer allocated there.
+      read_dim(v);
+      for (llvm::Value* p : free_after[i]) E.release(p);
+      continue;
+    }
     allocate(i, static_cast<int>(i), 0);
+    if (const int r = epilogue_root(i); r >= 0) allocate(static_cast<std::size_t>(r), r, 0);
     emit_root(i);
     read_dim(v);  // a size computed from array data
     for (llvm::Value* p : free_after[i]) E.release(p);

@@ -472,8 +472,78 @@ inline void Lowering::emit_dot(const Eqn& e, llvm::Value* out) {
     }, buffer_through_reshapes(e.inputs[1]), out);
     return;
   }
+  // Fused operands and an epilogue of the blocked GEMM (fusion_gemm.hpp).
+  const std::size_t ei = static_cast<std::size_t>(&e - j_.eqns.data());
+  const bool fa = !through_reshapes_to_buffer(e.inputs[0]), fb = !through_reshapes_to_buffer(e.inputs[1]);
+  const int epi = epilogue_root(ei);
+  if (fa || fb || epi >= 0) return emit_fused_dot(e, s, out, fa, fb, epi);
   emit_matmul(E, type(e.outputs[0]).dtype, s, buffer_through_reshapes(e.inputs[0]),
               buffer_through_reshapes(e.inputs[1]), out);
+}
+
+// A product with fused operands (fa, fb) and/or an epilogue root (epi >= 0):
+// the blocked GEMM with the kernel's packing and epilogue functions
+// (lower_gemm_fusion.hpp) when it runs; when it does not (runtime sizes
+// too small at run time) the fused operands are materialised, the product
+// runs as any other and the epilogue root's nest follows it.
+inline void Lowering::emit_fused_dot(const Eqn& e, const DotShape& s, llvm::Value* out, bool fa, bool fb, int epi) {
+  const DType d = type(e.outputs[0]).dtype;
+  const Dims ld = dims_of(e.inputs[0].var), rd = dims_of(e.inputs[1].var);
+  llvm::Value* null = llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(E.ptr));
+  llvm::Value* A = fa ? null : buffer_through_reshapes(e.inputs[0]);
+  llvm::Value* Bm = fb ? null : buffer_through_reshapes(e.inputs[1]);
+  // The logical element (bt, row, col) of operand k, stored transposed or not.
+  auto element = [&](std::size_t k, bool t) -> GemmElement {
+    return [this, &e, &ld, &rd, k, t](llvm::Value* bt, llvm::Value* row, llvm::Value* col) {
+      Ix& ix = body_ix(k == 0 ? ld : rd, t ? std::vector<llvm::Value*>{bt, col, row} : std::vector<llvm::Value*>{bt, row, col},
+                       nullptr);
+      return operand(e.inputs[k], ix);
+    };
+  };
+  auto blocked = [&] {
+    GemmEpilogue epilogue;
+    if (epi >= 0)
+      epilogue = [&](llvm::Value* bt, llvm::Value* ic, llvm::Value* mc, llvm::Value* jc, llvm::Value* nc) {
+        const Eqn& r = j_.eqns[static_cast<std::size_t>(epi)];
+        const int rv = r.outputs[0];
+        llvm::Value* rout = buf_[static_cast<std::size_t>(rv)];
+        const DType od = type(rv).dtype;
+        const Dims od_dims = dims_of(rv);
+        E.loop_dyn(mc, [&](llvm::Value* i) {
+          llvm::Value* row = b.CreateAdd(ic, i, "", true, true);
+          llvm::Value* rowlin = b.CreateMul(b.CreateAdd(b.CreateMul(bt, s.M, "", true, true), row, "", true, true), s.N, "", true, true);
+          E.loop_dyn(nc, [&](llvm::Value* jj) {
+            llvm::Value* col = b.CreateAdd(jc, jj, "", true, true);
+            llvm::Value* at = b.CreateAdd(rowlin, col, "", true, true);
+            std::vector<llvm::Value*> multi;  // known when the result's axes are (M, N) or (B, M, N)
+            if (od_dims.size() == 2 && Emitter::is_k(s.B, 1) && od_dims[0] == s.M && od_dims[1] == s.N) multi = {row, col};
+            else if (od_dims.size() == 3 && od_dims[0] == s.B && od_dims[1] == s.M && od_dims[2] == s.N) multi = {bt, row, col};
+            Ix& ix = body_ix(od_dims, multi, at);
+            E.store(rout, od, at, fused(r, ix));
+          });
+        }, LoopHint::plain);
+      };
+    llvm::Value* rec = gemm_fusion_record(E, d, s, fa ? element(0, s.ta) : GemmElement{}, fb ? element(1, s.tb) : GemmElement{},
+                                          epilogue);
+    emit_blocked(E, d, s, A, Bm, out, rec);
+  };
+  auto other = [&] {
+    auto dense = [&](std::size_t k) {
+      const Dims& dd = k == 0 ? ld : rd;
+      llvm::Value* bytes = bytes_of(dd, d);
+      llvm::Value* t = E.temp(bytes);
+      count_copy(bytes);
+      nest(dd, !needs_multi(e.inputs[k]), [&](Ix& ix) { E.store(t, d, lin(ix), operand(e.inputs[k], ix)); });
+      return t;
+    };
+    llvm::Value* a = fa ? dense(0) : A;
+    llvm::Value* bm = fb ? dense(1) : Bm;
+    emit_matmul(E, d, s, a, bm, out);
+    if (fb) E.release(bm);
+    if (fa) E.release(a);
+    if (epi >= 0) emit_root(static_cast<std::size_t>(epi));
+  };
+  emit_either(E, gemm_blocked_cond(E, d, s), blocked, other);
 }
 
 inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
