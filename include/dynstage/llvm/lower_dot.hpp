@@ -228,9 +228,9 @@ inline void emit_matmul(Emitter& E, DType d, const DotShape& s, llvm::Value* A, 
     llvm::Value* flops = E.mul(E.mul(s.M, s.N), s.K);
     llvm::Value* big = b.CreateAnd(b.CreateAnd(b.CreateICmpSGE(flops, E.c64(kBlockedFlops)), b.CreateICmpSGE(s.N, E.c64(8))),
                                    b.CreateICmpSGE(s.M, E.c64(4)));
-    emit_either(E, big, [&] { emit_blocked(E, d, s, A, Bm, C); }, ikj);
+    E.either(big, [&] { emit_blocked(E, d, s, A, Bm, C); }, ikj);
   };
-  emit_either(E, b.CreateICmpEQ(s.N, E.c64(1)), matvec, blocked_or_ikj);
+  E.either(b.CreateICmpEQ(s.N, E.c64(1)), matvec, blocked_or_ikj);
 }
 
 }  // namespace dyn::detail::llvmjit

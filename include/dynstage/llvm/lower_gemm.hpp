@@ -46,24 +46,6 @@ struct DotShape {
   bool ta = false, tb = false;  // A stored (B,K,M), B stored (B,N,K)
 };
 
-// if (cond) yes() else no(), folded when cond is a constant.
-inline void emit_either(Emitter& E, llvm::Value* cond, const std::function<void()>& yes,
-                        const std::function<void()>& no) {
-  auto& b = E.b;
-  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond)) return c->isZero() ? no() : yes();
-  llvm::BasicBlock* t = llvm::BasicBlock::Create(E.ctx, "dot.then", E.fn);
-  llvm::BasicBlock* f = llvm::BasicBlock::Create(E.ctx, "dot.else", E.fn);
-  llvm::BasicBlock* join = llvm::BasicBlock::Create(E.ctx, "dot.end", E.fn);
-  b.CreateCondBr(cond, t, f);
-  b.SetInsertPoint(t);
-  yes();
-  b.CreateBr(join);
-  b.SetInsertPoint(f);
-  no();
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
-}
-
 // --- the blocked float kernel --------------------------------------------
 
 struct Blocking {
@@ -296,7 +278,7 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
             }, LoopHint::plain);
           }, LoopHint::plain);
         };
-        emit_either(E, b.CreateIsNull(fpack_b), [&] { emit_either(E, tb, pack_bt, pack_b); }, [&] {
+        E.either(b.CreateIsNull(fpack_b), [&] { E.either(tb, pack_bt, pack_b); }, [&] {
           b.CreateCall(gemm_pack_type(E), fpack_b, {fctx, Bp, bt, jc, nc, pc, kc});
         });
         // The row blocks on every core (llvm/parallel.hpp): B's panel is
@@ -334,7 +316,7 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
                 }, LoopHint::plain);
               }, LoopHint::plain);
             };
-            emit_either(E, b.CreateIsNull(fpack_a), [&] { emit_either(E, ta, [&] { pack_a(true); }, [&] { pack_a(false); }); },
+            E.either(b.CreateIsNull(fpack_a), [&] { E.either(ta, [&] { pack_a(true); }, [&] { pack_a(false); }); },
                         [&] { b.CreateCall(gemm_pack_type(E), fpack_a, {fctx, Ap, bt, ic, mc, pc, kc}); });
             llvm::Value* first = b.CreateICmpEQ(pc, E.c64(0));
             E.loop_dyn(nstrips, [&](llvm::Value* st) {
@@ -351,7 +333,7 @@ inline void emit_blocked_loops(Emitter& E, DType d, const DotShape& s, llvm::Val
             }, LoopHint::plain);
             // The block is final after its last KC block: the epilogue, here.
             llvm::Value* last = b.CreateICmpSGE(add(pc, kc), s.K);
-            emit_either(E, b.CreateAnd(last, b.CreateIsNotNull(fepi)), [&] {
+            E.either(b.CreateAnd(last, b.CreateIsNotNull(fepi)), [&] {
               b.CreateCall(gemm_epilogue_type(E), fepi, {fctx, bt, ic, mc, jc, nc});
             }, [] {});
           }, LoopHint::plain);

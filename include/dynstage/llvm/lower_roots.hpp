@@ -543,7 +543,7 @@ inline void Lowering::emit_fused_dot(const Eqn& e, const DotShape& s, llvm::Valu
     if (fa) E.release(a);
     if (epi >= 0) emit_root(static_cast<std::size_t>(epi));
   };
-  emit_either(E, gemm_blocked_cond(E, d, s), blocked, other);
+  E.either(gemm_blocked_cond(E, d, s), blocked, other);
 }
 
 inline void Lowering::copy(llvm::Value* dst, llvm::Value* src, const Type& t) {
