@@ -107,7 +107,9 @@ enum class Op {
 // The steps of a cplx node, each on the complex value z (z0: the first one).
 enum CStep { cs_neg, cs_conj, cs_exp, cs_log, cs_sqrt, cs_sin, cs_cos, cs_tanh, cs_square, cs_ipow, cs_add, cs_sub,
              cs_mul, cs_div, cs_pow, cs_mul_lit, cs_sum, cs_prod, cs_mean, cs_dot, cs_flat, cs_rev, cs_stop_gradient,
-             cs_transpose, kCStepCount };
+             cs_transpose,
+             // dyn::fft::fft, dyn::fft::ifft (norm "ortho") along the last axis (rank >= 1); inexact
+             cs_fft, cs_ifft, kCStepCount };
 // What a cplx node returns of z: real(z), imag(z), abs(z), angle(z), z == conj(z), z != conj(z).
 enum CProj { cp_real, cp_imag, cp_abs, cp_angle, cp_eq, cp_ne, kCProjCount };
 
@@ -215,6 +217,16 @@ struct Verdict {
 };
 
 // fuzz_run.cpp
+// The threads check (on by default): each jitted program is also run with 1
+// and with 2 threads (dyn::set_num_threads) and the two results must be
+// bitwise identical (runtime/threads.hpp: a kernel's tasks depend on the
+// problem size only). A failure is a mismatch "jit 1 vs 2 threads".
+void set_check_threads(bool on);
+bool check_threads();
+// A deliberate error for the tests that show the three ways' check can
+// fail: jit's first output is perturbed before it is compared (dynstage_fuzz
+// --fault jit; tests/fuzz/doctest_example.cpp is the shrunk reproducer).
+void set_jit_fault(bool on);
 Verdict run_case(const Case& c, Outcome* eager = nullptr, Outcome* interp = nullptr, Outcome* jit = nullptr);
 // The values of the top-level slots in eager mode (for the shrinker); empty on error.
 std::vector<dyn::AnyArray> eager_slots(const Case& c);
@@ -259,6 +271,11 @@ Check check_vmap(const Case& c, std::uint64_t seed, Fault fault = Fault::none);
 // default programs has a float input).
 Case generate(std::uint64_t seed, int max_nodes, bool float_inputs = false);
 std::string to_cpp(const Case& c, std::uint64_t seed);
+// The reproduction as a ready-to-paste doctest TEST_CASE (for a test file of
+// dynstage_jit_tests): eager vs jit (the same error class, or outputs equal:
+// exact ones bitwise, inexact ones within the fuzzer's tolerance) and jit
+// with 1 vs 2 threads bitwise. `what`: the failure, for the comment.
+std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& what);
 std::string dtype_cpp(DType d);
 
 }  // namespace fuzz

@@ -39,8 +39,6 @@ const std::map<Prim, std::string> kNotFuzzed = {
             "tests/distributed/ compares it with single-process results"},
     DYN_COLLECTIVE_PRIMITIVES(DYN_NOT_FUZZED)
 #undef DYN_NOT_FUZZED
-    {Prim::fft, "the fuzzer's complex nodes (tests/fuzz/fuzz.hpp, Op::cplx) have no fft step yet "
-                "(tests/ops/test_fft.cpp and tests/jit/test_jit_fft.cpp compare it with NumPy and eager)"},
 };
 
 // The seeds whose programs must cover every primitive (dynstage_fuzz's
