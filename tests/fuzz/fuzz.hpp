@@ -102,7 +102,16 @@ enum class Op {
   cplx,                  // complex values inside one node (issue 24): in = x, y (one float dtype, broadcasting);
                          // z0 = p[0]: 0 complex(x, y), 1 x + y * 1i, 2 astype<complex>(x) - 1i * y; then the
                          // steps p[1..] (CStep) on z; the result: k (CProj) of z, a real float or bool
+  collective,            // dyn::shard_map over the one-rank mesh {"x": 1} of one collective on in[0] (k: Coll;
+                         // p: all_gather axis, tiled; all_to_all split axis, concat axis, tiled)
 };
+
+// The collective of an Op::collective node, over mesh axis "x" of one rank
+// (docs/distributed.md): psum, pmax, pmin and ppermute {(0, 0)} are the
+// identity, all_gather adds an axis of 1 (tiled: the same shape),
+// all_to_all moves an axis of 1 (tiled: the same shape), axis_index is 0
+// (added to the operand).
+enum Coll { co_psum, co_pmax, co_pmin, co_all_gather, co_ppermute, co_all_to_all, co_axis_index, kCollCount };
 
 // The steps of a cplx node, each on the complex value z (z0: the first one).
 enum CStep { cs_neg, cs_conj, cs_exp, cs_log, cs_sqrt, cs_sin, cs_cos, cs_tanh, cs_square, cs_ipow, cs_add, cs_sub,

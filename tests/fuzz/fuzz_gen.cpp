@@ -620,14 +620,50 @@ struct Gen {
         if (depth >= 2) return false;
         return control(p, scope, depth, which % 3);
       }
-      case 40: case 41: case 42:  // complex values (issue 24)
-        if (!complex_node(p, scope, x, n)) return false;
+      case 40: case 41: case 42:  // complex values (issue 24); of a non-float x, now and then a collective
+        if (!complex_node(p, scope, x, n) && !(which == 40 && collective_node(scope, x, n))) return false;
         break;
     }
     // (A big program's outer products of its long dimension are left out.)
     for (const Ty& t : n.out)
       if (t.size() > kMaxElems) return false;
     add(p, scope, std::move(n));
+    return true;
+  }
+
+  // A collective node (fuzz.hpp, Op::collective) on x: each collective over
+  // the one-rank mesh, with the result type it has there.
+  bool collective_node(const std::vector<Ty>& scope, int x, Node& n) {
+    const Ty tx = scope[x];
+    const i64 rank = static_cast<i64>(tx.shape.size());
+    std::vector<int> ks = {co_all_gather, co_ppermute};
+    if (tx.dt != DType::bool_) ks.insert(ks.end(), {co_psum, co_pmax, co_pmin, co_axis_index});
+    // all_to_all: a static split axis (of size 1 unless tiled)
+    for (const D& d : tx.shape)
+      if (d.is_static()) {
+        ks.push_back(co_all_to_all);
+        break;
+      }
+    n.op = Op::collective, n.k = r.pick(ks), n.in = {x}, n.p.clear();
+    Ty t = tx;
+    if (n.k == co_all_gather) {
+      const bool tiled = rank > 0 && r.coin();
+      const i64 axis = r.range(0, tiled ? rank - 1 : rank);
+      n.p = {axis, tiled ? 1 : 0};
+      if (!tiled) t.shape.insert(t.shape.begin() + axis, D{1, -1});
+    } else if (n.k == co_all_to_all) {
+      std::vector<i64> split;
+      for (i64 a = 0; a < rank; ++a)
+        if (tx.shape[a].is_static()) split.push_back(a);
+      const i64 s = r.pick(split), k = r.range(0, rank - 1);
+      const bool tiled = tx.shape[s].n != 1 || r.coin();
+      n.p = {s, k, tiled ? 1 : 0};
+      if (!tiled) {  // the split axis (of 1) dropped, an axis of 1 at concat_axis
+        t.shape.erase(t.shape.begin() + s);
+        t.shape.insert(t.shape.begin() + k, D{1, -1});
+      }
+    }
+    n.out = {t};
     return true;
   }
 
@@ -1079,6 +1115,27 @@ struct Emitter {
         }
         case Op::where: e = "dyn::where(" + in(0) + ", " + in(1) + ", " + in(2) + ")"; break;
         case Op::cplx: e = complex_cpp(n, in(0), in(1), n.lit == 32 ? "float" : "double"); break;
+        case Op::collective: {
+          std::string c;
+          switch (static_cast<Coll>(n.k)) {
+            case co_psum: c = "dyn::psum(v, \"x\")"; break;
+            case co_pmax: c = "dyn::pmax(v, \"x\")"; break;
+            case co_pmin: c = "dyn::pmin(v, \"x\")"; break;
+            case co_all_gather:
+              c = "dyn::all_gather(v, \"x\", " + std::to_string(n.p[0]) + (n.p[1] ? ", true)" : ")");
+              break;
+            case co_ppermute: c = "dyn::ppermute(v, \"x\", {{0, 0}})"; break;
+            case co_all_to_all:
+              c = "dyn::all_to_all(v, \"x\", " + std::to_string(n.p[0]) + ", " + std::to_string(n.p[1]) +
+                  (n.p[2] ? ", true)" : ")");
+              break;
+            case co_axis_index: c = "v + dyn::astype<" + T + ">(dyn::axis_index(\"x\"))"; break;
+            case kCollCount: break;
+          }
+          e = "dyn::shard_map([](auto v) { return " + c + "; }, dyn::Mesh({\"x\"}, {1}), {dyn::P()}, dyn::P())(" +
+              in(0) + ")";
+          break;
+        }
         case Op::clamp:
           e = n.p[0] ? "dyn::clamp(" + in(1) + ", " + in(0) + ", " + in(2) + ")"
                      : "dyn::clip(" + in(0) + ", " + in(1) + ", " + in(2) + ")";

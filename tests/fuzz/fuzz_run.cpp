@@ -268,6 +268,36 @@ struct Interp {
     }
   }
 
+  // A collective node (fuzz.hpp, Op::collective): the collective inside a
+  // shard_map over the one-rank mesh, which every process has.
+  template <class X>
+  static V collective(const Node& n, const X& x) {
+    using T = elem<X>;
+    static const dyn::Mesh mesh({"x"}, {1});
+    auto body = [&n](auto v) -> decltype(v) {
+      switch (static_cast<Coll>(n.k)) {
+        case co_psum:
+          if constexpr (!std::is_same_v<T, bool>) return dyn::psum(v, "x");
+          else break;
+        case co_pmax:
+          if constexpr (!std::is_same_v<T, bool>) return dyn::pmax(v, "x");
+          else break;
+        case co_pmin:
+          if constexpr (!std::is_same_v<T, bool>) return dyn::pmin(v, "x");
+          else break;
+        case co_all_gather: return dyn::all_gather(v, "x", n.p.at(0), n.p.at(1) != 0);
+        case co_ppermute: return dyn::ppermute(v, "x", {{0, 0}});
+        case co_all_to_all: return dyn::all_to_all(v, "x", n.p.at(0), n.p.at(1), n.p.at(2) != 0);
+        case co_axis_index:
+          if constexpr (!std::is_same_v<T, bool>) return v + dyn::astype<T>(dyn::axis_index("x"));
+          else break;
+        case kCollCount: break;
+      }
+      throw std::logic_error("fuzz: bad collective");
+    };
+    return as_v<K>(dyn::shard_map(body, mesh, {dyn::P()}, dyn::P())(x));
+  }
+
   // The value of a slot as the alternative of the same type as x.
   template <class X>
   static const X& same(const X&, const V& v) {
@@ -449,6 +479,7 @@ struct Interp {
       case Op::compare:
         return {std::visit([&](const auto& x) { return cmp(n.k, x, same(x, in(1))); }, in(0))};
       case Op::cplx: return {std::visit([&](const auto& x) { return cplx(n, x, in(1)); }, in(0))};
+      case Op::collective: return {std::visit([&](const auto& x) { return collective(n, x); }, in(0))};
       case Op::where: {
         const auto& pred = std::get<0>(in(0));
         return {std::visit([&](const auto& x) { return as_v<K>(dyn::where(pred, x, same(x, in(2)))); }, in(1))};
