@@ -81,8 +81,10 @@ enum class Op {
   squeeze,       // p: axes
   broadcast_to,  // p: target dims, >= 0 static, -1-j: x.shape(j)
   cumulative,    // k: Cum; p = axis (may be negative), reverse
-  gather,        // in = x, idx (integer); p[0] = axis: k = 0: x.at(all()..., idx).get(); 1: dyn::take(x, idx, axis)
-  scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4)
+  gather,        // in = x, idx (integer); p[0] = axis: k = 0: x.at(all()..., idx).get(); 1: dyn::take(x, idx, axis);
+                 // 2: dyn::take_along_axis(x, idx, axis); 3: x.at(all()..., p[1]).get() (in = x; a C++ integer)
+  scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4);
+                 // with p[1]: in = x, u and the index is the C++ integer p[1]
   argreduce,     // k: 0 argmax, 1 argmin; p[0] = axis (may be negative); lit 1: dyn::keepdims
   sort,          // k 0: dyn::sort(x, p[0]), 1: dyn::argsort(x, p[0]) (axis may be negative);
                  // 2, 3: std::get<k - 2>(dyn::top_k(x, p[0]))

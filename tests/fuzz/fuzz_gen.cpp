@@ -180,6 +180,14 @@ struct Gen {
     return add(p, scope, cmp);
   }
 
+  // A C++ integer index into an axis of size n: in range, negative (from the
+  // end) as often, and one time in ten out of range (an IndexError, at trace
+  // time in every way).
+  i64 static_index(i64 n) {
+    if (r.coin(0.1)) return r.coin() ? n + r.range(0, 2) : -n - 1 - r.range(0, 2);
+    return r.range(-n, n - 1);
+  }
+
   int index_scalar(Program& p, std::vector<Ty>& scope) {
     int s = r.coin(0.7) ? pick(scope, [](const Ty& t) { return isi(t.dt) && t.shape.empty() && !t.inexact; }) : -1;
     if (s >= 0) return s;
@@ -602,9 +610,30 @@ struct Gen {
         n.in.push_back(idx);
         n.p = {ax};
         if (which == 36) {
-          n.op = Op::gather, n.k = static_cast<int>(r.range(0, 1)), n.out = {tx};
+          n.op = Op::gather, n.k = static_cast<int>(r.range(0, 3)), n.out = {tx};
           n.out[0].shape = t.shape;
+          if (n.k == 2) {  // take_along_axis: indices of x's rank (1 or x's static size off the axis)
+            std::vector<D> is = tx.shape;
+            for (i64 d = 0; d < rank; ++d)
+              is[d] = d == ax ? D{r.range(0, 5), -1} : tx.shape[d].is_static() && r.coin() ? tx.shape[d] : D{1, -1};
+            n.in[1] = constant(p, scope, r.coin() ? DType::i32 : DType::i64, is);
+            n.out[0].shape = tx.shape;
+            n.out[0].shape[ax] = is[ax];
+          } else if (n.k == 3) {  // x.at(all()..., i) of a C++ integer: negative from the end, out of range an IndexError
+            if (!tx.shape[ax].is_static()) return false;
+            n.in.pop_back();
+            n.p.push_back(static_index(tx.shape[ax].n));
+            n.out[0].shape = tx.shape;
+            n.out[0].shape.erase(n.out[0].shape.begin() + ax);
+          }
           break;
+        }
+        // A C++ integer index now and then (p[1]): the updates of x without the axis.
+        if (tx.shape[ax].is_static() && r.coin(0.2)) {
+          n.in.pop_back();
+          n.p.push_back(static_index(tx.shape[ax].n));
+          t = tx;
+          t.shape.erase(t.shape.begin() + ax);
         }
         // The updates: the shape the gather would give, or its trailing axes.
         std::vector<D> us(t.shape.begin() + (r.coin() ? 0 : ax), t.shape.end());
@@ -1174,12 +1203,16 @@ struct Emitter {
         }
         case Op::gather:
         case Op::scatter: {
+          const bool cpp_int = n.p.size() > 1;  // a C++ integer index (fuzz_run.cpp, Interp::gather)
           std::string at = in(0) + ".at(";
           for (i64 a = 0; a < n.p[0]; ++a) at += "dyn::all(), ";
-          at += in(1) + ")";
+          at += (cpp_int ? "std::int64_t{" + std::to_string(n.p[1]) + "}" : in(1)) + ")";
           static const char* upd[] = {"set", "add", "mul", "min", "max"};
-          if (n.op == Op::gather) e = n.k ? "dyn::take(" + in(0) + ", " + in(1) + ", " + std::to_string(n.p[0]) + ")" : at + ".get()";
-          else e = at + "." + upd[n.k] + "(" + in(2) + ")";
+          if (n.op == Op::gather && n.k == 1) e = "dyn::take(" + in(0) + ", " + in(1) + ", " + std::to_string(n.p[0]) + ")";
+          else if (n.op == Op::gather && n.k == 2)
+            e = "dyn::take_along_axis(" + in(0) + ", " + in(1) + ", " + std::to_string(n.p[0]) + ")";
+          else if (n.op == Op::gather) e = at + ".get()";
+          else e = at + "." + upd[n.k] + "(" + in(cpp_int ? 1 : 2) + ")";
           break;
         }
         case Op::reshape: e = "dyn::reshape(" + in(0) + ", " + list(n.p) + ")"; break;

@@ -380,12 +380,16 @@ struct Interp {
   // Index arrays are i32 or i64 (the generator's; other integer dtypes of
   // indices are converted by the numpy layer, tested in test_dtypes.cpp).
   template <class I>
-  static constexpr bool index_elem = std::is_same_v<elem<I>, std::int32_t> || std::is_same_v<elem<I>, i64>;
+  static constexpr bool index_elem = [] {
+    if constexpr (std::is_integral_v<I>) return true;  // a C++ integer (std::int64_t)
+    else return std::is_same_v<elem<I>, std::int32_t> || std::is_same_v<elem<I>, i64>;
+  }();
 
   template <class X, class I>
   static V gather(const Node& n, const X& x, const I& idx) {
     if constexpr (index_elem<I>) {
       if (n.k == 1) return as_v<K>(dyn::take(x, idx, n.p.at(0)));
+      if (n.k == 2) return as_v<K>(dyn::take_along_axis(x, idx, n.p.at(0)));
       return at_axis(x, idx, n.p.at(0), [](const auto& r) { return r.get(); });
     } else {
       throw std::logic_error("fuzz: a non-integer index array");
@@ -495,8 +499,12 @@ struct Interp {
       case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
       case Op::cumulative: return {std::visit([&](const auto& x) { return cumulative(n, x); }, in(0))};
       case Op::gather:
+        if (n.p.size() > 1)  // a C++ integer index
+          return {std::visit([&](const auto& x) { return at_axis(x, n.p[1], n.p[0], [](const auto& r) { return r.get(); }); }, in(0))};
         return {std::visit([&](const auto& x, const auto& i) { return gather(n, x, i); }, in(0), in(1))};
       case Op::scatter:
+        if (n.p.size() > 1)
+          return {std::visit([&](const auto& x) { return scatter(n, x, n.p[1], in(1)); }, in(0))};
         return {std::visit([&](const auto& x, const auto& i) { return scatter(n, x, i, in(2)); }, in(0), in(1))};
       case Op::argreduce: return {std::visit([&](const auto& x) { return argreduce(n, x); }, in(0))};
       case Op::sort:
