@@ -59,7 +59,7 @@ while ((s <= last)); do
   # --trace: each seed's number on stderr before it runs (a signal's culprit).
   "$bin" --seed "$s" --count "$n" --doctest --trace ${extra[@]+"${extra[@]}"} >"$out" 2>"$err"
   rc=$?
-  grep -E '^(programs run|grad:|vmap:)' "$out" | sed "s/^/  [$s..$((s + n - 1))] /"
+  grep -E '^(programs run|threads:|grad:|vmap:)' "$out" | sed "s/^/  [$s..$((s + n - 1))] /"
   if ((rc >= 128)); then
     bad=$(grep -o '^seed [0-9]*' "$err" | tail -1 | awk '{print $2}')
     bad=${bad:-$s}
@@ -73,7 +73,7 @@ while ((s <= last)); do
   if ((rc != 0)); then
     failed=1
     # The failures with their reproducers (the log holds them all).
-    awk '/^FAIL/ {p = 1} /^(programs run|grad:|vmap:)/ {p = 0} p' "$out"
+    awk '/^FAIL/ {p = 1} /^(programs run|threads:|grad:|vmap:)/ {p = 0} p' "$out"
   fi
   run=$((run + n))
   s=$((s + n))
@@ -81,8 +81,9 @@ while ((s <= last)); do
 done
 
 echo "== fuzz.sh: $run programs (seeds $first..$last), mismatches $(tally '^programs run' mismatches)," \
-  "crashes $(tally '^programs run' crashes), died $died; grad failed $(tally '^grad:' failed)," \
-  "vmap failed $(tally '^vmap:' failed); $((SECONDS - t0)) s"
+  "crashes $(tally '^programs run' crashes), died $died; grad checked $(tally '^grad:' checked)," \
+  "failed $(tally '^grad:' failed); vmap checked $(tally '^vmap:' checked), failed $(tally '^vmap:' failed);" \
+  "$(tally '^threads:' checked,) programs called the thread pool; $((SECONDS - t0)) s"
 if ((failed)); then
   echo "fuzz.sh: FAILED (the full logs are in $logs)"
   exit 1

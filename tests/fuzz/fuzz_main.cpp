@@ -325,9 +325,11 @@ int main(int argc, char** argv) {
     const std::int64_t tasks0 = dyn::detail::tasks_run().load();
     const Verdict v = run_case(c);
     ++run;
-    if (dyn::detail::tasks_run().load() != tasks0) ++split;
+    const std::int64_t tasks = dyn::detail::tasks_run().load() - tasks0;
+    if (tasks) ++split;
     if (verbose)
       std::cout << "seed " << s << ": " << count_nodes(c.prog) << " nodes, "
+                << (tasks ? std::to_string(tasks) + " tasks (jit x3), " : "")
                 << (v.kind == Verdict::pass               ? "pass"
                     : v.kind == Verdict::consistent_error ? "error " + v.what
                     : v.kind == Verdict::elided           ? "fault elided by jit"
