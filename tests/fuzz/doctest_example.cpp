@@ -124,7 +124,7 @@ TEST_CASE("dynstage_fuzz seed 881: eager, jit and jit with 1 vs 2 threads agree"
     auto v52 = dyn::shard_map([](auto v) { return dyn::all_gather(v, "x", 0); }, dyn::Mesh({"x"}, {1}), {dyn::P()}, dyn::P())(v51);
     auto v54 = L(x0, c53);
     auto v55 = v52.at(std::int64_t{-1}).set(v54);
-    auto v56 = dyn::squeeze(v55, {0});
+    auto v56 = dyn::squeeze(v55, std::vector<std::int64_t>{0});
     return std::make_tuple(v56, v49, v48, v28, v27, v24);
   };
   auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n, ...)", "...", "(n, ...)"});

@@ -1173,7 +1173,7 @@ struct Emitter {
         case Op::reduce: {
           static const char* f[] = {"dyn::sum", "dyn::prod", "dyn::max", "dyn::min", "dyn::mean", "dyn::any", "dyn::all"};
           const int bits = static_cast<int>(n.lit);
-          e = std::string(f[n.k]) + "(" + in(0) + ((bits & 1) ? "" : ", " + list(n.p)) +
+          e = std::string(f[n.k]) + "(" + in(0) + ((bits & 1) ? "" : ", std::vector<std::int64_t>" + list(n.p)) +
               ((bits & 2) ? ", dyn::keepdims" : "") + ")";
           if ((n.k == r_max || n.k == r_min) && isf(odt)) e = "(" + e + " + 0.0)";
           break;
@@ -1183,7 +1183,7 @@ struct Emitter {
               : n.k == 1 ? "dyn::argsort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"
                          : "std::get<" + std::to_string(n.k - 2) + ">(dyn::top_k(" + in(0) + ", " + std::to_string(n.p[0]) + "))";
           break;
-        case Op::rev: e = "dyn::rev(" + in(0) + ", " + list(n.p) + ")"; break;
+        case Op::rev: e = "dyn::rev(" + in(0) + ", std::vector<std::int64_t>" + list(n.p) + ")"; break;
         case Op::pad: {
           std::string cfg = "{";
           for (std::size_t i = 0; i < n.p.size(); i += 3)
@@ -1229,7 +1229,7 @@ struct Emitter {
           break;
         }
         case Op::expand_dims: e = "dyn::expand_dims(" + in(0) + ", " + std::to_string(n.p[0]) + ")"; break;
-        case Op::squeeze: e = "dyn::squeeze(" + in(0) + ", " + list(n.p) + ")"; break;
+        case Op::squeeze: e = "dyn::squeeze(" + in(0) + ", std::vector<std::int64_t>" + list(n.p) + ")"; break;
         case Op::broadcast_to: {
           std::vector<std::string> s;
           for (i64 d : n.p) s.push_back(d >= 0 ? "dyn::Dim(" + std::to_string(d) + ")" : "dyn::Dim(" + in(0) + ".shape(" + std::to_string(-1 - d) + "))");
