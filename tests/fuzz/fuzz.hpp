@@ -81,8 +81,10 @@ enum class Op {
   squeeze,       // p: axes
   broadcast_to,  // p: target dims, >= 0 static, -1-j: x.shape(j)
   cumulative,    // k: Cum; p = axis (may be negative), reverse
-  gather,        // in = x, idx (integer); p[0] = axis: k = 0: x.at(all()..., idx).get(); 1: dyn::take(x, idx, axis)
-  scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4)
+  gather,        // in = x, idx (integer); p[0] = axis: k = 0: x.at(all()..., idx).get(); 1: dyn::take(x, idx, axis);
+                 // 2: dyn::take_along_axis(x, idx, axis); 3: x.at(all()..., p[1]).get() (in = x; a C++ integer)
+  scatter,       // in = x, idx, u; p[0] = axis: x.at(all()..., idx).set/add/mul/min/max(u) (k: 0..4);
+                 // with p[1]: in = x, u and the index is the C++ integer p[1]
   argreduce,     // k: 0 argmax, 1 argmin; p[0] = axis (may be negative); lit 1: dyn::keepdims
   sort,          // k 0: dyn::sort(x, p[0]), 1: dyn::argsort(x, p[0]) (axis may be negative);
                  // 2, 3: std::get<k - 2>(dyn::top_k(x, p[0]))
@@ -102,12 +104,23 @@ enum class Op {
   cplx,                  // complex values inside one node (issue 24): in = x, y (one float dtype, broadcasting);
                          // z0 = p[0]: 0 complex(x, y), 1 x + y * 1i, 2 astype<complex>(x) - 1i * y; then the
                          // steps p[1..] (CStep) on z; the result: k (CProj) of z, a real float or bool
+  collective,            // dyn::shard_map over the one-rank mesh {"x": 1} of one collective on in[0] (k: Coll;
+                         // p: all_gather axis, tiled; all_to_all split axis, concat axis, tiled)
 };
+
+// The collective of an Op::collective node, over mesh axis "x" of one rank
+// (docs/distributed.md): psum, pmax, pmin and ppermute {(0, 0)} are the
+// identity, all_gather adds an axis of 1 (tiled: the same shape),
+// all_to_all moves an axis of 1 (tiled: the same shape), axis_index is 0
+// (added to the operand).
+enum Coll { co_psum, co_pmax, co_pmin, co_all_gather, co_ppermute, co_all_to_all, co_axis_index, kCollCount };
 
 // The steps of a cplx node, each on the complex value z (z0: the first one).
 enum CStep { cs_neg, cs_conj, cs_exp, cs_log, cs_sqrt, cs_sin, cs_cos, cs_tanh, cs_square, cs_ipow, cs_add, cs_sub,
              cs_mul, cs_div, cs_pow, cs_mul_lit, cs_sum, cs_prod, cs_mean, cs_dot, cs_flat, cs_rev, cs_stop_gradient,
-             cs_transpose, kCStepCount };
+             cs_transpose,
+             // dyn::fft::fft, dyn::fft::ifft (norm "ortho") along the last axis (rank >= 1); inexact
+             cs_fft, cs_ifft, kCStepCount };
 // What a cplx node returns of z: real(z), imag(z), abs(z), angle(z), z == conj(z), z != conj(z).
 enum CProj { cp_real, cp_imag, cp_abs, cp_angle, cp_eq, cp_ne, kCProjCount };
 
@@ -215,6 +228,16 @@ struct Verdict {
 };
 
 // fuzz_run.cpp
+// The threads check (on by default): each jitted program is also run with 1
+// and with 2 threads (dyn::set_num_threads) and the two results must be
+// bitwise identical (runtime/threads.hpp: a kernel's tasks depend on the
+// problem size only). A failure is a mismatch "jit 1 vs 2 threads".
+void set_check_threads(bool on);
+bool check_threads();
+// A deliberate error for the tests that show the three ways' check can
+// fail: jit's first output is perturbed before it is compared (dynstage_fuzz
+// --fault jit; tests/fuzz/doctest_example.cpp is the shrunk reproducer).
+void set_jit_fault(bool on);
 Verdict run_case(const Case& c, Outcome* eager = nullptr, Outcome* interp = nullptr, Outcome* jit = nullptr);
 // The values of the top-level slots in eager mode (for the shrinker); empty on error.
 std::vector<dyn::AnyArray> eager_slots(const Case& c);
@@ -259,6 +282,11 @@ Check check_vmap(const Case& c, std::uint64_t seed, Fault fault = Fault::none);
 // default programs has a float input).
 Case generate(std::uint64_t seed, int max_nodes, bool float_inputs = false);
 std::string to_cpp(const Case& c, std::uint64_t seed);
+// The reproduction as a ready-to-paste doctest TEST_CASE (for a test file of
+// dynstage_jit_tests): eager vs jit (the same error class, or outputs equal:
+// exact ones bitwise, inexact ones within the fuzzer's tolerance) and jit
+// with 1 vs 2 threads bitwise. `what`: the failure, for the comment.
+std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& what);
 std::string dtype_cpp(DType d);
 
 }  // namespace fuzz

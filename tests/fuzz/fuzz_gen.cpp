@@ -58,6 +58,11 @@ struct Gen {
   int next_sym = 1;  // sym 0 is the polymorphic "n"
   std::vector<int> size_slots;  // top-level i64 scalar inputs with values in [0, 4]
   std::vector<i64> size_values;  // their values
+  // A big program (generate): the symbolic n is large enough that kernels
+  // take their parallel paths, so the threads check compares 1 and 2 threads
+  // on split loops, reductions and GEMMs.
+  bool big = false;
+  static constexpr i64 kMaxElems = i64{1} << 22;  // a value's elements, at most
 
   // Values: ints in [-100, 100] and now and then an extreme; floats in
   // [-8, 8] and now and then a special (NaN, +-inf, +-0, huge, tiny).
@@ -173,6 +178,14 @@ struct Gen {
     cmp.op = Op::compare, cmp.k = static_cast<int>(r.range(0, kCmpCount - 1)), cmp.in = {s, c};
     cmp.out = {Ty{DType::bool_, {}, false}};
     return add(p, scope, cmp);
+  }
+
+  // A C++ integer index into an axis of size n: in range, negative (from the
+  // end) as often, and one time in ten out of range (an IndexError, at trace
+  // time in every way).
+  i64 static_index(i64 n) {
+    if (r.coin(0.1)) return r.coin() ? n + r.range(0, 2) : -n - 1 - r.range(0, 2);
+    return r.range(-n, n - 1);
   }
 
   int index_scalar(Program& p, std::vector<Ty>& scope) {
@@ -597,9 +610,30 @@ struct Gen {
         n.in.push_back(idx);
         n.p = {ax};
         if (which == 36) {
-          n.op = Op::gather, n.k = static_cast<int>(r.range(0, 1)), n.out = {tx};
+          n.op = Op::gather, n.k = static_cast<int>(r.range(0, 3)), n.out = {tx};
           n.out[0].shape = t.shape;
+          if (n.k == 2) {  // take_along_axis: indices of x's rank (1 or x's static size off the axis)
+            std::vector<D> is = tx.shape;
+            for (i64 d = 0; d < rank; ++d)
+              is[d] = d == ax ? D{r.range(0, 5), -1} : tx.shape[d].is_static() && r.coin() ? tx.shape[d] : D{1, -1};
+            n.in[1] = constant(p, scope, r.coin() ? DType::i32 : DType::i64, is);
+            n.out[0].shape = tx.shape;
+            n.out[0].shape[ax] = is[ax];
+          } else if (n.k == 3) {  // x.at(all()..., i) of a C++ integer: negative from the end, out of range an IndexError
+            if (!tx.shape[ax].is_static()) return false;
+            n.in.pop_back();
+            n.p.push_back(static_index(tx.shape[ax].n));
+            n.out[0].shape = tx.shape;
+            n.out[0].shape.erase(n.out[0].shape.begin() + ax);
+          }
           break;
+        }
+        // A C++ integer index now and then (p[1]): the updates of x without the axis.
+        if (tx.shape[ax].is_static() && r.coin(0.2)) {
+          n.in.pop_back();
+          n.p.push_back(static_index(tx.shape[ax].n));
+          t = tx;
+          t.shape.erase(t.shape.begin() + ax);
         }
         // The updates: the shape the gather would give, or its trailing axes.
         std::vector<D> us(t.shape.begin() + (r.coin() ? 0 : ax), t.shape.end());
@@ -615,11 +649,50 @@ struct Gen {
         if (depth >= 2) return false;
         return control(p, scope, depth, which % 3);
       }
-      case 40: case 41: case 42:  // complex values (issue 24)
-        if (!complex_node(p, scope, x, n)) return false;
+      case 40: case 41: case 42:  // complex values (issue 24); of a non-float x, now and then a collective
+        if (!complex_node(p, scope, x, n) && !(which == 40 && collective_node(scope, x, n))) return false;
         break;
     }
+    // (A big program's outer products of its long dimension are left out.)
+    for (const Ty& t : n.out)
+      if (t.size() > kMaxElems) return false;
     add(p, scope, std::move(n));
+    return true;
+  }
+
+  // A collective node (fuzz.hpp, Op::collective) on x: each collective over
+  // the one-rank mesh, with the result type it has there.
+  bool collective_node(const std::vector<Ty>& scope, int x, Node& n) {
+    const Ty tx = scope[x];
+    const i64 rank = static_cast<i64>(tx.shape.size());
+    std::vector<int> ks = {co_all_gather, co_ppermute};
+    if (tx.dt != DType::bool_) ks.insert(ks.end(), {co_psum, co_pmax, co_pmin, co_axis_index});
+    // all_to_all: a static split axis (of size 1 unless tiled)
+    for (const D& d : tx.shape)
+      if (d.is_static()) {
+        ks.push_back(co_all_to_all);
+        break;
+      }
+    n.op = Op::collective, n.k = r.pick(ks), n.in = {x}, n.p.clear();
+    Ty t = tx;
+    if (n.k == co_all_gather) {
+      const bool tiled = rank > 0 && r.coin();
+      const i64 axis = r.range(0, tiled ? rank - 1 : rank);
+      n.p = {axis, tiled ? 1 : 0};
+      if (!tiled) t.shape.insert(t.shape.begin() + axis, D{1, -1});
+    } else if (n.k == co_all_to_all) {
+      std::vector<i64> split;
+      for (i64 a = 0; a < rank; ++a)
+        if (tx.shape[a].is_static()) split.push_back(a);
+      const i64 s = r.pick(split), k = r.range(0, rank - 1);
+      const bool tiled = tx.shape[s].n != 1 || r.coin();
+      n.p = {s, k, tiled ? 1 : 0};
+      if (!tiled) {  // the split axis (of 1) dropped, an axis of 1 at concat_axis
+        t.shape.erase(t.shape.begin() + s);
+        t.shape.insert(t.shape.begin() + k, D{1, -1});
+      }
+    }
+    n.out = {t};
     return true;
   }
 
@@ -681,6 +754,10 @@ struct Gen {
         }
         case cs_rev:
           if (shape.empty()) continue;
+          break;
+        case cs_fft: case cs_ifft:  // along the last axis, of at least one point
+          if (shape.empty() || shape.back().n < 1) continue;
+          inexact = true;
           break;
         case cs_transpose:
           std::reverse(shape.begin(), shape.end());
@@ -754,7 +831,7 @@ struct Gen {
       n.in.push_back(s);
       carry.push_back(scope[s]);
     }
-    const bool preserve = kind == 2 || r.coin(0.6);
+    const bool preserve = kind == 2 || r.coin(0.6) || big;  // (big: no carry doubling each trip)
     std::vector<Ty> params;
     for (const Ty& t : carry) {
       Ty u = preserve ? t : freshen(t);
@@ -820,7 +897,10 @@ struct Gen {
     const i64 nx = r.range(0, 2);
     for (i64 j = 0; j < nx; ++j) {
       const bool first = n.in.size() == nc;
-      const int s = pick(scope, [&](const Ty& t) { return !t.shape.empty() && (first || t.shape[0] == lead); });
+      // (A big program's scans are short: eager runs each step.)
+      const int s = pick(scope, [&](const Ty& t) {
+        return !t.shape.empty() && (first || t.shape[0] == lead) && (!big || t.shape[0].n <= 8);
+      });
       if (s < 0) break;
       if (first) lead = scope[s].shape[0];
       n.in.push_back(s);
@@ -855,7 +935,14 @@ Case generate(std::uint64_t seed, int max_nodes, bool float_inputs) {
   g.r = Rng{seed * 0x2545F4914F6CDD1Dull + 1};
   Case c;
   c.symbolic = g.r.coin(0.3);
-  const i64 nval = g.r.pick(std::vector<i64>{1, 2, 3, 5});
+  i64 nval = g.r.pick(std::vector<i64>{1, 2, 3, 5});
+  // One symbolic program in five (seed % 5 == 0: the others' draws are
+  // unchanged) is big: n is 33001, 70001 or 140001, the polymorphic inputs
+  // have at most 4 elements a row, so a value has 33e3 to 560e3 elements:
+  // past the two tasks of kTaskElems (transcendental) or kCheapTaskElems
+  // (arithmetic) elements a kernel splits its loops from (llvm/parallel.hpp).
+  g.big = c.symbolic && seed % 5 == 0;
+  if (g.big) nval = std::vector<i64>{33001, 70001, 140001}[(seed / 5) % 3];
   const i64 ninputs = g.r.range(1, 4);
   std::vector<Ty> scope;
   for (i64 j = 0; j < ninputs; ++j) {
@@ -865,6 +952,8 @@ Case generate(std::uint64_t seed, int max_nodes, bool float_inputs) {
     if (c.symbolic && (j == 0 || g.r.coin())) {
       if (t.shape.empty()) t.shape.push_back(D{});
       t.shape[0] = D{nval, 0};
+      if (g.big)
+        while (t.shape.size() > 1 && t.size() / nval > 4) t.shape.pop_back();
       poly = true;
     }
     c.prog.params.push_back(t);
@@ -1010,7 +1099,9 @@ struct Emitter {
                                   "dyn::sum(z)", "dyn::prod(z)", "dyn::mean(z)",
                                   "z.rank() == 1 ? Z(dyn::dot(z, z0)) : Z(dyn::matmul(z, dyn::transpose(z0)))",
                                   "dyn::reshape(z, {-1})", "dyn::rev(z, {0})", "dyn::stop_gradient(z)",
-                                  "dyn::transpose(z)"};
+                                  "dyn::transpose(z)", "dyn::fft::fft(z)",
+                                  "dyn::fft::ifft(z, std::nullopt, -1, \"ortho\")"};
+    static_assert(std::size(steps) == kCStepCount);
     for (std::size_t i = 1; i < n.p.size(); ++i) e += "    z = " + subst(steps[n.p[i]]) + ";\n";
     static const char* proj[] = {"dyn::real(z)", "dyn::imag(z)", "dyn::abs(z)", "dyn::angle(z)", "(z == dyn::conj(z))",
                                  "(z != dyn::conj(z))"};
@@ -1053,6 +1144,27 @@ struct Emitter {
         }
         case Op::where: e = "dyn::where(" + in(0) + ", " + in(1) + ", " + in(2) + ")"; break;
         case Op::cplx: e = complex_cpp(n, in(0), in(1), n.lit == 32 ? "float" : "double"); break;
+        case Op::collective: {
+          std::string c;
+          switch (static_cast<Coll>(n.k)) {
+            case co_psum: c = "dyn::psum(v, \"x\")"; break;
+            case co_pmax: c = "dyn::pmax(v, \"x\")"; break;
+            case co_pmin: c = "dyn::pmin(v, \"x\")"; break;
+            case co_all_gather:
+              c = "dyn::all_gather(v, \"x\", " + std::to_string(n.p[0]) + (n.p[1] ? ", true)" : ")");
+              break;
+            case co_ppermute: c = "dyn::ppermute(v, \"x\", {{0, 0}})"; break;
+            case co_all_to_all:
+              c = "dyn::all_to_all(v, \"x\", " + std::to_string(n.p[0]) + ", " + std::to_string(n.p[1]) +
+                  (n.p[2] ? ", true)" : ")");
+              break;
+            case co_axis_index: c = "v + dyn::astype<" + T + ">(dyn::axis_index(\"x\"))"; break;
+            case kCollCount: break;
+          }
+          e = "dyn::shard_map([](auto v) { return " + c + "; }, dyn::Mesh({\"x\"}, {1}), {dyn::P()}, dyn::P())(" +
+              in(0) + ")";
+          break;
+        }
         case Op::clamp:
           e = n.p[0] ? "dyn::clamp(" + in(1) + ", " + in(0) + ", " + in(2) + ")"
                      : "dyn::clip(" + in(0) + ", " + in(1) + ", " + in(2) + ")";
@@ -1061,7 +1173,7 @@ struct Emitter {
         case Op::reduce: {
           static const char* f[] = {"dyn::sum", "dyn::prod", "dyn::max", "dyn::min", "dyn::mean", "dyn::any", "dyn::all"};
           const int bits = static_cast<int>(n.lit);
-          e = std::string(f[n.k]) + "(" + in(0) + ((bits & 1) ? "" : ", " + list(n.p)) +
+          e = std::string(f[n.k]) + "(" + in(0) + ((bits & 1) ? "" : ", std::vector<std::int64_t>" + list(n.p)) +
               ((bits & 2) ? ", dyn::keepdims" : "") + ")";
           if ((n.k == r_max || n.k == r_min) && isf(odt)) e = "(" + e + " + 0.0)";
           break;
@@ -1071,7 +1183,7 @@ struct Emitter {
               : n.k == 1 ? "dyn::argsort(" + in(0) + ", " + std::to_string(n.p[0]) + ")"
                          : "std::get<" + std::to_string(n.k - 2) + ">(dyn::top_k(" + in(0) + ", " + std::to_string(n.p[0]) + "))";
           break;
-        case Op::rev: e = "dyn::rev(" + in(0) + ", " + list(n.p) + ")"; break;
+        case Op::rev: e = "dyn::rev(" + in(0) + ", std::vector<std::int64_t>" + list(n.p) + ")"; break;
         case Op::pad: {
           std::string cfg = "{";
           for (std::size_t i = 0; i < n.p.size(); i += 3)
@@ -1091,12 +1203,16 @@ struct Emitter {
         }
         case Op::gather:
         case Op::scatter: {
+          const bool cpp_int = n.p.size() > 1;  // a C++ integer index (fuzz_run.cpp, Interp::gather)
           std::string at = in(0) + ".at(";
           for (i64 a = 0; a < n.p[0]; ++a) at += "dyn::all(), ";
-          at += in(1) + ")";
+          at += (cpp_int ? "std::int64_t{" + std::to_string(n.p[1]) + "}" : in(1)) + ")";
           static const char* upd[] = {"set", "add", "mul", "min", "max"};
-          if (n.op == Op::gather) e = n.k ? "dyn::take(" + in(0) + ", " + in(1) + ", " + std::to_string(n.p[0]) + ")" : at + ".get()";
-          else e = at + "." + upd[n.k] + "(" + in(2) + ")";
+          if (n.op == Op::gather && n.k == 1) e = "dyn::take(" + in(0) + ", " + in(1) + ", " + std::to_string(n.p[0]) + ")";
+          else if (n.op == Op::gather && n.k == 2)
+            e = "dyn::take_along_axis(" + in(0) + ", " + in(1) + ", " + std::to_string(n.p[0]) + ")";
+          else if (n.op == Op::gather) e = at + ".get()";
+          else e = at + "." + upd[n.k] + "(" + in(cpp_int ? 1 : 2) + ")";
           break;
         }
         case Op::reshape: e = "dyn::reshape(" + in(0) + ", " + list(n.p) + ")"; break;
@@ -1113,7 +1229,7 @@ struct Emitter {
           break;
         }
         case Op::expand_dims: e = "dyn::expand_dims(" + in(0) + ", " + std::to_string(n.p[0]) + ")"; break;
-        case Op::squeeze: e = "dyn::squeeze(" + in(0) + ", " + list(n.p) + ")"; break;
+        case Op::squeeze: e = "dyn::squeeze(" + in(0) + ", std::vector<std::int64_t>" + list(n.p) + ")"; break;
         case Op::broadcast_to: {
           std::vector<std::string> s;
           for (i64 d : n.p) s.push_back(d >= 0 ? "dyn::Dim(" + std::to_string(d) + ")" : "dyn::Dim(" + in(0) + ".shape(" + std::to_string(-1 - d) + "))");
@@ -1328,6 +1444,102 @@ std::string to_cpp(const Case& c, std::uint64_t seed) {
     os << "}";
   }
   os << ")(" << args << ")); } catch (const std::exception& e) { std::cout << \"jit: \" << e.what() << \"\\n\"; }\n}\n";
+  return os.str();
+}
+
+std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& what) {
+  Emitter em;
+  std::ostringstream body, os;
+  std::vector<std::string> env, outs, specs;
+  for (std::size_t j = 0; j < c.inputs.size(); ++j) {
+    env.push_back("x" + std::to_string(j));
+    specs.push_back(c.poly[j] ? "\"(n, ...)\"" : "\"...\"");
+  }
+  em.program(body, c.prog, env, "    ", outs);
+  // The outputs' comparison: exact, or inexact with the f32 / f64 tolerance.
+  std::vector<const Ty*> slot;
+  for (const Ty& t : c.prog.params) slot.push_back(&t);
+  for (const Node& n : c.prog.nodes)
+    for (const Ty& t : n.out) slot.push_back(&t);
+  std::string args;
+  for (std::size_t j = 0; j < c.inputs.size(); ++j) args += (j ? ", in" : "in") + std::to_string(j);
+  std::string what1 = what;
+  for (char& ch : what1)
+    if (ch == '"' || ch == '\\' || ch == '\n') ch = '\'';
+  os << "// dynstage_fuzz --seed " << seed << " --count 1: " << what1 << "\n"
+     << "// A doctest case for a test file of dynstage_jit_tests (<dynstage/dynstage.hpp>, <cmath>,\n"
+     << "// <complex>, <cstring>, <limits>, <optional>, <string>, <tuple>, <typeinfo>).\n"
+     << "TEST_CASE(\"dynstage_fuzz seed " << seed << ": eager, jit and jit with 1 vs 2 threads agree\") {\n"
+     << "  // A concrete array as the fuzzer's interpreter uses it: lifted into the trace\n"
+     << "  // (a constvar) while tracing, so that nothing is folded at trace time.\n"
+     << "  auto L = [](const auto& ref, const auto& a) {\n"
+     << "    using T = typename std::remove_cvref_t<decltype(a)>::value_type;\n"
+     << "    if constexpr (dyn::is_tracer_v<std::remove_cvref_t<decltype(ref)>>)\n"
+     << "      return dyn::detail::from_value<dyn::Tracer<T>>(dyn::detail::to_value(a));\n"
+     << "    else return a;\n  };\n"
+     << "  // jit vs eager: exact outputs bitwise (a NaN matches any NaN); inexact ones\n"
+     << "  // within ~16 ulp or tol * max(1, max |eager|) (docs/reliability.md).\n"
+     << "  auto match = [](const auto& got, const auto& want, bool inexact, double tol) {\n"
+     << "    using T = typename std::remove_cvref_t<decltype(want)>::value_type;\n"
+     << "    if (got.shape() != want.shape()) return false;\n"
+     << "    const T* x = got.data();\n    const T* y = want.data();\n"
+     << "    double scale = 1;\n"
+     << "    if constexpr (std::is_floating_point_v<T>)\n"
+     << "      for (std::int64_t i = 0; i < want.size(); ++i)\n"
+     << "        if (std::isfinite(y[i])) scale = std::max(scale, std::fabs(static_cast<double>(y[i])));\n"
+     << "    for (std::int64_t i = 0; i < want.size(); ++i) {\n"
+     << "      if constexpr (std::is_floating_point_v<T>) {\n"
+     << "        if (std::isnan(x[i]) || std::isnan(y[i])) {\n"
+     << "          if (!(std::isnan(x[i]) && std::isnan(y[i]))) return false;\n"
+     << "        } else if (std::memcmp(&x[i], &y[i], sizeof(T)) != 0) {\n"
+     << "          const double d = std::fabs(static_cast<double>(x[i]) - static_cast<double>(y[i]));\n"
+     << "          if (!inexact || !std::isfinite(x[i]) || !std::isfinite(y[i]) ||\n"
+     << "              (d > tol * scale && d > 16 * std::numeric_limits<T>::epsilon() * std::fabs(static_cast<double>(y[i]))))\n"
+     << "            return false;\n"
+     << "        }\n"
+     << "      } else if (x[i] != y[i]) {\n        return false;\n      }\n"
+     << "    }\n    return true;\n  };\n"
+     << "  auto same_bits = [](const auto& a, const auto& b) {\n"
+     << "    using T = typename std::remove_cvref_t<decltype(a)>::value_type;\n"
+     << "    return a.shape() == b.shape() &&\n"
+     << "           (a.size() == 0 || std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.size()) * sizeof(T)) == 0);\n"
+     << "  };\n";
+  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << "  const auto in" << j << " = " << array_cpp(c.inputs[j]) << ";\n";
+  os << em.consts.str();
+  os << "  auto f = [&](";
+  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << (j ? ", " : "") << "[[maybe_unused]] auto x" << j;
+  os << ") {\n" << body.str() << "    return std::make_tuple(";
+  for (std::size_t j = 0; j < outs.size(); ++j) os << (j ? ", " : "") << outs[j];
+  os << ");\n  };\n  auto jf = dyn::jit(f";
+  if (c.symbolic) {
+    os << ", dyn::polymorphic_shapes{";
+    for (std::size_t j = 0; j < specs.size(); ++j) os << (j ? ", " : "") << specs[j];
+    os << "}";
+  }
+  os << ");\n"
+     << "  using R = decltype(dyn::eager(f)(" << args << "));\n"
+     << "  std::optional<R> want, got;\n"
+     << "  std::string want_error, got_error;  // the error class (typeid), if any\n"
+     << "  try {\n    want = dyn::eager(f)(" << args << ");\n"
+     << "  } catch (const dyn::Error& e) {\n    want_error = typeid(e).name();\n    MESSAGE(\"eager: \" << e.what());\n  }\n"
+     << "  try {\n    got = jf(" << args << ");\n"
+     << "  } catch (const dyn::Error& e) {\n    got_error = typeid(e).name();\n    MESSAGE(\"jit: \" << e.what());\n  }\n"
+     << "  REQUIRE(want_error == got_error);\n"
+     << "  if (!want) return;\n";
+  for (std::size_t k = 0; k < c.prog.outs.size(); ++k) {
+    const Ty& t = *slot.at(static_cast<std::size_t>(c.prog.outs[k]));
+    const bool low = t.dt == DType::f32 || t.lowp;
+    os << "  CHECK(match(std::get<" << k << ">(*got), std::get<" << k << ">(*want), " << (t.inexact ? "true" : "false")
+       << ", " << (low ? "1e-4" : "1e-11") << "));\n";
+  }
+  os << "  // The thread count never changes a result (runtime/threads.hpp).\n"
+     << "  const int threads = dyn::num_threads();\n"
+     << "  dyn::set_num_threads(1);\n  const R one = jf(" << args << ");\n"
+     << "  dyn::set_num_threads(2);\n  const R two = jf(" << args << ");\n"
+     << "  dyn::set_num_threads(threads);\n";
+  for (std::size_t k = 0; k < c.prog.outs.size(); ++k)
+    os << "  CHECK(same_bits(std::get<" << k << ">(one), std::get<" << k << ">(two)));\n";
+  os << "}\n";
   return os.str();
 }
 

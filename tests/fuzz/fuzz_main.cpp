@@ -2,7 +2,7 @@
 //
 //   dynstage_fuzz --seed S --count N [--max-nodes K] [--verbose] [--no-shrink] [--print] [--strict]
 //                 [--transforms all|grad|vmap|none] [--float-inputs] [--transform-seeds N]
-//                 [--known-bugs S1,S2,...]
+//                 [--known-bugs S1,S2,...] [--doctest] [--trace] [--no-threads] [--fault jit] [--golden FILE]
 //
 // Runs the programs of seeds S .. S+N-1 eagerly, through make_jaxpr +
 // eval_jaxpr and through dyn::jit, prints `programs run, mismatches, errors
@@ -14,11 +14,21 @@
 // uses (generate's float_inputs) as the seeds' programs. --transform-seeds N
 // checks the transformations of the first N seeds only (CI's time bound);
 // --known-bugs skips them for seeds that crash on a known, reported bug.
+// Each jitted program also runs with 1 and with 2 threads, bitwise equal
+// (--no-threads: not). --doctest prints a failure of the three ways as a
+// ready-to-paste doctest TEST_CASE (to_doctest) instead of a main().
+// --fault jit perturbs jit's first output (a failure in every program);
+// --golden FILE then compares the first reproduction printed with FILE's
+// text after its line "// ---- dynstage_fuzz output", and exits 0 only if
+// they are identical (tests/fuzz/doctest_example.cpp: its test in meson).
 #include "fuzz.hpp"
+
+#include <dynstage/runtime/threads.hpp>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -248,6 +258,9 @@ int main(int argc, char** argv) {
   bool do_grad = true, do_vmap = true, float_inputs = false;
   long transform_seeds = -1;        // the transformation checks: the first N seeds only (-1: all)
   std::set<std::uint64_t> known;    // seeds whose transformation checks hit a known bug (docs/reliability.md)
+  bool doctest = false, trace = false;  // --trace: "seed S" on stderr before each program runs
+  std::string golden;               // --golden FILE
+  std::vector<std::string> repros;  // the reproductions printed for the three ways' failures
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* {
@@ -262,6 +275,15 @@ int main(int argc, char** argv) {
     else if (a == "--print") print = true;
     else if (a == "--strict") strict = true;
     else if (a == "--float-inputs") float_inputs = true;
+    else if (a == "--doctest") doctest = true;
+    else if (a == "--trace") trace = true;
+    else if (a == "--no-threads") set_check_threads(false);
+    else if (a == "--golden") golden = next();
+    else if (a == "--fault") {
+      const std::string f = next();
+      if (f != "jit") { std::cerr << "--fault: jit only\n"; return 2; }
+      set_jit_fault(true);
+    }
     else if (a == "--transform-seeds") transform_seeds = std::strtol(next(), nullptr, 10);
     else if (a == "--known-bugs") {
       std::string list = next();
@@ -278,17 +300,21 @@ int main(int argc, char** argv) {
     } else {
       std::cerr << "usage: dynstage_fuzz --seed S --count N [--max-nodes K] [--verbose] [--no-shrink] [--print] [--strict]"
                    " [--transforms all|grad|vmap|none] [--float-inputs]"
-                   " [--transform-seeds N] [--known-bugs S1,S2,...]\n";
+                   " [--transform-seeds N] [--known-bugs S1,S2,...] [--doctest] [--trace] [--no-threads] [--fault jit]"
+                   " [--golden FILE]\n";
       return 2;
     }
   }
   long run = 0, mismatches = 0, errors = 0, crashes = 0, elided = 0, nodes = 0;
+  long split = 0;  // programs whose kernels ran parallel tasks (the big ones: the threads check's subject)
+  dyn::detail::count_tasks() = true;
   Tally grads, vmaps;
   long known_skipped = 0;
   double transform_secs = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (long k = 0; k < count; ++k) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(k);
+    if (trace) std::cerr << "seed " << s << std::endl;
     Case c = generate(s, max_nodes, float_inputs);
     // No dead code: tracing drops unused equations (as JAX does), so an
     // error in dead code (an integer 0 ** negative) is raised eagerly
@@ -296,10 +322,14 @@ int main(int argc, char** argv) {
     dce(c.prog, 0);
     nodes += count_nodes(c.prog);
     if (print) std::cout << to_cpp(c, s);
+    const std::int64_t tasks0 = dyn::detail::tasks_run().load();
     const Verdict v = run_case(c);
     ++run;
+    const std::int64_t tasks = dyn::detail::tasks_run().load() - tasks0;
+    if (tasks) ++split;
     if (verbose)
       std::cout << "seed " << s << ": " << count_nodes(c.prog) << " nodes, "
+                << (tasks ? std::to_string(tasks) + " tasks (jit x3), " : "")
                 << (v.kind == Verdict::pass               ? "pass"
                     : v.kind == Verdict::consistent_error ? "error " + v.what
                     : v.kind == Verdict::elided           ? "fault elided by jit"
@@ -312,8 +342,9 @@ int main(int argc, char** argv) {
       std::cout << "FAIL seed " << s << ": " << v.what << ": " << v.detail << "\n";
       const Case m = do_shrink ? shrink(c, [](const Case& x) { return key(run_case(x)); }, verbose) : c;
       const Verdict vm = run_case(m);
+      repros.push_back(doctest ? to_doctest(m, s, vm.what) : to_cpp(m, s));
       std::cout << "shrunk to " << count_nodes(m.prog) << " nodes (" << vm.what << ": " << vm.detail << ")\n"
-                << to_cpp(m, s) << std::endl;
+                << repros.back() << std::endl;
     }
     if (v.kind != Verdict::pass) continue;
     if (transform_seeds >= 0 && k >= transform_seeds) continue;
@@ -366,9 +397,30 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "programs run " << run << ", mismatches " << mismatches << ", errors (consistent) " << errors
             << ", crashes " << crashes << ", faults elided by jit " << elided << " (seeds " << seed << ".." << seed + static_cast<std::uint64_t>(count) - 1
-            << ", " << nodes << " nodes, " << secs << " s)\n";
+            << ", " << nodes << " nodes, " << secs << " s)\n"
+            << "threads: 1 vs 2 bitwise " << (check_threads() ? "checked" : "off") << ", " << split
+            << " programs called the thread pool\n";
   if (do_grad) std::cout << "grad: " << grads.str() << "\n";
   if (do_vmap) std::cout << "vmap: " << vmaps.str() << "\n";
+  if (!golden.empty()) {
+    // The reproduction printer's golden test: the first reproduction vs FILE.
+    std::ifstream in(golden);
+    std::string line, want;
+    bool after = false;
+    while (std::getline(in, line)) {
+      if (after) want += line + "\n";
+      else after = line.rfind("// ---- dynstage_fuzz output", 0) == 0;
+    }
+    if (!after) { std::cout << "golden: no line \"// ---- dynstage_fuzz output\" in " << golden << "\n"; return 1; }
+    if (repros.empty()) { std::cout << "golden: no failure, so no reproduction to compare\n"; return 1; }
+    if (repros[0] == want) { std::cout << "golden: the reproduction is " << golden << "'s text\n"; return 0; }
+    std::size_t i = 0;
+    while (i < want.size() && i < repros[0].size() && want[i] == repros[0][i]) ++i;
+    const std::size_t nl = repros[0].rfind('\n', i == 0 ? 0 : i - 1);
+    std::cout << "golden: the reproduction differs from " << golden << " at character " << i << ", line:\n"
+              << repros[0].substr(nl == std::string::npos ? 0 : nl + 1, 200) << "\n(regenerate it: see the file's header)\n";
+    return 1;
+  }
   if (do_grad || do_vmap)
     std::cout << "transformation checks: " << transform_secs << " s of the total"
               << (known_skipped ? ", " + std::to_string(known_skipped) + " seeds skipped as known bugs" : "") << "\n";

@@ -250,6 +250,8 @@ struct Interp {
           case cs_rev: z = dyn::rev(z, {0}); break;
           case cs_stop_gradient: z = dyn::stop_gradient(z); break;
           case cs_transpose: z = dyn::transpose(z); break;
+          case cs_fft: z = dyn::fft::fft(z); break;
+          case cs_ifft: z = dyn::fft::ifft(z, std::nullopt, -1, "ortho"); break;
           case kCStepCount: throw std::logic_error("fuzz: bad complex step");
         }
       }
@@ -264,6 +266,36 @@ struct Interp {
       }
       throw std::logic_error("fuzz: bad complex projection");
     }
+  }
+
+  // A collective node (fuzz.hpp, Op::collective): the collective inside a
+  // shard_map over the one-rank mesh, which every process has.
+  template <class X>
+  static V collective(const Node& n, const X& x) {
+    using T = elem<X>;
+    static const dyn::Mesh mesh({"x"}, {1});
+    auto body = [&n](auto v) -> decltype(v) {
+      switch (static_cast<Coll>(n.k)) {
+        case co_psum:
+          if constexpr (!std::is_same_v<T, bool>) return dyn::psum(v, "x");
+          else break;
+        case co_pmax:
+          if constexpr (!std::is_same_v<T, bool>) return dyn::pmax(v, "x");
+          else break;
+        case co_pmin:
+          if constexpr (!std::is_same_v<T, bool>) return dyn::pmin(v, "x");
+          else break;
+        case co_all_gather: return dyn::all_gather(v, "x", n.p.at(0), n.p.at(1) != 0);
+        case co_ppermute: return dyn::ppermute(v, "x", {{0, 0}});
+        case co_all_to_all: return dyn::all_to_all(v, "x", n.p.at(0), n.p.at(1), n.p.at(2) != 0);
+        case co_axis_index:
+          if constexpr (!std::is_same_v<T, bool>) return v + dyn::astype<T>(dyn::axis_index("x"));
+          else break;
+        case kCollCount: break;
+      }
+      throw std::logic_error("fuzz: bad collective");
+    };
+    return as_v<K>(dyn::shard_map(body, mesh, {dyn::P()}, dyn::P())(x));
   }
 
   // The value of a slot as the alternative of the same type as x.
@@ -348,12 +380,16 @@ struct Interp {
   // Index arrays are i32 or i64 (the generator's; other integer dtypes of
   // indices are converted by the numpy layer, tested in test_dtypes.cpp).
   template <class I>
-  static constexpr bool index_elem = std::is_same_v<elem<I>, std::int32_t> || std::is_same_v<elem<I>, i64>;
+  static constexpr bool index_elem = [] {
+    if constexpr (std::is_integral_v<I>) return true;  // a C++ integer (std::int64_t)
+    else return std::is_same_v<elem<I>, std::int32_t> || std::is_same_v<elem<I>, i64>;
+  }();
 
   template <class X, class I>
   static V gather(const Node& n, const X& x, const I& idx) {
     if constexpr (index_elem<I>) {
       if (n.k == 1) return as_v<K>(dyn::take(x, idx, n.p.at(0)));
+      if (n.k == 2) return as_v<K>(dyn::take_along_axis(x, idx, n.p.at(0)));
       return at_axis(x, idx, n.p.at(0), [](const auto& r) { return r.get(); });
     } else {
       throw std::logic_error("fuzz: a non-integer index array");
@@ -447,6 +483,7 @@ struct Interp {
       case Op::compare:
         return {std::visit([&](const auto& x) { return cmp(n.k, x, same(x, in(1))); }, in(0))};
       case Op::cplx: return {std::visit([&](const auto& x) { return cplx(n, x, in(1)); }, in(0))};
+      case Op::collective: return {std::visit([&](const auto& x) { return collective(n, x); }, in(0))};
       case Op::where: {
         const auto& pred = std::get<0>(in(0));
         return {std::visit([&](const auto& x) { return as_v<K>(dyn::where(pred, x, same(x, in(2)))); }, in(1))};
@@ -462,8 +499,12 @@ struct Interp {
       case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
       case Op::cumulative: return {std::visit([&](const auto& x) { return cumulative(n, x); }, in(0))};
       case Op::gather:
+        if (n.p.size() > 1)  // a C++ integer index
+          return {std::visit([&](const auto& x) { return at_axis(x, n.p[1], n.p[0], [](const auto& r) { return r.get(); }); }, in(0))};
         return {std::visit([&](const auto& x, const auto& i) { return gather(n, x, i); }, in(0), in(1))};
       case Op::scatter:
+        if (n.p.size() > 1)
+          return {std::visit([&](const auto& x) { return scatter(n, x, n.p[1], in(1)); }, in(0))};
         return {std::visit([&](const auto& x, const auto& i) { return scatter(n, x, i, in(2)); }, in(0), in(1))};
       case Op::argreduce: return {std::visit([&](const auto& x) { return argreduce(n, x); }, in(0))};
       case Op::sort:
@@ -669,7 +710,45 @@ std::string fmt(double v) {
 }
 
 
+bool threads_on = true;
+bool jit_fault = false;
+
+// a with its first element changed (Fault for the tests: a wrong jit result).
+dyn::AnyArray perturbed(const dyn::AnyArray& a) {
+  if (a.size() == 0) return a;
+  return fuzz::visit_dtype(a.dtype(), [&](auto t) -> dyn::AnyArray {
+    using T = decltype(t);
+    dyn::Array<T> r(a.shape());
+    std::memcpy(r.mutable_data(), a.data(), static_cast<std::size_t>(a.size()) * sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) r.mutable_data()[0] = !r.mutable_data()[0];
+    else if constexpr (std::is_floating_point_v<T>) r.mutable_data()[0] = std::isfinite(r.mutable_data()[0]) ? r.mutable_data()[0] * 2 + 1 : T(3);
+    else r.mutable_data()[0] = static_cast<T>(r.mutable_data()[0] ^ T(1));
+    return r;
+  });
+}
+
+// "" if x and y are bitwise identical (the same type, the same bytes).
+std::string bitwise(const dyn::AnyArray& x, const dyn::AnyArray& y) {
+  if (x.dtype() != y.dtype() || x.shape() != y.shape())
+    return "type " + dyn::detail::array_type_str(x) + " vs " + dyn::detail::array_type_str(y);
+  const std::size_t w = dyn::dtype_size(x.dtype());
+  const auto* a = static_cast<const unsigned char*>(x.data());
+  const auto* b = static_cast<const unsigned char*>(y.data());
+  for (i64 i = 0; i < x.size(); ++i)
+    if (std::memcmp(a + static_cast<std::size_t>(i) * w, b + static_cast<std::size_t>(i) * w, w) != 0)
+      return "element " + std::to_string(i) + " differs: " + fuzz::visit_dtype(x.dtype(), [&](auto t) {
+               using T = decltype(t);
+               return fmt(static_cast<double>(static_cast<const T*>(x.data())[i])) + " vs " +
+                      fmt(static_cast<double>(static_cast<const T*>(y.data())[i]));
+             });
+  return "";
+}
+
 }  // namespace
+
+void set_check_threads(bool on) { threads_on = on; }
+bool check_threads() { return threads_on; }
+void set_jit_fault(bool on) { jit_fault = on; }
 
 // Tolerance of an inexact float leaf (jit vs eager): within kUlps, or within
 // kRel[dtype] * max(1, max |finite reference element|) absolutely (the
@@ -732,10 +811,21 @@ Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
     if (all.size() < n) throw std::logic_error("fuzz: eval_jaxpr returned too few outputs");
     return std::vector<dyn::AnyArray>(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
   });
-  Outcome jit = attempt([&] {
-    if (c.symbolic) return leaves(dyn::jit(f, dyn::polymorphic_shapes(specs))(poly, stat));
-    return leaves(dyn::jit(f)(poly, stat));
-  });
+  // jit, then the same jitted function with 1 and with 2 threads.
+  Outcome jit, jit1, jit2;
+  auto jit_ways = [&](auto jf) {
+    jit = attempt([&] { return leaves(jf(poly, stat)); });
+    if (jit_fault && jit.kind == Outcome::ok && !jit.out.empty()) jit.out[0] = perturbed(jit.out[0]);
+    if (!threads_on || jit.kind != Outcome::ok) return;
+    const int saved = dyn::num_threads();
+    dyn::set_num_threads(1);
+    jit1 = attempt([&] { return leaves(jf(poly, stat)); });
+    dyn::set_num_threads(2);
+    jit2 = attempt([&] { return leaves(jf(poly, stat)); });
+    dyn::set_num_threads(saved);
+  };
+  if (c.symbolic) jit_ways(dyn::jit(f, dyn::polymorphic_shapes(specs)));
+  else jit_ways(dyn::jit(f));
   Verdict v;
   const Outcome* all[3] = {&eager, &interp, &jit};
   const char* names[3] = {"eager", "eval_jaxpr", "jit"};
@@ -792,6 +882,17 @@ Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
         if (!m.empty())
           v.kind = Verdict::mismatch, v.what = "jit vs eager, output " + std::to_string(k),
           v.detail = m + (inexact[k] ? lowp[k] ? " (inexact, f32 tolerance)" : " (inexact)" : " (exact)");
+      }
+      if (v.kind == Verdict::pass && threads_on) {
+        if (jit1.kind != Outcome::ok || jit2.kind != Outcome::ok) {
+          v.kind = Verdict::mismatch, v.what = "jit 1 vs 2 threads: an error";
+          v.detail = "1 thread: [" + jit1.error + "] " + jit1.message + "\n  2 threads: [" + jit2.error + "] " + jit2.message;
+        } else {
+          for (std::size_t k = 0; v.kind == Verdict::pass && k < jit1.out.size() && k < jit2.out.size(); ++k) {
+            const std::string m = bitwise(jit1.out[k], jit2.out[k]);
+            if (!m.empty()) v.kind = Verdict::mismatch, v.what = "jit 1 vs 2 threads, output " + std::to_string(k), v.detail = m;
+          }
+        }
       }
     }
   }

@@ -34,13 +34,8 @@ const std::map<Prim, std::string> kNotFuzzed = {
     {Prim::debug_callback,
      "an effect with no outputs: the fuzzer compares the outputs of jit and eager, which a print does not change; "
      "its lines are compared by tests/jit/test_jit_debug_print.cpp"},
-#define DYN_NOT_FUZZED(e, ...)                                                                                 \
-  {Prim::e, "a collective: it needs a mesh axis bound by dyn::shard_map and, for more than one rank, mpirun; " \
-            "tests/distributed/ compares it with single-process results"},
-    DYN_COLLECTIVE_PRIMITIVES(DYN_NOT_FUZZED)
-#undef DYN_NOT_FUZZED
-    {Prim::fft, "the fuzzer's complex nodes (tests/fuzz/fuzz.hpp, Op::cplx) have no fft step yet "
-                "(tests/ops/test_fft.cpp and tests/jit/test_jit_fft.cpp compare it with NumPy and eager)"},
+    // (The collectives are generated inside a dyn::shard_map over the
+    // one-rank mesh, Op::collective; tests/distributed/ runs them on more ranks.)
 };
 
 // The seeds whose programs must cover every primitive (dynstage_fuzz's

@@ -445,3 +445,42 @@ TEST_CASE("vmap with a symbolic batch size: the layout, indexing and loop rules 
     CHECK(dyn::allclose(got.back().get<double>(), want, 1e-13));
   }
 }
+
+TEST_CASE("vmap: a collective's result is a new value, not the dimension its operand sizes (dynstage_fuzz seed 2128)") {
+  // m (unbatched) sizes arange; psum(m) and all_gather(m) over the one-rank
+  // mesh are results of their own: psum(m) over k ranks is k m, all_gather's
+  // i64[1] no scalar. arange(m) under vmap must read m itself, not the last
+  // value made from it (all_gather's was: "iota dimension operand #0 must be
+  // an integer scalar, got i64[1]"; psum's was read silently).
+  const dyn::Mesh mesh({"x"}, {1});
+  auto f = [&](auto x, auto m) {
+    auto s = dyn::shard_map([](auto v) { return dyn::psum(v, "x"); }, mesh, {dyn::P()}, dyn::P())(m);
+    auto g = dyn::shard_map([](auto v) { return dyn::all_gather(v, "x", 0); }, mesh, {dyn::P()}, dyn::P())(m);
+    return std::make_tuple(x * 2.0, dyn::arange<double>(m), s, g);
+  };
+  const Array<double> xs({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Array<std::int64_t> m(std::vector<std::int64_t>{}, std::vector<std::int64_t>{2});
+  auto vf = dyn::vmap(f, {0, dyn::none});
+  const auto [x2, a, s, g] = vf(xs, m);
+  CHECK(str(a) == "[[0. 1.]\n [0. 1.]]");
+  CHECK(str(s) == "[2 2]");
+  CHECK(str(g) == "[[2]\n [2]]");
+  const auto cj = dyn::make_jaxpr(vf)(xs, m);
+  CHECK(str(cj) ==
+        "{ lambda ; a:f64[2,3] b:i64[]. let\n"
+        "    c:f64[2,3] = mul a 2.0:f64[]\n"
+        "    d:f64[b] = iota[dimension=0 dtype=float64 shape=(None,)] b\n"
+        "    e:f64[2,b] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, None)] d b\n"
+        "    f:i64[] = psum[axes=('x',) axis_index_groups=None] b\n"
+        "    g:i64[2] = broadcast_in_dim[broadcast_dimensions=() shape=(2,)] f\n"
+        "    h:i64[1] = all_gather[\n"
+        "      all_gather_dimension=0\n"
+        "      axis_index_groups=None\n"
+        "      axis_name=('x',)\n"
+        "      axis_size=1\n"
+        "      tiled=False\n"
+        "    ] b\n"
+        "    i:i64[2,1] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 1)] h\n"
+        "  in (c, e, g, i) }");
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+}

@@ -14,11 +14,22 @@ inline void check_form(Prim p, const CollectiveParams& c, CollectiveForm want) {
   if (c.axes.empty()) fail<NameError>(prim_str(p) + ": no axis name");
   if (c.axis_size < 1) internal_error(prim_str(p) + ": axis_size < 1");
 }
+// A collective's result is a new value: its operand's type without the
+// operand's dimension value (Aval::dim_value of an i64 scalar that sizes an
+// array): psum(n) over k ranks is k n, ppermute gives another rank's n, and
+// all_gather's i64[1] is no scalar. Kept, that value made bind remember the
+// result as the dimension's value, and vmap of arange(n) after psum(n) read
+// the psum (all_gather: "iota dimension operand #0 must be an integer
+// scalar, got i64[1]"; found by dynstage_fuzz, seed 2128 of issue 23).
+inline Aval new_value(Aval a) {
+  a.dim_value.reset();
+  return a;
+}
 inline std::vector<Aval> collective_reduce_rule(Prim p, const std::vector<Aval>& in, const CollectiveParams& c) {
   check_arity(p, in, 1);
   check_form(p, c, CollectiveForm::reduce);
   check_dtype(p, in[0].dtype, prim_info(p).dtypes);
-  return {in[0]};
+  return {new_value(in[0])};
 }
 inline std::vector<Aval> shape_rule(PrimTag<Prim::psum>, const std::vector<Aval>& in, const CollectiveParams& c) {
   return collective_reduce_rule(Prim::psum, in, c);
@@ -39,7 +50,7 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::all_gather>, const std::vector
   if (c.dimension < 0 || c.dimension >= hi)
     fail<IndexError>("all_gather: axis " + std::to_string(c.dimension) + " is out of bounds for " +
                      (c.tiled ? "an operand of rank " : "the result of rank ") + std::to_string(hi - (c.tiled ? 0 : 0)));
-  Aval out = in[0];
+  Aval out = new_value(in[0]);
   const auto d = static_cast<std::size_t>(c.dimension);
   if (c.tiled) out.shape[d] = out.shape[d] * Dim(c.axis_size);
   else out.shape.insert(out.shape.begin() + static_cast<std::ptrdiff_t>(d), Dim(c.axis_size));
@@ -61,7 +72,7 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::ppermute>, const std::vector<A
     src.push_back(s);
     dst.push_back(t);
   }
-  return {in[0]};
+  return {new_value(in[0])};
 }
 // all_to_all: axis `dimension` (split_axis) cut into axis_size chunks, chunk
 // k sent to group index k; the chunks received concatenated along
@@ -84,7 +95,7 @@ inline std::vector<Aval> shape_rule(PrimTag<Prim::all_to_all>, const std::vector
     fail<ShapeError>("all_to_all: the split axis " + std::to_string(c.dimension) + " of " + shape_str(in[0].shape) +
                      (c.tiled ? " is not divisible by" : " must equal") + " the axis size " +
                      std::to_string(c.axis_size));
-  Aval out = in[0];
+  Aval out = new_value(in[0]);
   const auto s = static_cast<std::size_t>(c.dimension), k = static_cast<std::size_t>(c.concat_axis);
   out.shape[s] = Dim(sd.value() / c.axis_size);
   if (c.tiled) out.shape[k] = out.shape[k] * Dim(c.axis_size);
