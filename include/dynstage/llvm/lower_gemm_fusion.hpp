@@ -51,112 +51,6 @@ inline llvm::Value* gemm_blocked_cond(Emitter& E, DType d, const DotShape& s) {
   return b.CreateAnd(big, b.CreateAnd(b.CreateICmpSGE(s.B, E.c64(1)), b.CreateICmpSGE(s.K, E.c64(1))));
 }
 
-// Emit `body` into a new internal function
-//     i32 name(ptr ctxs, params...)
-// of the current module, with the current function's values it uses loaded
-// from a struct the current function fills here, whose address the
-// function finds at ctxs[slot] (the functions of one product share one
-// array of contexts); returns the function and the struct (an alloca of
-// the current function). The Emitter's state is
-// the new function's while `body` runs (parallel.hpp, parallel_region, does
-// the same for task functions). `no_slp`: the function gets
-// noimplicitfloat, which keeps the SLP and loop vectorisers out of it.
-inline std::pair<llvm::Function*, llvm::Value*> outline_callback(
-    Emitter& E, const std::string& name, unsigned slot, const std::vector<llvm::Type*>& params,
-    const std::function<void(const std::vector<llvm::Value*>&)>& body, bool no_slp = false) {
-  llvm::IRBuilder<>& b = E.b;
-  llvm::Function* outer = E.fn;
-  llvm::BasicBlock* resume = b.GetInsertBlock();
-  llvm::BasicBlock* outer_entry = E.entry;
-  llvm::Value* outer_err = E.err;
-  std::vector<llvm::Value*> outer_heap = std::move(E.live_heap), outer_slots = std::move(E.live_slots);
-  const std::int64_t outer_stack = E.stack_bytes;
-  E.live_heap.clear();
-  E.live_slots.clear();
-  E.stack_bytes = 0;
-
-  auto* scratch_ty = llvm::FunctionType::get(E.i32, params, false);
-  llvm::Function* scratch = llvm::Function::Create(scratch_ty, llvm::Function::InternalLinkage, "", E.mod);
-  E.begin_function(scratch);
-  std::vector<llvm::Value*> args;
-  for (llvm::Argument& a : scratch->args()) args.push_back(&a);
-  body(args);
-  while (!E.live_heap.empty()) E.release(E.live_heap.back());
-  b.CreateRet(b.CreateLoad(E.i32, E.err));
-
-  E.fn = outer;
-  E.entry = outer_entry;
-  E.err = outer_err;
-  E.live_heap = std::move(outer_heap);
-  E.live_slots = std::move(outer_slots);
-  E.stack_bytes = outer_stack;
-
-  // The outer function's values the body uses, in order of first use.
-  std::vector<llvm::Value*> live;
-  std::map<llvm::Value*, std::size_t> seen;
-  for (llvm::BasicBlock& bb : *scratch)
-    for (llvm::Instruction& inst : bb)
-      for (llvm::Use& u : inst.operands()) {
-        llvm::Value* v = u.get();
-        const bool foreign = (llvm::isa<llvm::Instruction>(v) && llvm::cast<llvm::Instruction>(v)->getFunction() != scratch) ||
-                             (llvm::isa<llvm::Argument>(v) && llvm::cast<llvm::Argument>(v)->getParent() != scratch);
-        if (foreign && seen.emplace(v, live.size()).second) live.push_back(v);
-      }
-  // body(params..., the live values...): the code, with the outer values as
-  // parameters; a buffer that is noalias in the outer function (an argument
-  // that is, a fresh allocation) is noalias here too, so once body is
-  // inlined into f (scope metadata) its loops need no run-time overlap
-  // checks (parallel.hpp does the same for task functions).
-  std::vector<llvm::Type*> fields, bparams(params.begin(), params.end());
-  for (llvm::Value* v : live) fields.push_back(v->getType());
-  bparams.insert(bparams.end(), fields.begin(), fields.end());
-  llvm::Function* body_fn = llvm::Function::Create(llvm::FunctionType::get(E.i32, bparams, false),
-                                                   llvm::Function::InternalLinkage, outer->getName() + "." + name + ".body", E.mod);
-  body_fn->addFnAttr(llvm::Attribute::AlwaysInline);
-  if (no_slp) body_fn->addFnAttr(llvm::Attribute::NoImplicitFloat);  // (SLP and the loop vectoriser stay out)
-  body_fn->splice(body_fn->begin(), scratch);
-  for (unsigned i = 0; i < params.size(); ++i) {
-    scratch->getArg(i)->replaceAllUsesWith(body_fn->getArg(i));
-    if (params[i]->isPointerTy()) body_fn->addParamAttr(i, llvm::Attribute::NoAlias);  // the packing buffer
-  }
-  scratch->eraseFromParent();
-  for (std::size_t k = 0; k < live.size(); ++k) {
-    const auto ai = static_cast<unsigned>(params.size() + k);
-    llvm::Value* v = live[k];
-    v->replaceUsesWithIf(body_fn->getArg(ai), [body_fn](llvm::Use& u) {
-      auto* i = llvm::dyn_cast<llvm::Instruction>(u.getUser());
-      return i && i->getFunction() == body_fn;
-    });
-    bool fresh = llvm::isa<llvm::AllocaInst>(v);
-    if (auto* arg = llvm::dyn_cast<llvm::Argument>(v)) fresh = arg->hasNoAliasAttr();
-    if (auto* call = llvm::dyn_cast<llvm::CallInst>(v))
-      fresh = call->getCalledFunction() && (call->getCalledFunction()->getName() == "aligned_alloc" ||
-                                            call->getCalledFunction()->getName() == kTempAllocRoutine);
-    if (fresh && v->getType()->isPointerTy()) body_fn->addParamAttr(ai, llvm::Attribute::NoAlias);
-  }
-  // f(ctxs, params...): loads its context's fields and calls body.
-  llvm::StructType* st = llvm::StructType::get(E.ctx, fields);
-  std::vector<llvm::Type*> fparams{E.ptr};
-  fparams.insert(fparams.end(), params.begin(), params.end());
-  llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(E.i32, fparams, false),
-                                             llvm::Function::InternalLinkage, outer->getName() + "." + name, E.mod);
-  f->addFnAttr(llvm::Attribute::NoUnwind);
-  if (no_slp) f->addFnAttr(llvm::Attribute::NoImplicitFloat);
-  {
-    llvm::IRBuilder<> eb(llvm::BasicBlock::Create(E.ctx, "entry", f));
-    llvm::Value* own = eb.CreateLoad(E.ptr, eb.CreateConstInBoundsGEP1_64(E.ptr, f->getArg(0), slot));
-    std::vector<llvm::Value*> args;
-    for (unsigned i = 0; i < params.size(); ++i) args.push_back(f->getArg(i + 1));
-    for (std::size_t k = 0; k < live.size(); ++k)
-      args.push_back(eb.CreateLoad(fields[k], eb.CreateStructGEP(st, own, static_cast<unsigned>(k))));
-    eb.CreateRet(eb.CreateCall(body_fn, args));
-  }
-  b.SetInsertPoint(resume);
-  llvm::Value* ctx = E.entry_alloca(st);
-  for (std::size_t k = 0; k < live.size(); ++k) b.CreateStore(live[k], b.CreateStructGEP(st, ctx, static_cast<unsigned>(k)));
-  return {f, ctx};
-}
-
 // An operand element at (batch, row, column) of its logical matrix: A[b,i,k]
 // or B[b,k,j], whatever form it is stored in.
 using GemmElement = std::function<llvm::Value*(llvm::Value* bt, llvm::Value* row, llvm::Value* col)>;
@@ -166,9 +60,11 @@ using GemmElement = std::function<llvm::Value*(llvm::Value* bt, llvm::Value* row
 // replaced: the expression is never evaluated out of bounds). Per p, the
 // tile's MR rows (consecutive stores, one cache line of f64), as the
 // built-in packing. For A stored (B,M,K) the MR reads are a stored row
-// apart, which SLP turned into masked gathers (1.1x the plain product's
+// apart, which the SLP vectoriser (since off everywhere: llvm/session.hpp)
+// turned into masked gathers (1.1x the plain product's
 // time on a thin product; a row-at-a-time order with stores MR apart was
-// slower still): gemm_fusion_record keeps SLP off that function.
+// slower still): gemm_fusion_record keeps LLVM's vectorisers off that
+// function (outline's no_vectorise).
 inline void emit_fused_pack_a(Emitter& E, DType d, const GemmElement& a, const std::vector<llvm::Value*>& args) {
   auto& b = E.b;
   const Blocking k = blocking_for(d);
@@ -242,19 +138,19 @@ inline llvm::Value* gemm_fusion_record(Emitter& E, DType d, const DotShape& s, c
   llvm::Value* fns[3] = {null, null, null};
   llvm::Value* ctxs[3] = {null, null, null};
   if (a) {
-    auto [f, c] = outline_callback(E, "pack_a", 0, pack, [&](const std::vector<llvm::Value*>& args) {
+    auto [f, c] = outline(E, "pack_a", 0, pack, [&](const std::vector<llvm::Value*>& args) {
       emit_fused_pack_a(E, d, a, args);
-    }, /*no_slp=*/!s.ta);  // (the stored-row-apart reads: see emit_fused_pack_a; its loops are plain)
+    }, /*no_vectorise=*/!s.ta);  // (the stored-row-apart reads: see emit_fused_pack_a; its loops are plain)
     fns[0] = f, ctxs[0] = c;
   }
   if (bm) {
-    auto [f, c] = outline_callback(E, "pack_b", 1, pack, [&](const std::vector<llvm::Value*>& args) {
+    auto [f, c] = outline(E, "pack_b", 1, pack, [&](const std::vector<llvm::Value*>& args) {
       emit_fused_pack_b(E, d, bm, s.tb, args);
     });
     fns[1] = f, ctxs[1] = c;
   }
   if (epilogue) {
-    auto [f, c] = outline_callback(E, "epilogue", 2, {E.i64, E.i64, E.i64, E.i64, E.i64},
+    auto [f, c] = outline(E, "epilogue", 2, {E.i64, E.i64, E.i64, E.i64, E.i64},
                                    [&](const std::vector<llvm::Value*>& args) {
                                      epilogue(args[0], args[1], args[2], args[3], args[4]);
                                    });

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -46,14 +47,25 @@ namespace dyn::detail::llvmjit {
 inline constexpr std::int64_t kTaskElems = 16384;
 inline constexpr std::int64_t kCheapTaskElems = 4 * kTaskElems;
 
-// Emit tasks(lo, hi), the code of tasks [lo, hi), as a task function and a
-// call that runs tasks [0, ntasks) on the thread pool, then continue after
-// the region (a fault in a task exits the kernel with its code;
-// check_faults = false: code that cannot fault, in a function with no fault
-// exit, such as the GEMM routines).
-inline void parallel_region(Emitter& E, llvm::Value* ntasks,
-                            const std::function<void(llvm::Value* lo, llvm::Value* hi)>& tasks,
-                            bool check_faults = true) {
+// Emit `body` into a new internal function of the current module,
+//     i32 <current>.<name>(ptr ctx, params...)        (slot < 0)
+//     i32 <current>.<name>(ptr ctxs, params...)       (slot >= 0: ctx = ctxs[slot])
+// with the current function's values it uses loaded from a context struct
+// that the current function fills here; returns the function and the
+// struct (an alloca of the current function). The region's code is written
+// into a scratch function first (the values it uses are known only once its
+// code exists), then moved into `<name>.body`, which takes them as
+// parameters: a buffer that is noalias where it comes from (an argument
+// that is, a fresh allocation) is noalias there too, so once the body is
+// inlined (the inliner keeps noalias as scope metadata) its loops need no
+// run-time overlap checks; so is a pointer parameter, which must be a buffer
+// of the function's own. The Emitter's state is the new function's while
+// `body` runs. `no_vectorise`: the functions get noimplicitfloat, which
+// keeps LLVM's vectorisers out of them.
+inline std::pair<llvm::Function*, llvm::Value*> outline(Emitter& E, const std::string& name, int slot,
+                                                        const std::vector<llvm::Type*>& params,
+                                                        const std::function<void(const std::vector<llvm::Value*>&)>& body,
+                                                        bool no_vectorise = false) {
   llvm::IRBuilder<>& b = E.b;
   llvm::Function* outer = E.fn;
   llvm::BasicBlock* resume = b.GetInsertBlock();
@@ -65,12 +77,12 @@ inline void parallel_region(Emitter& E, llvm::Value* ntasks,
   E.live_slots.clear();
   E.stack_bytes = 0;
 
-  // The region is emitted into a scratch function first: the parameters of
-  // the real one (below) are known only once the region's code exists.
-  auto* scratch_ty = llvm::FunctionType::get(E.i32, {E.i64, E.i64}, false);
-  llvm::Function* scratch = llvm::Function::Create(scratch_ty, llvm::Function::InternalLinkage, "", E.mod);
+  llvm::Function* scratch =
+      llvm::Function::Create(llvm::FunctionType::get(E.i32, params, false), llvm::Function::InternalLinkage, "", E.mod);
   E.begin_function(scratch);
-  tasks(scratch->getArg(0), scratch->getArg(1));
+  std::vector<llvm::Value*> args;
+  for (llvm::Argument& a : scratch->args()) args.push_back(&a);
+  body(args);
   while (!E.live_heap.empty()) E.release(E.live_heap.back());
   b.CreateRet(b.CreateLoad(E.i32, E.err));
 
@@ -81,7 +93,7 @@ inline void parallel_region(Emitter& E, llvm::Value* ntasks,
   E.live_slots = std::move(outer_slots);
   E.stack_bytes = outer_stack;
 
-  // The kernel's values the region uses, in order of first use.
+  // The outer function's values the body uses, in order of first use.
   std::vector<llvm::Value*> live;
   std::map<llvm::Value*, std::size_t> seen;
   for (llvm::BasicBlock& bb : *scratch)
@@ -93,55 +105,72 @@ inline void parallel_region(Emitter& E, llvm::Value* ntasks,
         if (foreign && seen.emplace(v, live.size()).second) live.push_back(v);
       }
 
-  // body(i64 lo, i64 hi, the live values...): the region's code, with the
-  // kernel's values as parameters. A buffer that is noalias in the kernel
-  // (an argument that is, a fresh allocation) is noalias here too, so the
-  // loops vectorise without run-time overlap checks once body is inlined
-  // into the task function (the inliner keeps noalias as scope metadata).
-  std::vector<llvm::Type*> params{E.i64, E.i64};
-  for (llvm::Value* v : live) params.push_back(v->getType());
-  llvm::Function* body = llvm::Function::Create(llvm::FunctionType::get(E.i32, params, false),
-                                                llvm::Function::InternalLinkage, outer->getName() + ".region", E.mod);
-  body->addFnAttr(llvm::Attribute::AlwaysInline);
-  body->splice(body->begin(), scratch);
-  scratch->getArg(0)->replaceAllUsesWith(body->getArg(0));
-  scratch->getArg(1)->replaceAllUsesWith(body->getArg(1));
+  std::vector<llvm::Type*> fields, bparams(params.begin(), params.end());
+  for (llvm::Value* v : live) fields.push_back(v->getType());
+  bparams.insert(bparams.end(), fields.begin(), fields.end());
+  llvm::Function* body_fn = llvm::Function::Create(llvm::FunctionType::get(E.i32, bparams, false),
+                                                   llvm::Function::InternalLinkage, outer->getName() + "." + name + ".body", E.mod);
+  body_fn->addFnAttr(llvm::Attribute::AlwaysInline);
+  if (no_vectorise) body_fn->addFnAttr(llvm::Attribute::NoImplicitFloat);
+  body_fn->splice(body_fn->begin(), scratch);
+  for (unsigned i = 0; i < params.size(); ++i) {
+    scratch->getArg(i)->replaceAllUsesWith(body_fn->getArg(i));
+    // A pointer parameter is a buffer of the callee's own (a packing panel).
+    if (params[i]->isPointerTy()) body_fn->addParamAttr(i, llvm::Attribute::NoAlias);
+  }
   scratch->eraseFromParent();
   for (std::size_t k = 0; k < live.size(); ++k) {
-    llvm::Argument* a = body->getArg(static_cast<unsigned>(2 + k));
+    const auto ai = static_cast<unsigned>(params.size() + k);
     llvm::Value* v = live[k];
-    live[k]->replaceUsesWithIf(a, [body](llvm::Use& u) {
+    v->replaceUsesWithIf(body_fn->getArg(ai), [body_fn](llvm::Use& u) {
       auto* i = llvm::dyn_cast<llvm::Instruction>(u.getUser());
-      return i && i->getFunction() == body;
+      return i && i->getFunction() == body_fn;
     });
     bool fresh = llvm::isa<llvm::AllocaInst>(v);
     if (auto* arg = llvm::dyn_cast<llvm::Argument>(v)) fresh = arg->hasNoAliasAttr();
     if (auto* call = llvm::dyn_cast<llvm::CallInst>(v))
       fresh = call->getCalledFunction() && (call->getCalledFunction()->getName() == "aligned_alloc" ||
                                             call->getCalledFunction()->getName() == kTempAllocRoutine);
-    if (fresh && v->getType()->isPointerTy()) a->addAttr(llvm::Attribute::NoAlias);
+    if (fresh && v->getType()->isPointerTy()) body_fn->addParamAttr(ai, llvm::Attribute::NoAlias);
   }
 
-  // The task function: i32 tasks(ptr ctx, i64 lo, i64 hi) loads the live
-  // values from the context struct the kernel filled and calls body.
-  std::vector<llvm::Type*> fields(params.begin() + 2, params.end());
+  // The function: loads the live values from its context and calls body.
   llvm::StructType* st = llvm::StructType::get(E.ctx, fields);
-  auto* fty = llvm::FunctionType::get(E.i32, {E.ptr, E.i64, E.i64}, false);
-  llvm::Function* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, outer->getName() + ".tasks", E.mod);
+  std::vector<llvm::Type*> fparams{E.ptr};
+  fparams.insert(fparams.end(), params.begin(), params.end());
+  llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(E.i32, fparams, false),
+                                             llvm::Function::InternalLinkage, outer->getName() + "." + name, E.mod);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  if (no_vectorise) f->addFnAttr(llvm::Attribute::NoImplicitFloat);
   {
-    llvm::IRBuilder<> tb(llvm::BasicBlock::Create(E.ctx, "entry", f));
-    std::vector<llvm::Value*> args{f->getArg(1), f->getArg(2)};
+    llvm::IRBuilder<> eb(llvm::BasicBlock::Create(E.ctx, "entry", f));
+    llvm::Value* own = slot < 0 ? static_cast<llvm::Value*>(f->getArg(0))
+                                : eb.CreateLoad(E.ptr, eb.CreateConstInBoundsGEP1_64(E.ptr, f->getArg(0), static_cast<std::uint64_t>(slot)));
+    std::vector<llvm::Value*> call_args;
+    for (unsigned i = 0; i < params.size(); ++i) call_args.push_back(f->getArg(i + 1));
     for (std::size_t k = 0; k < live.size(); ++k)
-      args.push_back(tb.CreateLoad(fields[k], tb.CreateStructGEP(st, f->getArg(0), static_cast<unsigned>(k))));
-    tb.CreateRet(tb.CreateCall(body, args));
+      call_args.push_back(eb.CreateLoad(fields[k], eb.CreateStructGEP(st, own, static_cast<unsigned>(k))));
+    eb.CreateRet(eb.CreateCall(body_fn, call_args));
   }
-
   b.SetInsertPoint(resume);
   llvm::Value* ctx = E.entry_alloca(st);
-  for (std::size_t k = 0; k < live.size(); ++k)
-    b.CreateStore(live[k], b.CreateStructGEP(st, ctx, static_cast<unsigned>(k)));
+  for (std::size_t k = 0; k < live.size(); ++k) b.CreateStore(live[k], b.CreateStructGEP(st, ctx, static_cast<unsigned>(k)));
+  return {f, ctx};
+}
+
+// Emit tasks(lo, hi), the code of tasks [lo, hi), as a task function
+// i32 tasks(ptr ctx, i64 lo, i64 hi) (outline) and a call that runs tasks
+// [0, ntasks) on the thread pool, then continue after the region (a fault
+// in a task exits the kernel with its code; check_faults = false: code that
+// cannot fault, in a function with no fault exit, such as the GEMM
+// routines).
+inline void parallel_region(Emitter& E, llvm::Value* ntasks,
+                            const std::function<void(llvm::Value* lo, llvm::Value* hi)>& tasks,
+                            bool check_faults = true) {
+  const auto [f, ctx] = outline(E, "tasks", -1, {E.i64, E.i64},
+                                [&](const std::vector<llvm::Value*>& args) { tasks(args[0], args[1]); });
   auto* rty = llvm::FunctionType::get(E.i32, {E.ptr, E.ptr, E.i64}, false);
-  llvm::Value* code = b.CreateCall(E.mod.getOrInsertFunction(kParallelForRoutine, rty), {f, ctx, ntasks});
+  llvm::Value* code = E.b.CreateCall(E.mod.getOrInsertFunction(kParallelForRoutine, rty), {f, ctx, ntasks});
   if (check_faults) E.exit_if_error(code);
 }
 
