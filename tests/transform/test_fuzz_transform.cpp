@@ -116,7 +116,8 @@ namespace {
 // dynstage_fuzz seed 3642: a gather at computed indices from a small cumsum
 // held in a stack buffer. LLVM 19's SLP vectoriser made the gather's four
 // loads one masked gather scheduled above the cumsum's stores, so jit read
-// the stack's old contents (llvm/session.hpp: the SLP vectoriser is off).
+// the stack's old contents (llvm/lower.hpp, note_gather_operand: no masked
+// gathers in a module that gathers from a buffer it writes).
 TEST_CASE("fuzz seed 3642: jit reads a small cumsum's stack buffer after writing it") {
   const fuzz::Case c = fuzz::generate(3642, kMaxNodes);
   for (int k = 0; k < 3; ++k) {

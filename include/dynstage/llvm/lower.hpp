@@ -91,6 +91,25 @@ private:
   std::string name_;                    // of the function being emitted (nested bodies derive theirs)
   int nested_ = 0;                      // nested body functions emitted so far
   bool scalar_nest_ = false;            // emitting a scatter's update nest, which never vectorises
+  bool nested_body_ = false;            // a loop body, condition or branch (emit_nested)
+
+  // A gather whose operand is a buffer the kernel may write (a temporary, a
+  // result, a donated argument, anything in a nested body, or a fused
+  // expression over such): LLVM 19's SLP vectoriser may make a masked
+  // gather of its loads and schedule it above the stores that fill the
+  // buffer (docs/reliability.md, seed 3642), so such a module is compiled
+  // without masked gathers (session.hpp, no_masked_gathers). A gather from
+  // the kernel's own inputs keeps them (a vectorised gather: 1.5x faster).
+  void note_gather_operand(const Atom& x) {
+    bool input = false;
+    if (x.is_var() && !nested_body_) {
+      for (std::size_t i = 0; i < j_.invars.size(); ++i)
+        if (j_.invars[i] == x.var && !(i < owned_.size() && owned_[i])) input = true;
+      for (int c : j_.constvars)
+        if (c == x.var) input = true;
+    }
+    if (!input) no_masked_gathers(E.mod);
+  }
   std::vector<llvm::Value*> buf_;   // var -> its buffer, once computed
   std::vector<llvm::Value*> rowoff_;  // var -> inside its row group, the linear index its one-row buffer starts at
   std::vector<llvm::Value*> dimval_;  // var -> its i64 value, for the dimension variables (read once)

@@ -91,6 +91,7 @@ inline llvm::Function* Lowering::emit_nested(const Jaxpr& body, const std::vecto
   if (pairs) *pairs = plan.paired;
   Emitter sub(E.mod);
   Lowering low(j, plan, sub, cells, carried);
+  low.nested_body_ = true;
   llvm::Function* f = low.emit_body(name_ + ".cf" + std::to_string(nested_++));
   f->addFnAttr(llvm::Attribute::AlwaysInline);
   return f;

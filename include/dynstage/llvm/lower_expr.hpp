@@ -332,6 +332,7 @@ inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size
         s = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, E.c64(0));
         return std::make_pair(b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, limit), b.getTrue());
       };
+      note_gather_operand(e.inputs[0]);
       llvm::Value* s = index_vector_component(e, m, *ix);
       // Branching on the likely case pays in a scalar nest only: a branch in
       // a vectorised elementwise nest became a slower masked form (7%).

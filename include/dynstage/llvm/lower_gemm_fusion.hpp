@@ -60,8 +60,8 @@ using GemmElement = std::function<llvm::Value*(llvm::Value* bt, llvm::Value* row
 // replaced: the expression is never evaluated out of bounds). Per p, the
 // tile's MR rows (consecutive stores, one cache line of f64), as the
 // built-in packing. For A stored (B,M,K) the MR reads are a stored row
-// apart, which the SLP vectoriser (since off everywhere: llvm/session.hpp)
-// turned into masked gathers (1.1x the plain product's
+// apart, which the SLP vectoriser turned into masked gathers (1.1x the
+// plain product's
 // time on a thin product; a row-at-a-time order with stores MR apart was
 // slower still): gemm_fusion_record keeps LLVM's vectorisers off that
 // function (outline's no_vectorise).

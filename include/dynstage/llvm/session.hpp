@@ -228,13 +228,22 @@ inline const std::vector<llvm::VecDesc>& vector_functions() {
   return descs;
 }
 
+// Marks m as needing code without masked gathers (lower.hpp,
+// note_gather_operand): LLVM 19's SLP vectoriser scheduled a masked gather
+// of a buffer above the stores that fill it (docs/reliability.md, seed
+// 3642); the prefer-no-gather feature keeps both vectorisers from making
+// masked gathers in that module.
+inline constexpr const char* kNoMaskedGathers = "dynstage.no_masked_gathers";
+inline void no_masked_gathers(llvm::Module& m) { m.getOrInsertNamedMetadata(kNoMaskedGathers); }
+
 // Every function compiled for the host: its CPU and features.
 inline void set_host_attributes(llvm::Module& m) {
   const Host& h = host();
+  const bool no_gathers = m.getNamedMetadata(kNoMaskedGathers) != nullptr && llvm::Triple(h.triple).isX86();
   for (llvm::Function& f : m) {
     if (f.isDeclaration()) continue;
     f.addFnAttr("target-cpu", h.cpu);
-    f.addFnAttr("target-features", h.features);
+    f.addFnAttr("target-features", no_gathers ? h.features + ",+prefer-no-gather" : h.features);
     // Sapphire Rapids-class tuning prefers 256-bit vectors; the kernels are
     // long-running loops, where 512-bit wins.
     if (h.avx512) f.addFnAttr("prefer-vector-width", "512");
@@ -249,7 +258,8 @@ inline void set_host_attributes(llvm::Module& m) {
 // The settings of optimise() and of code generation, as text: part of the
 // disk cache's key (backend_fingerprint). Change it with them.
 inline constexpr const char* kPipelineSettings =
-    "O3, loop vectorisation (no SLP), unrolling, interleaving only where asked; codegen Aggressive; "
+    "O3, loop and SLP vectorisation, no masked gathers where a gather reads a written buffer, unrolling, "
+    "interleaving only where asked; codegen Aggressive; "
     "prefer-vector-width 512 on AVX-512; outer loops rolled";
 
 inline void optimise(llvm::Module& m) {
@@ -260,15 +270,10 @@ inline void optimise(llvm::Module& m) {
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = true;
-  // No SLP vectoriser: LLVM 19's miscompiles a straight-line run of loads
-  // at computed indices from a stack buffer stored just before (a gather
-  // from a small cumsum, dynstage_fuzz seed 3642): it schedules the masked
-  // gather it makes above the stores, so the kernel read stale stack. The
-  // loop vectoriser does the kernels' vector work (the GEMM's micro-kernel
-  // is written with vectors); measured without SLP: the fused, sum-of-
-  // squares, softmax, Mandelbrot, gather and Stockham FFT kernels unchanged
-  // within noise. tests/jit/test_backend.cpp keeps the case.
-  pto.SLPVectorization = false;
+  // SLP keeps small carried arrays in vector registers (a loop over 16
+  // doubles). Its masked gathers are off in modules that gather from a
+  // buffer they write (set_host_attributes): LLVM 19's SLP miscompiled one.
+  pto.SLPVectorization = true;
   pto.LoopUnrolling = true;
   // Interleaving only where loop metadata asks for it (reductions): it
   // doubles the code of elementwise loops for no measurable gain there and
