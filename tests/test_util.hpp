@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -105,6 +107,20 @@ inline std::string code_of(const std::string& ir) {
     if (ir[a] != ';') out += ir.substr(a, nl - a + 1);
   }
   return out;
+}
+
+// Resident set size of this process, in bytes (/proc/self/statm, field 2).
+inline std::int64_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * 4096;
+}
+
+// An integer from the environment, or `fallback` when unset or empty.
+inline std::int64_t env_int(const char* name, std::int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoll(v) : fallback;
 }
 
 }  // namespace test_util

@@ -58,18 +58,8 @@ bool same(const Array<T>& got, const Array<T>& want, double tol) {
   else return dyn::array_equal(got, want);
 }
 
-// Resident set size of this process, in bytes (/proc/self/statm, field 2).
-std::int64_t rss_bytes() {
-  std::ifstream f("/proc/self/statm");
-  std::int64_t size = 0, resident = 0;
-  f >> size >> resident;
-  return resident * 4096;
-}
-
-i64 env_int(const char* name, i64 fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoll(v) : fallback;
-}
+using test_util::env_int;
+using test_util::rss_bytes;
 
 // The jitted functions the threads share.
 auto elementwise = [](auto x) { return dyn::exp(x) * 0.5 + x; };

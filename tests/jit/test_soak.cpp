@@ -44,17 +44,8 @@ using dyn::Array;
 using i64 = std::int64_t;
 using test_util::iota_array;
 
-std::int64_t rss_bytes() {
-  std::ifstream f("/proc/self/statm");
-  std::int64_t size = 0, resident = 0;
-  f >> size >> resident;
-  return resident * 4096;
-}
-
-i64 env_int(const char* name, i64 fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoll(v) : fallback;
-}
+using test_util::env_int;
+using test_util::rss_bytes;
 
 template <class T>
 bool bits_equal(const Array<T>& a, const Array<T>& b) {
