@@ -1404,6 +1404,20 @@ struct Emitter {
   }
 };
 
+// The inputs, the constants and `auto f = [&](x0, ...) { body; return
+// std::make_tuple(outs...);` (the closing `};` is the caller's), as both
+// printers write them.
+void print_function(std::ostream& os, const Case& c, const Emitter& em, const std::string& body,
+                    const std::vector<std::string>& outs) {
+  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << "  const auto in" << j << " = " << array_cpp(c.inputs[j]) << ";\n";
+  os << em.consts.str();
+  os << "  auto f = [&](";
+  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << (j ? ", " : "") << "[[maybe_unused]] auto x" << j;
+  os << ") {\n" << body << "    return std::make_tuple(";
+  for (std::size_t j = 0; j < outs.size(); ++j) os << (j ? ", " : "") << outs[j];
+  os << ");\n";
+}
+
 }  // namespace
 
 std::string to_cpp(const Case& c, std::uint64_t seed) {
@@ -1423,13 +1437,8 @@ std::string to_cpp(const Case& c, std::uint64_t seed) {
      << "template <class Ref, class T>\nauto L(const Ref&, const dyn::Array<T>& a) {\n"
      << "  if constexpr (dyn::is_tracer_v<Ref>) return dyn::detail::from_value<dyn::Tracer<T>>(dyn::detail::to_value(a));\n"
      << "  else return a;\n}\n\nint main() {\n";
-  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << "  const auto in" << j << " = " << array_cpp(c.inputs[j]) << ";\n";
-  os << em.consts.str();
-  os << "  auto f = [&](";
-  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << (j ? ", " : "") << "[[maybe_unused]] auto x" << j;
-  os << ") {\n" << body.str() << "    return std::make_tuple(";
-  for (std::size_t j = 0; j < outs.size(); ++j) os << (j ? ", " : "") << outs[j];
-  os << ");\n  };\n";
+  print_function(os, c, em, body.str(), outs);
+  os << "  };\n";
   std::string args;
   for (std::size_t j = 0; j < c.inputs.size(); ++j) args += (j ? ", in" : "in") + std::to_string(j);
   os << "  std::cout.precision(17);\n"
@@ -1504,13 +1513,8 @@ std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& wha
      << "    return a.shape() == b.shape() &&\n"
      << "           (a.size() == 0 || std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.size()) * sizeof(T)) == 0);\n"
      << "  };\n";
-  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << "  const auto in" << j << " = " << array_cpp(c.inputs[j]) << ";\n";
-  os << em.consts.str();
-  os << "  auto f = [&](";
-  for (std::size_t j = 0; j < c.inputs.size(); ++j) os << (j ? ", " : "") << "[[maybe_unused]] auto x" << j;
-  os << ") {\n" << body.str() << "    return std::make_tuple(";
-  for (std::size_t j = 0; j < outs.size(); ++j) os << (j ? ", " : "") << outs[j];
-  os << ");\n  };\n  auto jf = dyn::jit(f";
+  print_function(os, c, em, body.str(), outs);
+  os << "  };\n  auto jf = dyn::jit(f";
   if (c.symbolic) {
     os << ", dyn::polymorphic_shapes{";
     for (std::size_t j = 0; j < specs.size(); ++j) os << (j ? ", " : "") << specs[j];
