@@ -77,11 +77,17 @@ void check_signatures(Prim p, const CollectiveParams& params, MPI_Comm comm, std
                    "); a collective needs one block shape and dtype on every rank of its group");
 }
 
+// memcpy of n bytes, nothing when n is 0 (an empty array may have no data
+// pointer, which memcpy must not be given: UBSan, fuzzed collectives).
+inline void copy_bytes(void* dst, const void* src, std::int64_t n) {
+  if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n));
+}
+
 // out viewed as [outer, G, inner bytes] <- G blocks of [outer, inner bytes].
 void interleave(char* out, const char* blocks, std::int64_t g, std::int64_t outer, std::int64_t inner) {
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t k = 0; k < g; ++k)
-      std::memcpy(out + (o * g + k) * inner, blocks + (k * outer + o) * inner, static_cast<std::size_t>(inner));
+      copy_bytes(out + (o * g + k) * inner, blocks + (k * outer + o) * inner, inner);
 }
 
 
@@ -121,7 +127,9 @@ std::vector<AnyArray> collective_impl(Prim p, const std::vector<AnyArray>& in, c
   // Every rank's block, in group order (one block when alone).
   auto gather_all = [&]() {
     std::vector<char> all(static_cast<std::size_t>(n * es * g.size));
-    if (g.size == 1) std::memcpy(all.data(), x.data(), static_cast<std::size_t>(n * es));
+    if (g.size == 1) {
+      copy_bytes(all.data(), x.data(), n * es);
+    }
     else
       MPI_Allgather(x.data(), static_cast<int>(n * es), MPI_BYTE, all.data(), static_cast<int>(n * es), MPI_BYTE,
                     comm);
@@ -164,7 +172,7 @@ std::vector<AnyArray> collective_impl(Prim p, const std::vector<AnyArray>& in, c
         if (t == g.index) from = s;
       }
       if (g.size == 1) {
-        if (from == 0) std::memcpy(out.data, x.data(), static_cast<std::size_t>(n * es));
+        if (from == 0) copy_bytes(out.data, x.data(), n * es);
         return {AnyArray(out)};
       }
       std::vector<MPI_Request> reqs;
@@ -193,8 +201,8 @@ std::vector<AnyArray> collective_impl(Prim p, const std::vector<AnyArray>& in, c
       const char* src = static_cast<const char*>(x.data());
       for (std::int64_t k = 0; k < g.size; ++k)
         for (std::int64_t o = 0; o < outer; ++o)
-          std::memcpy(send.data() + k * cbytes + o * chunk * inner, src + (o * shape[s] + k * chunk) * inner,
-                      static_cast<std::size_t>(chunk * inner));
+          copy_bytes(send.data() + k * cbytes + o * chunk * inner, src + (o * shape[s] + k * chunk) * inner,
+                     chunk * inner);
       if (g.size == 1) recv = send;
       else
         MPI_Alltoall(send.data(), static_cast<int>(cbytes), MPI_BYTE, recv.data(), static_cast<int>(cbytes), MPI_BYTE,
@@ -342,7 +350,7 @@ extern "C" int dynstage_collective(const char* desc, const void* x, std::int64_t
     if (bytes != out_bytes)
       internal_error("dynstage_collective: " + std::string(prim_name(d.prim)) + " made " + std::to_string(bytes) +
                      " bytes for a buffer of " + std::to_string(out_bytes));
-    std::memcpy(out, r[0].data(), static_cast<std::size_t>(bytes));
+    copy_bytes(out, r[0].data(), bytes);
     return 0;
   } catch (...) {
     collective_pending_error() = std::current_exception();
