@@ -1418,17 +1418,26 @@ void print_function(std::ostream& os, const Case& c, const Emitter& em, const st
   os << ");\n";
 }
 
-}  // namespace
-
-std::string to_cpp(const Case& c, std::uint64_t seed) {
+// A case's function as both printers write it (print_function), and its
+// inputs' polymorphic_shapes specs.
+std::string function_text(const Case& c, std::vector<std::string>& specs) {
   Emitter em;
   std::ostringstream body, os;
-  std::vector<std::string> env, outs, specs;
+  std::vector<std::string> env, outs;
   for (std::size_t j = 0; j < c.inputs.size(); ++j) {
     env.push_back("x" + std::to_string(j));
     specs.push_back(c.poly[j] ? "\"(n, ...)\"" : "\"...\"");
   }
   em.program(body, c.prog, env, "    ", outs);
+  print_function(os, c, em, body.str(), outs);
+  return os.str();
+}
+
+}  // namespace
+
+std::string to_cpp(const Case& c, std::uint64_t seed) {
+  std::ostringstream os;
+  std::vector<std::string> specs;
   os << "// dynstage_fuzz reproduction, seed " << seed << " (shrunk).\n"
      << "// Build: g++ -std=c++20 -Iinclude repro.cpp build/libdynstage.a -L/usr/lib/llvm-19/lib -lLLVM-19\n"
      << "#include <dynstage/dynstage.hpp>\n\n#include <cstdint>\n#include <iostream>\n#include <limits>\n#include <tuple>\n\n"
@@ -1437,7 +1446,7 @@ std::string to_cpp(const Case& c, std::uint64_t seed) {
      << "template <class Ref, class T>\nauto L(const Ref&, const dyn::Array<T>& a) {\n"
      << "  if constexpr (dyn::is_tracer_v<Ref>) return dyn::detail::from_value<dyn::Tracer<T>>(dyn::detail::to_value(a));\n"
      << "  else return a;\n}\n\nint main() {\n";
-  print_function(os, c, em, body.str(), outs);
+  os << function_text(c, specs);
   os << "  };\n";
   std::string args;
   for (std::size_t j = 0; j < c.inputs.size(); ++j) args += (j ? ", in" : "in") + std::to_string(j);
@@ -1457,14 +1466,8 @@ std::string to_cpp(const Case& c, std::uint64_t seed) {
 }
 
 std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& what) {
-  Emitter em;
-  std::ostringstream body, os;
-  std::vector<std::string> env, outs, specs;
-  for (std::size_t j = 0; j < c.inputs.size(); ++j) {
-    env.push_back("x" + std::to_string(j));
-    specs.push_back(c.poly[j] ? "\"(n, ...)\"" : "\"...\"");
-  }
-  em.program(body, c.prog, env, "    ", outs);
+  std::ostringstream os;
+  std::vector<std::string> specs;
   // The outputs' comparison: exact, or inexact with the f32 / f64 tolerance.
   std::vector<const Ty*> slot;
   for (const Ty& t : c.prog.params) slot.push_back(&t);
@@ -1513,7 +1516,7 @@ std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& wha
      << "    return a.shape() == b.shape() &&\n"
      << "           (a.size() == 0 || std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.size()) * sizeof(T)) == 0);\n"
      << "  };\n";
-  print_function(os, c, em, body.str(), outs);
+  os << function_text(c, specs);
   os << "  };\n  auto jf = dyn::jit(f";
   if (c.symbolic) {
     os << ", dyn::polymorphic_shapes{";
