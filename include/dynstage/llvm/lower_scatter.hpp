@@ -241,7 +241,7 @@ inline void Lowering::emit_segment_sum(const Eqn& e, llvm::Value* out) {
       E.loop(b.CreateSub(hi, lo), [&](llvm::Value* k) {
         llvm::Value* val = operand(x, body_ix(xd, {}, b.CreateAdd(lo, k, "", true, true)));
         b.CreateStore(add(b.CreateLoad(E.reg_type(d), acc), val), acc);
-      });
+      }, fl ? LoopHint::plain : LoopHint::normal);
       E.store(out, d, r, b.CreateLoad(E.reg_type(d), acc));
     });
   };
