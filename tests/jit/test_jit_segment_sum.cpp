@@ -161,3 +161,26 @@ TEST_CASE("jit: a float offsets array is a TypeError naming the op, and the func
   const auto r = jf(dyn::Array<double>({3}, {1, 2, 3}), dyn::Array<i32>({2}, {0, 3}));
   CHECK(r.data()[0] == 6.0);
 }
+
+TEST_CASE("jit: a long segment sum runs whole rows a task on every core, the same bits for every thread count") {
+  const int saved = dyn::num_threads();
+  // 40,000 rows of up to 8 elements: well over two tasks' worth of work.
+  const i64 m = 40000;
+  const std::vector<i32> off = row_ptr(m, 8, 21);
+  const auto d = values<double>(off.back(), 22);
+  const dyn::Array<i32> o({m + 1}, off);
+  const auto jf = dyn::jit(seg);
+  dyn::set_num_threads(1);
+  const auto one = jf(d, o);
+  CHECK(same_bits(one, dyn::Array<double>(seg(d, o))));
+  for (int t : {2, 3, 4}) {
+    dyn::set_num_threads(t);
+    dyn::detail::count_tasks().store(true);
+    dyn::detail::tasks_run().store(0);
+    const auto r = jf(d, o);
+    dyn::detail::count_tasks().store(false);
+    CHECK(dyn::detail::tasks_run().load() > 1);
+    CHECK(same_bits(r, one));
+  }
+  dyn::set_num_threads(saved);
+}

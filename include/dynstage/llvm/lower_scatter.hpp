@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "lower.hpp"
+#include "lower_parallel.hpp"
 
 namespace dyn::detail::llvmjit {
 
@@ -203,6 +204,7 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
 // in order into a register from 0, as the eager kernel does, so results are
 // bit-identical (float sums do not vectorise: reassociation would change
 // them; integer ones do). An empty or reversed range runs no iteration.
+// Whole rows a task on every core (lower_parallel.hpp's regions).
 inline void Lowering::emit_segment_sum(const Eqn& e, llvm::Value* out) {
   const int v = e.outputs[0];
   const DType d = type(v).dtype;
@@ -229,11 +231,14 @@ inline void Lowering::emit_segment_sum(const Eqn& e, llvm::Value* out) {
   };
   llvm::Value* zero = is_complex(d) ? E.make_complex(d, E.number(real_dtype(d), 0.0), E.number(real_dtype(d), 0.0))
                                     : E.number(d, 0.0);
-  llvm::AllocaInst* prev = E.entry_alloca(E.i64);
-  llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
-  auto rows = [&] {
-    b.CreateStore(offset(E.c64(0)), prev);
-    E.loop(m, [&](llvm::Value* r) {
+  // Rows [begin, end), begin < end: their registers are allocas of the
+  // function being emitted (a task's own in a parallel region).
+  auto rows = [&](llvm::Value* begin, llvm::Value* end) {
+    llvm::AllocaInst* prev = E.entry_alloca(E.i64);
+    llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
+    b.CreateStore(offset(begin), prev);
+    E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
+      llvm::Value* r = b.CreateAdd(begin, i, "", true, true);
       llvm::Value* lo = b.CreateLoad(E.i64, prev);
       llvm::Value* hi = offset(b.CreateAdd(r, E.c64(1), "", true, true));
       b.CreateStore(hi, prev);
@@ -245,10 +250,19 @@ inline void Lowering::emit_segment_sum(const Eqn& e, llvm::Value* out) {
       E.store(out, d, r, b.CreateLoad(E.reg_type(d), acc));
     });
   };
+  // Rows are independent: on every core, whole rows a task, about
+  // kCheapTaskElems data elements each (by the mean row length); every
+  // row is the same loop, so results do not depend on the thread count.
+  if (worth_parallel(E.add(n, m), kCheapTaskElems)) {
+    llvm::Value* mean_row = b.CreateSDiv(n, E.smax(m, E.c64(1)));
+    parallel_tasks(m, rows_per_task(mean_row, kCheapTaskElems),
+                   [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) { rows(begin, end); });
+    return;
+  }
   if (const auto k = Emitter::konst(m)) {
-    if (*k > 0) rows();
+    if (*k > 0) rows(E.c64(0), m);
   } else {
-    E.when(b.CreateICmpSGT(m, E.c64(0)), rows);
+    E.when(b.CreateICmpSGT(m, E.c64(0)), [&] { rows(E.c64(0), m); });
   }
 }
 
