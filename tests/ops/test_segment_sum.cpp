@@ -189,3 +189,36 @@ TEST_CASE("segment_sum_offsets: vmap over data, offsets or both matches a loop")
   CHECK(dyn::to_string(t).find("segment_sum_offsets") != std::string::npos);
   CHECK(identical(dyn::eval_jaxpr(t, {dyn::AnyArray(dyn::transpose(ds, {1, 0})), dyn::AnyArray(os)}).at(0), both));
 }
+
+TEST_CASE("segment_sum_offsets: the primitive's rule (hand-built equations, check_jaxpr) names the op and the types") {
+  using dyn::detail::Aval;
+  using dyn::detail::Prim;
+  const auto av = [](dyn::DType d, dyn::Shape s) {
+    Aval a;
+    a.dtype = d;
+    a.shape = std::move(s);
+    return a;
+  };
+  const auto ae = [](const std::vector<Aval>& in) {
+    return dyn::detail::abstract_eval(Prim::segment_sum_offsets, in, dyn::detail::NoParams{});
+  };
+  using dyn::DType;
+  using dyn::Dim;
+  const auto r = ae({av(DType::c64, {Dim(7)}), av(DType::i64, {Dim(4)})});
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].dtype == DType::c64);
+  CHECK(r[0].shape == dyn::Shape{Dim(3)});
+  CHECK(message_of<dyn::TypeError>([&] { (void)ae({av(DType::f64, {Dim(4)}), av(DType::f32, {Dim(3)})}); }) ==
+        "segment_sum_offsets offsets must have an integer dtype, got offsets f32[3] for data f64[4]");
+  CHECK(message_of<dyn::TypeError>([&] { (void)ae({av(DType::f64, {Dim(4)}), av(DType::i16, {Dim(3)})}); }) ==
+        "segment_sum_offsets offsets must have dtype i32 or i64, got i16[3]; convert them (dyn::segment_sum_offsets "
+        "does)");
+  CHECK(message_of<dyn::TypeError>([&] { (void)ae({av(DType::f64, {Dim(4)})}); }) ==
+        "segment_sum_offsets takes 2 operands, got 1");
+  // The numpy layer converts other integer offsets first.
+  CHECK(str(dyn::make_jaxpr(seg)(dyn::Array<float>({4}), dyn::Array<std::uint8_t>({3}))) ==
+        "{ lambda ; a:f32[4] b:u8[3]. let\n"
+        "    c:i32[3] = convert_element_type[new_dtype=int32 weak_type=False] b\n"
+        "    d:f32[2] = segment_sum_offsets a c\n"
+        "  in (d,) }");
+}
