@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 
 #include "../fuzz/fuzz.hpp"
@@ -127,6 +128,32 @@ TEST_CASE("fuzz seed 3642: jit reads a small cumsum's stack buffer after writing
     CHECK(v.kind != fuzz::Verdict::mismatch);
     CHECK(v.kind != fuzz::Verdict::crash);
   }
+}
+
+// The jit-vs-eager check of inexact f32 results (fuzz_run.cpp, Scales): the
+// campaign's four f32 "mismatches" were reassociation, not bugs. Each seed's
+// program fails the check that scales its tolerance by the result alone.
+TEST_CASE("fuzz check: an inexact result's tolerance scales with its terms (seeds 47035, 65035, 93190, 96492)") {
+  for (std::uint64_t s : {47035u, 65035u, 93190u, 96492u}) {
+    const fuzz::Verdict v = fuzz::run_case(fuzz::generate(s, kMaxNodes));
+    INFO("seed " << s << ": " << v.what << ": " << v.detail);
+    CHECK(v.kind == fuzz::Verdict::pass);
+  }
+  auto f32 = [](float x) { return dyn::AnyArray(dyn::Array<float>::scalar(x)); };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // 47035: a sum of +-3.7e9 that cancels: 102400 in one order, 0 in another.
+  CHECK(fuzz::compare(f32(102400), f32(0), true, true, fuzz::Scale{3.7e9, 1}).empty());
+  CHECK(fuzz::compare(f32(102400), f32(0), true, true) == "element 0: 102400 vs 0");
+  // 65035: a mean of 140001 values, in order (eager) and in partial sums (jit).
+  CHECK(fuzz::compare(f32(-457.886f), f32(-458.265f), true, true, fuzz::Scale{0, 140001}).empty());
+  CHECK_FALSE(fuzz::compare(f32(-457.886f), f32(-458.265f), true, true, fuzz::Scale{0, 1}).empty());
+  // 93190, 96492: an overflow's +-inf or NaN depends on the order (and on an fma).
+  CHECK(fuzz::compare(f32(-inf), f32(nan), true, true).empty());
+  CHECK(fuzz::compare(f32(inf), f32(-inf), true, true).empty());
+  CHECK_FALSE(fuzz::compare(f32(-inf), f32(nan), false, true).empty());  // exact: bitwise
+  CHECK_FALSE(fuzz::compare(f32(inf), f32(1), true, true).empty());     // finite vs not: a mismatch
+  CHECK(fuzz::relative_tolerance(true, fuzz::Scale{0, 10}) == 1e-4);
+  CHECK(fuzz::relative_tolerance(true, fuzz::Scale{0, 1e6}) == 1e6 * std::numeric_limits<float>::epsilon());
 }
 
 // The grad check's false failures found by issue 23's fuzzing, each now
