@@ -174,3 +174,24 @@ TEST_CASE("fuzz transforms: ill-conditioned and conventional derivatives are not
   CHECK(tie.kind == fuzz::Check::checked);
   CHECK(tie.fd == "a maximum or minimum of equal operands (a convention, not a slope)");
 }
+
+// dynstage_fuzz seeds 16956, 25501 and 27044 (the last two with float
+// inputs): a C++ integer index out of range inside a body eager never runs
+// (a cond branch not taken, a while_loop of zero trips). make_jaxpr traces
+// every body, as JAX does, so eval_jaxpr and jit raise the IndexError at
+// trace time; eager runs only the code it takes (API.md section 7,
+// trace/control.hpp). Each way follows its contract: a consistent error,
+// not a mismatch.
+TEST_CASE("fuzz seeds 16956, 25501, 27044: an index out of range in a body eager does not run") {
+  for (const auto& [s, float_inputs] : {std::pair{16956u, false}, {25501u, true}, {27044u, true}}) {
+    const fuzz::Case c = fuzz::generate(s, kMaxNodes, float_inputs);
+    fuzz::Outcome eager, interp, jit;
+    const fuzz::Verdict v = fuzz::run_case(c, &eager, &interp, &jit);
+    INFO("seed " << s << ": " << v.what << ": " << v.detail);
+    CHECK(eager.kind == fuzz::Outcome::ok);
+    CHECK(interp.error == "IndexError");
+    CHECK(jit.error == "IndexError");
+    CHECK(v.kind == fuzz::Verdict::consistent_error);
+    CHECK(v.what == "IndexError in a body eager does not run");
+  }
+}
