@@ -183,7 +183,8 @@ struct Gen {
 
   // A C++ integer index into an axis of size n: in range, negative (from the
   // end) as often, and one time in ten out of range (an IndexError, at trace
-  // time in every way).
+  // time in every way; in eval_jaxpr and jit only when it is in a body eager
+  // does not run, fuzz_run.cpp index_error_in_untaken_body).
   i64 static_index(i64 n) {
     if (r.coin(0.1)) return r.coin() ? n + r.range(0, 2) : -n - 1 - r.range(0, 2);
     return r.range(-n, n - 1);

@@ -884,6 +884,48 @@ std::vector<Scale> output_scales(const Case& c) {
   return r;
 }
 
+namespace {
+
+// The IndexError messages of the C++ integer indices out of range (gather
+// k = 3 and scatter with p[1], fuzz_gen.cpp static_index) inside the bodies
+// of p's loops and conds: "index I is out of bounds for axis A with size N".
+// `scope` holds the types of the slots visible to p (fuzz.hpp: captured
+// slots, then p's parameters and node outputs).
+void body_index_errors(const Program& p, std::vector<Ty> scope, bool in_body, std::vector<std::string>& out) {
+  scope.insert(scope.end(), p.params.begin(), p.params.end());
+  for (const Node& n : p.nodes) {
+    if (in_body && n.p.size() > 1 && ((n.op == Op::gather && n.k == 3) || n.op == Op::scatter)) {
+      const Ty& x = scope.at(static_cast<std::size_t>(n.in.at(0)));
+      const i64 size = x.shape.at(static_cast<std::size_t>(n.p[0])).n, i = n.p[1];
+      if (i >= size || i < -size)
+        out.push_back("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(n.p[0]) +
+                      " with size " + std::to_string(size));
+    }
+    for (const Program& b : n.body) body_index_errors(b, scope, true, out);
+    scope.insert(scope.end(), n.out.begin(), n.out.end());
+  }
+}
+
+// eval_jaxpr and jit raise the same IndexError of a C++ integer index out
+// of range in a loop or cond body, and eager raises nothing: it did not run
+// that body (a branch not taken, a loop of zero trips; it would have raised
+// the same error). make_jaxpr traces every body, as JAX does, and the index
+// is checked at trace time; eager runs only the code it takes (API.md
+// section 7, trace/control.hpp). Each way follows its contract (seeds
+// 16956, 25501, 27044).
+bool index_error_in_untaken_body(const Program& p, const Outcome& eager, const Outcome& interp, const Outcome& jit) {
+  if (eager.kind != Outcome::ok || interp.error != "IndexError" || jit.error != "IndexError") return false;
+  const std::string m = interp.message.substr(0, interp.message.find('\n'));
+  if (m != jit.message.substr(0, jit.message.find('\n'))) return false;
+  std::vector<std::string> errs;
+  body_index_errors(p, {}, false, errs);
+  for (const std::string& e : errs)
+    if (m.find(e) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
   Bundle poly, stat;
   for (std::size_t j = 0; j < c.inputs.size(); ++j)
@@ -942,6 +984,8 @@ Verdict run_case(const Case& c, Outcome* pe, Outcome* pi, Outcome* pj) {
       for (int k = 0; k < 3; ++k)
         if (all[k]->kind != Outcome::ok) who += std::string(who.empty() ? "" : "+") + names[k];
       v.kind = Verdict::mismatch, v.what = "error only in " + who, v.detail = errs;
+      if (index_error_in_untaken_body(c.prog, eager, interp, jit))
+        v.kind = Verdict::consistent_error, v.what = "IndexError in a body eager does not run";
       if (eager.error == "ArithmeticError" && interp.error == "ArithmeticError" && jit.kind == Outcome::ok)
         v.kind = Verdict::elided;
     } else {
