@@ -262,7 +262,9 @@ def load_runs(path):
         if b.get("run_type") != "aggregate":
             continue
         parts = b["run_name"].split("/")
-        if len(parts) != 3:
+        if len(parts) == 2:  # a benchmark with no argument ("conv/jit"): argument 0
+            parts.append("0")
+        if len(parts) != 3 or not parts[2].isdigit():
             continue
         key = (parts[0], parts[1], int(parts[2]))
         runs.setdefault(key, {})[b["aggregate_name"]] = b
@@ -1014,7 +1016,8 @@ def generate(args):
                 if "median" not in r:
                     continue
                 rr = ratio(case, v, a)
-                label = f"`{case}/{v}/{a}`" + (f" ({variant_label(case, v)})" if v.startswith("numpy") else "")
+                label = f"`{r['median'].get('run_name', f'{case}/{v}/{a}')}`" + \
+                    (f" ({variant_label(case, v)})" if v.startswith("numpy") else "")
                 w(f"| {label} | {fmt_time(ns(r['median']))}{cv_pct(r)} | {fmt_time(ns(r['median'], 'real_time'))} | "
                   f"{'—' if v == 'jit' else fmt_ratio(rr) if rr else ''} |")
         w("")
@@ -1163,7 +1166,8 @@ def self_test():
                     for a, t in (("median", t_ns), ("cv", 0.01))]
         bench = {"context": {"date": "2026-01-01T00:00:00+00:00", "num_cpus": 2, "load_avg": [1.0, 2.0, 3.0]},
                  "benchmarks": agg("sumsq/jit/100", 10) + agg("sumsq/loops/100", 20) +
-                 agg("dispatch/jit_add/1", 40) + agg("foo/jit/8", 5) + agg("foo/eager/8", 50)}
+                 agg("dispatch/jit_add/1", 40) + agg("foo/jit/8", 5) + agg("foo/eager/8", 50) +
+                 agg("bar/jit", 2) + agg("bar/loops", 3)}
         js = os.path.join(d, "bench.json")
         with open(js, "w") as f:
             json.dump(bench, f)
@@ -1173,14 +1177,16 @@ def self_test():
             names = set(regs)
             if flag:
                 check("filtered run: per-kernel regions only, no summaries",
-                      names == {"sumsq", "dispatch", "case-foo"})
+                      names == {"sumsq", "dispatch", "case-foo", "case-bar"})
                 check("filtered run: each region starts with a line naming the run",
                       all(regs[n][1][0].startswith("*From a filtered run") for n in names))
             else:
                 check("full run: the summaries too, nothing for cases not run",
-                      names == {"run", "targets", "sumsq", "dispatch", "case-foo"})
+                      names == {"run", "targets", "sumsq", "dispatch", "case-foo", "case-bar"})
                 check("full run: the generic table of a case with no writer",
                       any("`foo/eager/8`" in line and "10.00x" in line for line in regs["case-foo"][1]))
+                check("full run: a benchmark with no argument (`bar/loops`) is reported",
+                      any("`bar/loops`" in line and "1.50x" in line for line in regs["case-bar"][1]))
         # A new file, then a filtered run merged into it (the file as bench.sh writes it).
         print(write_md(md, generate_args(["--json", js])))
         with open(md) as f:
@@ -1204,7 +1210,7 @@ def self_test():
         def body(text, name):
             return text.split(BEGIN.format(name) + "\n")[1].split("\n" + END.format(name))[0]
         check("filtered run into the file: the other regions are kept verbatim", all(
-            body(after, n) == body(hand, n) for n in ("run", "targets", "dispatch", "case-foo")) and
+            body(after, n) == body(hand, n) for n in ("run", "targets", "dispatch", "case-foo", "case-bar")) and
             "| stale |" in body(after, "dispatch"))
         check("filtered run into the file: nothing outside the region changed",
               after.replace(body(after, "sumsq"), "") == hand.replace(body(hand, "sumsq"), ""))
