@@ -17,13 +17,14 @@
 #     plots; it replaces only the regions of the kernels it ran, each then
 #     starting with a line that names the run (command, date, commit, load),
 #     and keeps everything else, summaries included.
-# A region a run did not measure keeps its previous text. The file's markers
-# are checked before anything is built; a marker the script does not know,
-# or a region it measured that the file lacks, stops the report with an
-# error and leaves the file as it was (the run's JSON stays in the build
-# directory). A bench_main case with no writer of its own gets a generic
-# table, added before `<!-- bench_report: new sections go here -->` the first
-# time (move the marked block where it belongs; later runs update it there).
+# A region a run did not measure keeps its previous text. The file is
+# checked before anything is built (`bench_report.py --check`): a malformed
+# or unknown marker, or a region the script can write that has no place in
+# the file, stops bench.sh at once with the line to fix; the merge at the
+# end leaves the file as it was on any error. A bench_main case with no
+# writer of its own gets a generic table, added before
+# `<!-- bench_report: new sections go here -->` the first time (move the
+# marked block where it belongs; later runs update it there).
 #
 # Steps:
 #   1. build benchmarks/bench_main in its own build directory (build-bench/,

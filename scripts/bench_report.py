@@ -47,8 +47,11 @@ lacks (for a fixed name), or a new case region without that line: an error
 naming the line, and FILE is left as it was. A FILE that does not exist is
 created with every region this run has, in the default order.
 
-`bench_report.py --check FILE` only validates FILE's markers (bench.sh does
-that before building); `--self-test` checks the merge on made-up files.
+`bench_report.py --check FILE` validates FILE without a run: markers well
+formed, every fixed region and the new-sections line present (bench.sh does
+that before building, so a merge error cannot come at the end of a long
+run); `--self-test` checks the merge on made-up files (meson test --suite
+scripts runs both).
 """
 
 import argparse
@@ -162,6 +165,23 @@ def parse_regions(text, where="docs/benchmarks.md"):
     return parts
 
 
+def check_file(text, where="docs/benchmarks.md"):
+    """parse_regions, and every fixed region and the new-sections line present:
+    what a run needs to merge without an error, checked before the run."""
+    parts = parse_regions(text, where)
+    have = {p[1] for p in parts if p[0] == "region"}
+    missing = [n for n in REGIONS if n not in have]
+    if missing:
+        raise MergeError(f"{where} has no region {', '.join(map(repr, missing))}: a run can write "
+                         "it, so it needs a place; add the marker lines where it belongs, e.g.\n  " +
+                         "\n  ".join(f"{BEGIN.format(n)}\n  {END.format(n)}" for n in missing) +
+                         "\n(to drop a region for good, remove it from REGIONS in scripts/bench_report.py "
+                         "and its writer)")
+    if not any(line.strip() == NEW_SECTIONS for line in text.split("\n")):
+        raise MergeError(f"{where} has no line {NEW_SECTIONS!r}: new case regions are added before it")
+    return parts
+
+
 def strip_blank(lines):
     lines = list(lines)
     while lines and not lines[0].strip():
@@ -222,10 +242,10 @@ def merge(old_text, regions, where="docs/benchmarks.md"):
 def new_file(regions):
     """A whole file from this run's regions (when docs/benchmarks.md does not exist)."""
     out = ["# Benchmarks", ""] + HEADER_COMMENT + [""]
-    order = [n for n in REGIONS if n in regions] + sorted(n for n in regions if n not in REGIONS)
-    for n in order:
-        heading = regions[n][0]
-        out += ([heading, ""] if heading else []) + region_block(n, regions[n][1]) + [""]
+    # Every fixed region, empty when this run did not write it (a later run can).
+    for n in REGIONS + sorted(n for n in regions if n not in REGIONS):
+        heading, body = regions.get(n, (None, []))
+        out += ([heading, ""] if heading else []) + region_block(n, body) + [""]
     out += [NEW_SECTIONS, ""]
     return "\n".join(out)
 
@@ -400,12 +420,12 @@ def main(argv=None):
             return 0
         try:
             with open(argv[1]) as f:
-                parts = parse_regions(f.read(), argv[1])
+                parts = check_file(f.read(), argv[1])
         except MergeError as e:
             print(f"bench_report.py: error: {e}", file=sys.stderr)
             return 1
-        print(f"bench_report.py: {argv[1]}: {sum(p[0] == 'region' for p in parts)} regions, markers well formed",
-              file=sys.stderr)
+        print(f"bench_report.py: {argv[1]}: {sum(p[0] == 'region' for p in parts)} regions, markers well formed, "
+              "every region a run can write has its place", file=sys.stderr)
         return 0
     args = build_parser().parse_args(argv)
     regions = generate(args)
@@ -1191,9 +1211,14 @@ def self_test():
         print(write_md(md, generate_args(["--json", js])))
         with open(md) as f:
             full = f.read()
-        parse_regions(full, md)
-        check("a new file has the header comment and the new-sections line",
+        check_file(full, md)
+        check("a new file has the header comment, every region and the new-sections line",
               HEADER_COMMENT[1] in full and NEW_SECTIONS in full)
+        raises("--check: a fixed region missing", lambda: check_file(
+            full.replace(BEGIN.format("loop") + "\n", "").replace(END.format("loop") + "\n", ""), md),
+            "no region 'loop'")
+        raises("--check: no new-sections line", lambda: check_file(full.replace(NEW_SECTIONS, ""), md),
+               "new case regions")
         hand = full.replace(BEGIN.format("sumsq"), "Hand-written note on sumsq.\n\n" + BEGIN.format("sumsq"))
         hand = hand.replace(BEGIN.format("dispatch") + "\n\n", BEGIN.format("dispatch") + "\n\n| stale |\n")
         with open(md, "w") as f:
