@@ -1,8 +1,30 @@
 #!/usr/bin/env bash
-# dynstage benchmarks: build, run, and write docs/benchmarks.md. One command:
+# dynstage benchmarks: build, run, and update docs/benchmarks.md. One command:
 #
 #   scripts/bench.sh                 # everything (~10 min on 2 busy cores)
 #   scripts/bench.sh --benchmark_filter=fused   # extra arguments go to bench_main
+#
+# docs/benchmarks.md is partly generated: scripts/bench_report.py rewrites only
+# the regions between `<!-- bench_report: begin NAME -->` and
+# `<!-- bench_report: end NAME -->` lines and keeps every other line (the
+# hand-written sections, notes and before/after tables) verbatim.
+#   * A full run (no --benchmark_filter) runs every step below and replaces
+#     every region it measured: each kernel's tables, and the summaries (the
+#     run's description at the top, the plots, the targets table, the
+#     issue-16 overview, NumPy on every case, the machine's slowness).
+#   * A filtered run (--benchmark_filter=RE) runs only steps 1, 2 and 5:
+#     bench_main and NumPy with that filter, no compile-time steps and no
+#     plots; it replaces only the regions of the kernels it ran, each then
+#     starting with a line that names the run (command, date, commit, load),
+#     and keeps everything else, summaries included.
+# A region a run did not measure keeps its previous text. The file is
+# checked before anything is built (`bench_report.py --check`): a malformed
+# or unknown marker, or a region the script can write that has no place in
+# the file, stops bench.sh at once with the line to fix; the merge at the
+# end leaves the file as it was on any error. A bench_main case with no
+# writer of its own gets a generic table, added before
+# `<!-- bench_report: new sections go here -->` the first time (move the
+# marked block where it belongs; later runs update it there).
 #
 # Steps:
 #   1. build benchmarks/bench_main in its own build directory (build-bench/,
@@ -15,13 +37,14 @@
 #      then the softmax benchmarks again in a fresh process (malloc state);
 #      then NumPy on the same kernels and sizes (benchmarks/numpy_baselines.py,
 #      one thread, the same filter; skipped with a message without NumPy);
-#   3. time the first and second kernel compiles of 5 fresh processes, and
+#   3. (full runs only) time the first and second kernel compiles of 5 fresh processes, and
 #      the compiles of realistic kernels (benchmarks/bench_compile: trace,
 #      lowering, LLVM, IR size; issue 18);
-#   4. time `g++ -std=c++20 -O2 -c` of a user file including
+#   4. (full runs only) time `g++ -std=c++20 -O2 -c` of a user file including
 #      <dynstage/dynstage.hpp> and calling dyn::jit (3 times);
-#   5. scripts/bench_plots.py draws PNG plots of the tables (docs/img/), and
-#      scripts/bench_report.py turns all that into docs/benchmarks.md.
+#   5. scripts/bench_plots.py draws PNG plots of the tables (docs/img/; full
+#      runs only), and scripts/bench_report.py merges all that into
+#      docs/benchmarks.md's regions.
 #
 # Environment: DYNSTAGE_BENCH_BUILD (build dir), DYNSTAGE_BENCH_REPS (5),
 # DYNSTAGE_BENCH_MD (docs/benchmarks.md), CXX (g++), JOBS (2),
@@ -39,8 +62,14 @@ md=${DYNSTAGE_BENCH_MD:-$root/docs/benchmarks.md}
 cxx=${CXX:-g++}
 jobs=${JOBS:-2}
 command_line="scripts/bench.sh${*:+ $*}"
+filtered=
+for a in "$@"; do
+  case $a in --benchmark_filter=*) filtered=1 ;; esac
+done
 cd "$root"
 mkdir -p "$build"
+# Fail before the long part if the report could not be merged into $md.
+python3 scripts/bench_report.py --check "$md"
 
 # ---------------------------------------------------------------------------
 # 1. Build.
@@ -51,7 +80,9 @@ if grep -q "subdir('benchmarks')" meson.build; then
   else
     meson configure "$build" -Dbuildtype=release -Db_ndebug=true -Dbenchmarks=true -Dtests=false -Dexamples=false >/dev/null
   fi
-  ninja -C "$build" -j "$jobs" benchmarks/bench_main benchmarks/bench_compile
+  targets=(benchmarks/bench_main)
+  if [ -z "$filtered" ]; then targets+=(benchmarks/bench_compile); fi
+  ninja -C "$build" -j "$jobs" "${targets[@]}"
   exe=$build/benchmarks/bench_main
   compile_exe=$build/benchmarks/bench_compile
 else
@@ -152,58 +183,64 @@ elif ! OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 BLIS_NUM_THREA
   echo "bench.sh: $numpy_skipped; the report goes without NumPy" >&2
 fi
 
-# 3. First kernel of a process (fresh processes, so LLVM's one-off setup is in it).
-first=$build/first_kernel.jsonl
-: >"$first"
-for _ in $(seq "$reps"); do "$exe" --first-kernel >>"$first"; done
+extra=()
+if [ -z "$filtered" ]; then
+  # 3. First kernel of a process (fresh processes, so LLVM's one-off setup is in it).
+  first=$build/first_kernel.jsonl
+  : >"$first"
+  for _ in $(seq "$reps"); do "$exe" --first-kernel >>"$first"; done
 
-# 3b. Compile times of realistic kernels (issue 18): a Markdown table.
-compile_table=$build/compile_table.md
-"$compile_exe" "$reps" >"$compile_table"
+  # 3b. Compile times of realistic kernels (issue 18): a Markdown table.
+  compile_table=$build/compile_table.md
+  "$compile_exe" "$reps" >"$compile_table"
 
-# 4. Compile time of a user file (the backend's LLVM headers stay out of it).
-user=$build/user_compile.txt
-: >"$user"
-# One line per compile: wall seconds, then CPU seconds (user + sys of g++ and
-# its children) when /usr/bin/time is there.
-for _ in 1 2 3; do
-  if [ -x /usr/bin/time ]; then
-    /usr/bin/time -o "$build/time.txt" -f "%e %U %S" \
+  # 4. Compile time of a user file (the backend's LLVM headers stay out of it).
+  user=$build/user_compile.txt
+  : >"$user"
+  # One line per compile: wall seconds, then CPU seconds (user + sys of g++ and
+  # its children) when /usr/bin/time is there.
+  for _ in 1 2 3; do
+    if [ -x /usr/bin/time ]; then
+      /usr/bin/time -o "$build/time.txt" -f "%e %U %S" \
+        "$cxx" -std=c++20 -O2 -Iinclude -c benchmarks/user_file.cpp -o "$build/user_file.o"
+      awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$build/time.txt" >>"$user"
+    else
+      start=$(date +%s.%N)
       "$cxx" -std=c++20 -O2 -Iinclude -c benchmarks/user_file.cpp -o "$build/user_file.o"
-    awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$build/time.txt" >>"$user"
-  else
-    start=$(date +%s.%N)
-    "$cxx" -std=c++20 -O2 -Iinclude -c benchmarks/user_file.cpp -o "$build/user_file.o"
-    end=$(date +%s.%N)
-    echo "$start $end" | awk '{printf "%.3f\n", $2 - $1}' >>"$user"
-  fi
-done
+      end=$(date +%s.%N)
+      echo "$start $end" | awk '{printf "%.3f\n", $2 - $1}' >>"$user"
+    fi
+  done
 
-# The same file with <dynstage/dynstage.hpp> precompiled once (a g++ PCH,
-# what Meson's `cpp_pch` does; README "Compile time of your files").
-pchdir=$build/pch
-mkdir -p "$pchdir"
-printf '#include <dynstage/dynstage.hpp>\n' >"$pchdir/dynstage_pch.hpp"
-"$cxx" -std=c++20 -O2 -Iinclude -x c++-header "$pchdir/dynstage_pch.hpp" -o "$pchdir/dynstage_pch.hpp.gch"
-user_pch=$build/user_compile_pch.txt
-: >"$user_pch"
-for _ in 1 2 3; do
-  pch_cmd=("$cxx" -std=c++20 -O2 -Iinclude -I"$pchdir" -include dynstage_pch.hpp -Werror=invalid-pch
-           -c benchmarks/user_file.cpp -o "$build/user_file_pch.o")
-  if [ -x /usr/bin/time ]; then
-    /usr/bin/time -o "$build/time.txt" -f "%e %U %S" "${pch_cmd[@]}"
-    awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$build/time.txt" >>"$user_pch"
-  else
-    start=$(date +%s.%N)
-    "${pch_cmd[@]}"
-    end=$(date +%s.%N)
-    echo "$start $end" | awk '{printf "%.3f\n", $2 - $1}' >>"$user_pch"
-  fi
-done
+  # The same file with <dynstage/dynstage.hpp> precompiled once (a g++ PCH,
+  # what Meson's `cpp_pch` does; README "Compile time of your files").
+  pchdir=$build/pch
+  mkdir -p "$pchdir"
+  printf '#include <dynstage/dynstage.hpp>\n' >"$pchdir/dynstage_pch.hpp"
+  "$cxx" -std=c++20 -O2 -Iinclude -x c++-header "$pchdir/dynstage_pch.hpp" -o "$pchdir/dynstage_pch.hpp.gch"
+  user_pch=$build/user_compile_pch.txt
+  : >"$user_pch"
+  for _ in 1 2 3; do
+    pch_cmd=("$cxx" -std=c++20 -O2 -Iinclude -I"$pchdir" -include dynstage_pch.hpp -Werror=invalid-pch
+             -c benchmarks/user_file.cpp -o "$build/user_file_pch.o")
+    if [ -x /usr/bin/time ]; then
+      /usr/bin/time -o "$build/time.txt" -f "%e %U %S" "${pch_cmd[@]}"
+      awk '{printf "%.3f %.3f\n", $1, $2 + $3}' "$build/time.txt" >>"$user_pch"
+    else
+      start=$(date +%s.%N)
+      "${pch_cmd[@]}"
+      end=$(date +%s.%N)
+      echo "$start $end" | awk '{printf "%.3f\n", $2 - $1}' >>"$user_pch"
+    fi
+  done
+  extra+=(--first-kernel "$first" --user-compile "$user" --user-compile-pch "$user_pch" --compile-table "$compile_table")
+else
+  echo "bench.sh: filtered run: no compile-time steps (3, 4), no plots; their sections are kept" >&2
+  extra+=(--filtered)
+fi
 
 # ---------------------------------------------------------------------------
 # 5. Report.
-extra=()
 if [ -f "$fresh" ]; then extra+=(--softmax-fresh "$fresh"); fi
 if [ -f "$numpy_json" ]; then extra+=(--numpy "$numpy_json"); else extra+=(--numpy-skipped "$numpy_skipped"); fi
 # DYNSTAGE_BENCH_BEFORE=<bench.json of an earlier run> adds a before/after
@@ -213,7 +250,6 @@ if [ -n "${DYNSTAGE_BENCH_BEFORE:-}" ]; then
   extra+=(--before "$DYNSTAGE_BENCH_BEFORE" --before-label "${DYNSTAGE_BENCH_BEFORE_LABEL:-before}"
           --after-label "${DYNSTAGE_BENCH_AFTER_LABEL:-after}" --before-note "${DYNSTAGE_BENCH_BEFORE_NOTE:-}")
 fi
-extra+=(--compile-table "$compile_table")
 # 5b. Plots (scripts/bench_plots.py, Debian's python3-matplotlib) next to the
 # report, embedded by it; skipped with a message without matplotlib.
 img=$(dirname "$md")/img
@@ -221,7 +257,9 @@ plot_py=
 for cand in ${DYNSTAGE_BENCH_PYTHON:-python3 /usr/bin/python3}; do
   if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import matplotlib' 2>/dev/null; then plot_py=$cand; break; fi
 done
-if [ -n "$plot_py" ]; then
+if [ -n "$filtered" ]; then
+  :  # the plots show the whole suite: a filtered run keeps them
+elif [ -n "$plot_py" ]; then
   np_plot=()
   if [ -f "$numpy_json" ]; then np_plot=(--numpy "$numpy_json"); fi
   while read -r png; do
@@ -230,7 +268,7 @@ if [ -n "$plot_py" ]; then
 else
   echo "bench.sh: matplotlib not found (Debian's python3-matplotlib; scripts/setup.sh installs it); no plots" >&2
 fi
-python3 scripts/bench_report.py --json "$json" --first-kernel "$first" --user-compile "$user" --user-compile-pch "$user_pch" "${extra[@]}" \
-  --command "$command_line" --cxx "$("$cxx" --version | head -1)" >"$md.tmp"
-mv "$md.tmp" "$md"
-echo "bench.sh: wrote ${md#"$root"/}"
+commit=$(git -C "$root" describe --always --dirty 2>/dev/null || true)
+python3 scripts/bench_report.py --json "$json" "${extra[@]}" --md "$md" \
+  --command "$command_line" --commit "$commit" --cxx "$("$cxx" --version | head -1)"
+echo "bench.sh: updated ${md#"$root"/}"

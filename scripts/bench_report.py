@@ -14,14 +14,54 @@ repetitions; ratios divide a baseline's median by dyn::jit's median of the
 same run, so > 1 means the JIT is faster. Ratios and targets use the CPU time
 of the benchmark thread (see the note written into the report). A case's
 NumPy figure is its fastest NumPy form ("numpy*" variant) in the run.
+
+What it writes: docs/benchmarks.md is partly generated, partly hand-written.
+The generated parts are *regions* between marker lines
+
+    <!-- bench_report: begin NAME -->
+    ...
+    <!-- bench_report: end NAME -->
+
+and everything outside a region (headings, investigations, before/after
+tables of separate runs, notes on targets) is hand-written and copied
+verbatim. With --md FILE this script reads FILE, replaces the body of each
+region that this run measured and writes FILE back (through FILE.tmp and a
+rename); a region whose benchmarks were not in this run keeps its previous
+body. So:
+
+  * a full run (scripts/bench.sh, no --benchmark_filter) replaces every
+    region it has data for, including the summary regions (REGIONS_FULL_RUN:
+    the run's description, the plots, the targets table, the issue-16
+    overview, NumPy on every case, the machine's slowness);
+  * a filtered run (scripts/bench.sh --benchmark_filter=RE, passed here as
+    --filtered) replaces only the per-kernel regions of the benchmarks it
+    ran, each starting with a line naming that run; the summary regions,
+    the compile-time regions (not run) and the plots (not drawn) are kept.
+
+Region names: the fixed ones in REGIONS, plus "case-CASE" for a bench_main
+case that has no writer of its own (a generic table; a new one with no
+region in FILE yet is inserted, heading and markers, at the line
+`<!-- bench_report: new sections go here -->`). A marker with any other
+name, unbalanced or repeated markers, a region this run generated that FILE
+lacks (for a fixed name), or a new case region without that line: an error
+naming the line, and FILE is left as it was. A FILE that does not exist is
+created with every region this run has, in the default order.
+
+`bench_report.py --check FILE` validates FILE without a run: markers well
+formed, every fixed region and the new-sections line present (bench.sh does
+that before building, so a merge error cannot come at the end of a long
+run); `--self-test` checks the merge on made-up files (meson test --suite
+scripts runs both).
 """
 
 import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import sys
+import tempfile
 from datetime import datetime, timezone
 
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -51,6 +91,183 @@ VARIANT_LABEL = {
 NUMPY_FORMS = {}
 
 
+# ---------------------------------------------------------------------------
+# Regions of docs/benchmarks.md and the merge.
+
+# Fixed region names in the default order of a new file (a case's generic
+# region, "case-CASE", comes after them). The heading of each is written
+# outside its region (hand-editable); it is used only when a new file is
+# created.
+REGIONS = ["run", "plots", "targets", "fused", "sumsq", "issue16", "cumsum", "csr", "hist", "argmax",
+           "sort", "hash", "softmax", "matmul", "numpy-all", "dispatch", "compile-latency", "first-kernel",
+           "compile-realistic", "user-compile", "poly100", "loop", "calibration", "before-after"]
+# Summaries of the whole run: a filtered run keeps them as they are.
+REGIONS_FULL_RUN = {"run", "plots", "targets", "issue16", "numpy-all", "calibration"}
+BEGIN = "<!-- bench_report: begin {} -->"
+END = "<!-- bench_report: end {} -->"
+NEW_SECTIONS = "<!-- bench_report: new sections go here -->"
+MARKER_RE = re.compile(r"^<!-- bench_report: (begin|end) ([a-z0-9_-]+) -->$")
+HEADER_COMMENT = [
+    "<!--",
+    "Partly generated, partly hand-written. scripts/bench.sh (through scripts/bench_report.py) rewrites",
+    "only the text between a `bench_report: begin NAME` and its `bench_report: end NAME` line: a full run",
+    "every region it measured, a filtered run (scripts/bench.sh --benchmark_filter=RE) only the regions",
+    "of the benchmarks it ran, each then starting with a line naming that run. Everything outside the",
+    "markers is hand-written and kept verbatim: edit it freely, but not inside a region (the next run",
+    "replaces it), and move or delete marker lines only in pairs. Hand-written notes about a region's",
+    "figures (a filtered run's provenance, targets met or missed) are not updated by a run: revise them",
+    "when a run replaces those figures. Details: the header comments of scripts/bench.sh and",
+    "scripts/bench_report.py.",
+    "-->",
+]
+
+
+class MergeError(Exception):
+    pass
+
+
+def known_region(name):
+    return name in REGIONS or (name.startswith("case-") and len(name) > len("case-"))
+
+
+def parse_regions(text, where="docs/benchmarks.md"):
+    """Split text into ("text", [lines]) and ("region", name, [lines]) parts;
+    MergeError on a malformed, unknown, unbalanced or repeated marker."""
+    parts, cur, name, start, seen = [], [], None, 0, set()
+    for i, line in enumerate(text.split("\n"), 1):
+        if line.strip().startswith("<!-- bench_report") and line.strip() != NEW_SECTIONS:
+            m = MARKER_RE.match(line.strip())
+            if not m:
+                raise MergeError(f"{where}:{i}: malformed bench_report marker: {line.strip()!r}")
+            kind, n = m.groups()
+            if not known_region(n):
+                raise MergeError(f"{where}:{i}: unknown region {n!r} (scripts/bench_report.py writes: "
+                                 f"{', '.join(REGIONS)}, case-CASE)")
+            if kind == "begin":
+                if name is not None:
+                    raise MergeError(f"{where}:{i}: region {n!r} begins inside region {name!r} "
+                                     f"(begun at line {start}); regions do not nest")
+                if n in seen:
+                    raise MergeError(f"{where}:{i}: region {n!r} appears twice")
+                seen.add(n)
+                parts.append(("text", cur))
+                cur, name, start = [], n, i
+            else:
+                if name != n:
+                    raise MergeError(f"{where}:{i}: `end {n}` without its begin" +
+                                     (f" (region {name!r} is open since line {start})" if name else ""))
+                parts.append(("region", name, cur))
+                cur, name = [], None
+            continue
+        cur.append(line)
+    if name is not None:
+        raise MergeError(f"{where}:{start}: region {name!r} has no end marker")
+    parts.append(("text", cur))
+    return parts
+
+
+def check_file(text, where="docs/benchmarks.md"):
+    """parse_regions, and every fixed region and the new-sections line present:
+    what a run needs to merge without an error, checked before the run."""
+    parts = parse_regions(text, where)
+    have = {p[1] for p in parts if p[0] == "region"}
+    missing = [n for n in REGIONS if n not in have]
+    if missing:
+        raise MergeError(f"{where} has no region {', '.join(map(repr, missing))}: a run can write "
+                         "it, so it needs a place; add the marker lines where it belongs, e.g.\n  " +
+                         "\n  ".join(f"{BEGIN.format(n)}\n  {END.format(n)}" for n in missing) +
+                         "\n(to drop a region for good, remove it from REGIONS in scripts/bench_report.py "
+                         "and its writer)")
+    if not any(line.strip() == NEW_SECTIONS for line in text.split("\n")):
+        raise MergeError(f"{where} has no line {NEW_SECTIONS!r}: new case regions are added before it")
+    return parts
+
+
+def strip_blank(lines):
+    lines = list(lines)
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def region_block(name, lines):
+    """A region as it is written into the file: markers around its body, a blank line each side."""
+    body = strip_blank(lines)
+    return [BEGIN.format(name)] + ([""] + body + [""] if body else []) + [END.format(name)]
+
+
+def merge(old_text, regions, where="docs/benchmarks.md"):
+    """old_text with the body of every region in `regions` (name -> (heading,
+    lines)) replaced; returns (new text, replaced names, kept names). A
+    generated region missing from old_text: "case-*" ones go, with their
+    heading, before the NEW_SECTIONS line; others are a MergeError."""
+    parts = parse_regions(old_text, where)
+    present = {p[1] for p in parts if p[0] == "region"}
+    missing = [n for n in regions if n not in present]
+    fixed_missing = [n for n in missing if not n.startswith("case-")]
+    if fixed_missing:
+        raise MergeError(f"{where} has no region {', '.join(map(repr, fixed_missing))}, which this run "
+                         "measured: add the marker lines where it belongs, e.g.\n  " +
+                         "\n  ".join(f"{BEGIN.format(n)}\n  {END.format(n)}" for n in fixed_missing) +
+                         f"\n({where} was not changed.)")
+    out, replaced, kept = [], [], []
+    for p in parts:
+        if p[0] == "text":
+            lines = p[1]
+            if missing and any(line.strip() == NEW_SECTIONS for line in lines):
+                k = next(i for i, line in enumerate(lines) if line.strip() == NEW_SECTIONS)
+                new = []
+                for n in missing:
+                    heading = regions[n][0]
+                    new += ([heading, ""] if heading else []) + region_block(n, regions[n][1]) + [""]
+                    replaced.append(n)
+                lines = lines[:k] + new + lines[k:]
+                missing = []
+            out += lines
+            continue
+        _, name, body = p
+        if name in regions:
+            out += region_block(name, regions[name][1])
+            replaced.append(name)
+        else:
+            out += [BEGIN.format(name)] + body + [END.format(name)]
+            kept.append(name)
+    if missing:
+        raise MergeError(f"{where} has no region for {', '.join(missing)} and no line {NEW_SECTIONS!r} "
+                         f"to add new ones before\n({where} was not changed.)")
+    return "\n".join(out), replaced, kept
+
+
+def new_file(regions):
+    """A whole file from this run's regions (when docs/benchmarks.md does not exist)."""
+    out = ["# Benchmarks", ""] + HEADER_COMMENT + [""]
+    # Every fixed region, empty when this run did not write it (a later run can).
+    for n in REGIONS + sorted(n for n in regions if n not in REGIONS):
+        heading, body = regions.get(n, (None, []))
+        out += ([heading, ""] if heading else []) + region_block(n, body) + [""]
+    out += [NEW_SECTIONS, ""]
+    return "\n".join(out)
+
+
+def write_md(path, regions):
+    """Merge this run's regions into `path` (or create it); atomic. Returns a one-line summary."""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        text, replaced, kept = merge(old, regions, where=path)
+    else:
+        text, replaced, kept = new_file(regions), list(regions), []
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".bench_report.", dir=d)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return (f"bench_report.py: {path}: replaced {len(replaced)} region(s) ({', '.join(replaced) or 'none'}); "
+            f"kept {len(kept)} ({', '.join(kept) or 'none'})")
+
+
 def variant_label(case, v):
     if v.startswith("numpy"):
         form = NUMPY_FORMS.get(f"{case}/{v}")
@@ -66,7 +283,9 @@ def load_runs(path):
         if b.get("run_type") != "aggregate":
             continue
         parts = b["run_name"].split("/")
-        if len(parts) != 3:
+        if len(parts) == 2:  # a benchmark with no argument ("conv/jit"): argument 0
+            parts.append("0")
+        if len(parts) != 3 or not parts[2].isdigit():
             continue
         key = (parts[0], parts[1], int(parts[2]))
         runs.setdefault(key, {})[b["aggregate_name"]] = b
@@ -163,9 +382,14 @@ class Targets:
                           "met" if met else "MISSED", note))
 
 
-def main():
+def build_parser():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", required=True)
+    ap.add_argument("--md", help="merge into this file (its regions only, see above) instead of "
+                    "writing a whole new file to stdout")
+    ap.add_argument("--filtered", action="store_true",
+                    help="the run had a --benchmark_filter: keep the summary regions, stamp the others")
+    ap.add_argument("--commit", default="", help="the commit measured (git describe)")
     ap.add_argument("--first-kernel")
     ap.add_argument("--user-compile-pch", help="user-file compile times with dynstage.hpp precompiled")
     ap.add_argument("--user-compile")
@@ -181,8 +405,46 @@ def main():
     ap.add_argument("--compile-table", help="benchmarks/bench_compile's Markdown table (issue 18)")
     ap.add_argument("--plot", action="append", default=[],
                     help="a PNG of scripts/bench_plots.py, relative to the report (repeatable)")
-    args = ap.parse_args()
+    return ap
 
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--self-test"]:
+        return self_test()
+    if argv[:1] == ["--check"]:
+        if len(argv) != 2:
+            print("usage: bench_report.py --check FILE", file=sys.stderr)
+            return 2
+        if not os.path.exists(argv[1]):
+            print(f"bench_report.py: {argv[1]} does not exist: a run creates it", file=sys.stderr)
+            return 0
+        try:
+            with open(argv[1]) as f:
+                parts = check_file(f.read(), argv[1])
+        except MergeError as e:
+            print(f"bench_report.py: error: {e}", file=sys.stderr)
+            return 1
+        print(f"bench_report.py: {argv[1]}: {sum(p[0] == 'region' for p in parts)} regions, markers well formed, "
+              "every region a run can write has its place", file=sys.stderr)
+        return 0
+    args = build_parser().parse_args(argv)
+    regions = generate(args)
+    if not args.md:
+        sys.stdout.write(new_file(regions))
+        return 0
+    try:
+        print(write_md(args.md, regions), file=sys.stderr)
+    except MergeError as e:
+        print(f"bench_report.py: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def generate(args):
+    """This run's regions: name -> (default heading or None, body lines), in
+    the order written. A region is generated only when this run measured
+    what it shows (and, in a filtered run, is not a summary)."""
     ctx, runs = load_runs(args.json)
     np_ctx = {}
     if args.numpy:
@@ -214,13 +476,30 @@ def main():
         t, v = min(timed)
         return v, t
 
-    out = []
-    w = out.append
     date = ctx.get("date") or datetime.now(timezone.utc).isoformat()
-    w("# Benchmarks")
-    w("")
-    w("<!-- Generated by scripts/bench_report.py from a scripts/bench.sh run; do not edit by hand. -->")
-    w("")
+    load = ctx.get("load_avg")
+    stamp = ("*From a filtered run, not the run described at the top of this file: "
+             f"`{args.command}` ({date}" + (f", commit {args.commit}" if args.commit else "") +
+             (f", load average {', '.join(f'{x:.2f}' for x in load)} at its start" if load else "") +
+             f"; medians of {reps or '?'} repetitions).*")
+    regions = {}
+    cur = [[]]
+
+    def begin(name, heading, present=True):
+        """Start region `name`; with present=False (nothing measured for it)
+        or a summary in a filtered run, what follows is written nowhere."""
+        if not present or (args.filtered and name in REGIONS_FULL_RUN):
+            cur[0] = []
+            return
+        assert name not in regions, name
+        lines = [stamp, ""] if args.filtered else []
+        regions[name] = (heading, lines)
+        cur[0] = lines
+
+    def w(line):
+        cur[0].append(line)
+
+    begin("run", None)
     w(f"Every figure is the **median of {reps or '?'} repetitions** (Google Benchmark "
       "`--benchmark_repetitions`, aggregates only; the repetitions of all benchmarks randomly "
       "interleaved, `--benchmark_enable_random_interleaving`, so that a baseline and dyn::jit meet "
@@ -238,7 +517,7 @@ def main():
       "than cores the wall time mostly measures how long the scheduler kept the benchmark off a core"
       + spread + ". Wall-clock medians are listed too.")
     w("")
-    w("Made with:")
+    w("Made with" + (f" (commit {args.commit}):" if args.commit else ":"))
     w("")
     w("```")
     w(args.command)
@@ -252,7 +531,6 @@ def main():
     if "dynstage_host_target" in ctx:
         tid = ctx["dynstage_host_target"]
         w(f"| LLVM host target | `{tid.split()[0] if tid else '?'}` |")
-    load = ctx.get("load_avg")
     if load:
         w(f"| load average at start | {', '.join(f'{x:.2f}' for x in load)} |")
     w(f"| kernel / OS | {platform.system()} {platform.release()} |")
@@ -281,8 +559,7 @@ def main():
       + ").")
     w("")
     if args.plot:
-        w("## Plots")
-        w("")
+        begin("plots", "## Plots")
         w("Drawn from this run's tables by `scripts/bench_plots.py`: time per element against size for "
           "every kernel measured at several sizes, and the speed-up of dyn::jit over each baseline at the "
           "largest size (one thread; NumPy is its fastest form).")
@@ -315,14 +592,13 @@ def main():
             w("")
 
     # --- fused elementwise ---------------------------------------------------
-    w("## Fused elementwise: `sin(x) * 2 + x * y` (f64)")
-    w("")
+    fused_n = sorted({k[2] for k in runs if k[0] == "fused"})
+    begin("fused", "## Fused elementwise: `sin(x) * 2 + x * y` (f64)", bool(fused_n))
     w("One fused loop in the JIT (no intermediate arrays); eager runs one operation at a time. "
       "The *output allocated per call* rows show what a fresh output costs the baselines: above "
       "glibc's largest mmap threshold (32 MB, so at n = 1e7) every allocation is a new mapping whose "
       "pages fault on first write, each call.")
     w("")
-    fused_n = sorted({k[2] for k in runs if k[0] == "fused"})
     table("fused", fused_n, ["jit", "jit_symbolic", "eager", "loops", "loops_alloc", "fastmath", "fastmath_alloc",
                              "eigen"])
     for n in fused_n:
@@ -350,12 +626,11 @@ def main():
         w("")
 
     # --- reductions ------------------------------------------------------------
-    w("## Reduction: sum of squares `sum(x * x)` (f64)")
-    w("")
+    sumsq_n = sorted({k[2] for k in runs if k[0] == "sumsq"})
+    begin("sumsq", "## Reduction: sum of squares `sum(x * x)` (f64)", bool(sumsq_n))
     w("The hand loop without -ffast-math must add in order (no vectorised reduction); "
       "a JAX-style `reduce_sum` leaves the order unspecified, as do Eigen and -ffast-math.")
     w("")
-    sumsq_n = sorted({k[2] for k in runs if k[0] == "sumsq"})
     table("sumsq", sumsq_n, ["jit", "eager", "loops", "fastmath", "eigen"])
     for n in sumsq_n:
         targets.ratio_at_least(f"sum of squares n={n:,}: vs hand loop", ratio("sumsq", "loops", n), 0.9)
@@ -401,8 +676,7 @@ def main():
     ]
     present16 = [c for c in issue16 if any(k[0] == c[0] for k in runs)]
     if present16:
-        w("## Issue 16 kernels: dynstage vs NumPy and hand-written loops")
-        w("")
+        begin("issue16", "## Issue 16 kernels: dynstage vs NumPy and hand-written loops")
         w("Targets (issue 16): dyn::jit >= 1.0x NumPy and >= 0.8x the hand-written `-O3 -march=native` "
           "loop on each kernel. NumPy runs in the same `scripts/bench.sh` run "
           "(`benchmarks/numpy_baselines.py`, same shapes and dtypes from `benchmarks/bench_sizes.hpp`, "
@@ -426,8 +700,7 @@ def main():
         w("")
         for case, title, per, text in present16:
             args16 = sorted({k[2] for k in runs if k[0] == case})
-            w(f"### {title}")
-            w("")
+            begin(case, f"### {title}")
             w(text)
             w("")
             table(case, args16, ["jit", "jit_scatter_add", "eager", "loops"] if case == "csr" else ["jit", "eager", "loops"], per=per,
@@ -442,11 +715,10 @@ def main():
                 targets.ratio_at_least(f"{what}: vs NumPy (issue 16)", nt / j if nt and j else None, 1.0)
                 targets.ratio_at_least(f"{what}: vs hand loop (issue 16)", ratio(case, "loops", a), 0.8)
 
-    w("## Softmax over the rows of a matrix (f64)")
-    w("")
+    soft_n = sorted({k[2] for k in runs if k[0] == "softmax"})
+    begin("softmax", "## Softmax over the rows of a matrix (f64)", bool(soft_n))
     w("`e = exp(x - max(x, axis=1, keepdims)); e / sum(e, axis=1, keepdims)`.")
     w("")
-    soft_n = sorted({k[2] for k in runs if k[0] == "softmax"})
     table("softmax", soft_n, ["jit", "jit_symbolic", "eager", "loops", "fastmath", "eigen"],
           count=lambda a: a * a, title_arg=lambda a: f"{a} x {a}")
     for n in soft_n:
@@ -480,8 +752,8 @@ def main():
         runs = main_runs
 
     # --- matmul ----------------------------------------------------------------
-    w("## Matmul `a @ b`, n x n (f64)")
-    w("")
+    mm_n = sorted({k[2] for k in runs if k[0] == "matmul"})
+    begin("matmul", "## Matmul `a @ b`, n x n (f64)", bool(mm_n))
     w("The JIT lowers dot_general of at least a few thousand multiply-adds to GotoBLAS/BLIS-style "
       "blocking (include/dynstage/llvm/lower_dot.hpp): B packed into KC x NR strips and A into "
       "MR x KC tiles, an MR x NR register-tile micro-kernel of broadcast-times-vector FMAs; with "
@@ -489,7 +761,6 @@ def main():
       "MC = 128, NC = 1032. Eigen uses its own blocked GEMM, one thread. The hand i-k-j loop (no "
       "blocking) is shown for scale only.")
     w("")
-    mm_n = sorted({k[2] for k in runs if k[0] == "matmul"})
     for n in mm_n:
         w(f"**n = {n}**")
         w("")
@@ -514,8 +785,7 @@ def main():
     np_keys = sorted({(k[0], k[2]) for k in runs if k[1].startswith("numpy")},
                      key=lambda ca: (order.index(ca[0]) if ca[0] in order else len(order), ca))
     if np_keys:
-        w("## dyn::jit vs NumPy, every case")
-        w("")
+        begin("numpy-all", "## dyn::jit vs NumPy, every case")
         w("NumPy's fastest form of each case in this run (`benchmarks/numpy_baselines.py`; one thread; "
           "NumPy allocates its results and temporaries per call, as the JIT allocates its outputs). "
           "NumPy / jit > 1: dyn::jit faster. The per-case tables above list every NumPy form timed.")
@@ -531,8 +801,7 @@ def main():
         w("")
 
     # --- dispatch --------------------------------------------------------------
-    w("## Dispatch: a cached call at n = 1")
-    w("")
+    begin("dispatch", "## Dispatch: a cached call at n = 1", any(k[0] == "dispatch" for k in runs))
     w("Time per call with one-element f64 inputs, the result dropped at once: the signature check "
       "against the entry this thread used last, argument pointers, output allocation (a dyn::Array), "
       "the kernel, result wrapping and release. Callgrind counts ~520 instructions per `x + y` call "
@@ -551,8 +820,8 @@ def main():
     targets.time_at_most("cached dispatch, n=1 (x + y)", med("dispatch", "jit_add", 1), 50, 1, "ns")
 
     # --- compile latency -------------------------------------------------------
-    w("## Trace + lower + compile latency of a ten-operation kernel")
-    w("")
+    begin("compile-latency", "## Trace + lower + compile latency of a ten-operation kernel",
+          any(k[0] == "compile" for k in runs))
     w("Kernel: `d = tanh(maximum(exp(sin(x)*2 + x*y - 1), y)); d / (y*y)` "
       f"({ctx.get('ten_ops_eqns', '10')} jaxpr equations), f64[1000] inputs, "
       "optimised at O3 for the host CPU. Each iteration compiles: a fresh dyn::jit object, or "
@@ -582,6 +851,7 @@ def main():
                     firsts.append(d["first_kernel_ms"])
                     seconds.append(d["second_kernel_ms"])
         if firsts:
+            begin("first-kernel", None)
             w(f"**First kernel of a process** (wall time, median of {len(firsts)} fresh processes of "
               "`bench_main --first-kernel`): the first compile includes LLVM's one-off set-up (target "
               "registration, the first LLJIT, loading libmvec).")
@@ -598,8 +868,7 @@ def main():
         with open(args.compile_table) as f:
             table = [line.rstrip("\n") for line in f if line.startswith("|")]
         if table:
-            w("## Compile times of realistic kernels (issue 18)")
-            w("")
+            begin("compile-realistic", "## Compile times of realistic kernels (issue 18)")
             w("`build-bench/benchmarks/bench_compile`: each kernel compiled by fresh `dyn::jit` objects on one "
               "thread, the median of the repetitions of each stage as `jf.stats()` splits it (wall time on "
               "the shared machine): tracing, lowering (fusion plan, jaxpr -> LLVM IR) and LLVM "
@@ -637,8 +906,7 @@ def main():
     walls, cpus = read_times(args.user_compile)
     pch_walls, pch_cpus = read_times(args.user_compile_pch)
     if walls:
-        w("## Compile time of a user file")
-        w("")
+        begin("user-compile", "## Compile time of a user file")
         w("`g++ -std=c++20 -O2 -c benchmarks/user_file.cpp`: a file that includes "
           "`<dynstage/dynstage.hpp>` and calls `dyn::jit` once (no LLVM headers; the backend TU is "
           f"compiled elsewhere), {len(walls)} compiles on the shared machine; then the same with "
@@ -671,8 +939,7 @@ def main():
     # --- shape polymorphism: 100 sizes --------------------------------------------
     pp, ps = runs.get(("poly100", "polymorphic", 100)), runs.get(("poly100", "static", 100))
     if pp or ps:
-        w("## Shape polymorphism: 100 distinct sizes, one compile vs 100 (issue 4)")
-        w("")
+        begin("poly100", "## Shape polymorphism: 100 distinct sizes, one compile vs 100 (issue 4)")
         w("`sin(x) * 2 + x * y` (f64) called with 100 distinct sizes n = 1000, 1010, ..., 1990 through a "
           "fresh `dyn::jit` per iteration: with `polymorphic_shapes{\"n\", \"n\"}` (one trace and one "
           "compile, then 99 cache hits on the same kernel) or without (one trace and one compile per "
@@ -697,8 +964,7 @@ def main():
     # --- control flow: a 10,000-iteration loop (issue 5) --------------------------
     lj, le, lb = (runs.get(("loop", v, 16)) for v in ("jit", "eager", "loops"))
     if lj or le or lb:
-        w("## A 10,000-iteration loop over a small array (issue 5)")
-        w("")
+        begin("loop", "## A 10,000-iteration loop over a small array (issue 5)")
         w("`dyn::for_loop(0, 10000, 1)` over 16 doubles, body `a * 0.5 + 1.0`: jit (one kernel, the "
           "carried array double-buffered), eager (the same lambda on dyn::Array) and a hand-written "
           "`-O3 -march=native` loop. Per iteration = time per call / 10,000.")
@@ -732,8 +998,7 @@ def main():
         if t is not None:
             cal.append((label, t / key[2], ref))
     if cal:
-        w("## How slow was the machine during this run?")
-        w("")
+        begin("calibration", "## How slow was the machine during this run?")
         w("Absolute targets (ns, ms, s) depend on the machine's state; ratios do not. These baselines "
           "were measured on an idle machine of this kind when the toolchain was set up (ns/element of "
           "`sin(x)*2 + x*y`, the figures are the `idle` column); this run measured (CPU time):")
@@ -757,19 +1022,45 @@ def main():
           + ", ".join(est) + ". The targets table uses the measured values, not these estimates.")
         w("")
 
-    # --- summary (placed after the header) -----------------------------------
-    summary = ["## Targets (issues 3, 4, 5 and 16)", "",
-               "Ratio = baseline median / jit median of the same run (> 1: jit faster), CPU time.", "",
-               "| target | measured | | margin or miss |", "| --- | --- | --- | --- |"]
+    # --- cases with no writer of their own: a generic table each --------------
+    handled = {"fused", "sumsq", "softmax", "matmul", "dispatch", "compile", "poly100", "loop"} | \
+        {c[0] for c in issue16}
+    for case in sorted({k[0] for k in runs if not k[1].startswith("numpy")} - handled):
+        begin(f"case-{case}", f"## `{case}/*`")
+        w(f"`{case}/*` of bench_main (a generic table: scripts/bench_report.py has no writer of its own for "
+          "this case; ratios are this variant's median CPU time / `jit`'s at the same size, > 1: jit faster).")
+        w("")
+        w("| benchmark | median CPU time | median wall time | jit speed-up vs this |")
+        w("| --- | ---: | ---: | ---: |")
+        for a in sorted({k[2] for k in runs if k[0] == case}):
+            vs = sorted((k[1] for k in runs if k[0] == case and k[2] == a),
+                        key=lambda v: (v != "jit", v.startswith("numpy"), v))
+            for v in vs:
+                r = runs[(case, v, a)]
+                if "median" not in r:
+                    continue
+                rr = ratio(case, v, a)
+                label = f"`{r['median'].get('run_name', f'{case}/{v}/{a}')}`" + \
+                    (f" ({variant_label(case, v)})" if v.startswith("numpy") else "")
+                w(f"| {label} | {fmt_time(ns(r['median']))}{cv_pct(r)} | {fmt_time(ns(r['median'], 'real_time'))} | "
+                  f"{'—' if v == 'jit' else fmt_ratio(rr) if rr else ''} |")
+        w("")
+
+    # --- summary (its region is near the top of the file) ---------------------
+    begin("targets", "## Targets (issues 3, 4, 5 and 16)", bool(targets.rows))
+    w("Ratio = baseline median / jit median of the same run (> 1: jit faster), CPU time.")
+    w("")
+    w("| target | measured | | margin or miss |")
+    w("| --- | --- | --- | --- |")
     for what, measured, status, note in targets.rows:
-        summary.append(f"| {what} | {measured} | {status} | {note} |")
-    summary.append("")
-    # Insert the summary before the first case section.
-    first_case = next(i for i, line in enumerate(out) if line.startswith("## "))
-    out[first_case:first_case] = summary
+        w(f"| {what} | {measured} | {status} | {note} |")
+    w("")
     if args.before:
-        out += before_after(args.before, runs, args.before_label, args.after_label, args.before_note)
-    sys.stdout.write("\n".join(out) + "\n")
+        lines = before_after(args.before, runs, args.before_label, args.after_label, args.before_note)
+        begin("before-after", None)  # its heading names the runs: in the region
+        for line in lines:
+            w(line)
+    return regions
 
 
 def bench_nnz_per_row(runs, rows):
@@ -823,5 +1114,154 @@ def before_after(path, runs, before_label, after_label, note=""):
     return lines
 
 
+def self_test():
+    """The merge on made-up files, and generate() on a made-up run (meson test
+    bench_report_self_test). Prints one line per check; exit status 1 on a failure."""
+    failures = []
+
+    def check(what, cond):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            failures.append(what)
+
+    def raises(what, fn, needle):
+        try:
+            fn()
+        except MergeError as e:
+            check(f"{what}: {e}".splitlines()[0], needle in str(e))
+            return
+        check(f"{what}: no error", False)
+
+    doc = "\n".join([
+        "# Benchmarks", "",
+        "A hand-written paragraph, with `bench_report: begin x` quoted in it.", "",
+        "## Fused", "",
+        "Hand-written prose before the table.", "",
+        BEGIN.format("fused"), "", "| old fused table |", "", END.format("fused"), "",
+        "Hand-written notes after the table: targets met.", "",
+        "## Sum of squares", "",
+        BEGIN.format("sumsq"), "", "| old sumsq table, kept verbatim |  ", "", END.format("sumsq"), "",
+        NEW_SECTIONS, "",
+        "Hand-written tail.", ""])
+    new = {"fused": ("## Fused", ["", "| new fused table |", ""])}
+    text, replaced, kept = merge(doc, new)
+    check("a marked region is replaced", "| new fused table |" in text and "| old fused table |" not in text)
+    check("hand-written text survives verbatim", all(
+        line in text.split("\n") for line in doc.split("\n")
+        if line and "fused table" not in line))
+    check("a region not in this run keeps its body verbatim (trailing spaces too)",
+          "| old sumsq table, kept verbatim |  " in text.split("\n") and kept == ["sumsq"])
+    check("replaced/kept are reported", replaced == ["fused"])
+    check("merging the same run twice changes nothing", merge(text, new)[0] == text)
+    check("without generated regions the file is unchanged", merge(doc, {})[0] == doc)
+
+    new_case = {"case-foo": ("## `foo/*`", ["| foo |"])}
+    text2, replaced2, _ = merge(doc, new_case)
+    lines2 = text2.split("\n")
+    check("a new case region goes before the new-sections line, with its heading",
+          replaced2 == ["case-foo"] and lines2.index("## `foo/*`") < lines2.index(BEGIN.format("case-foo"))
+          < lines2.index("| foo |") < lines2.index(END.format("case-foo")) < lines2.index(NEW_SECTIONS))
+    check("and is updated in place by the next run", merge(text2, {"case-foo": (None, ["| foo 2 |"])})[0]
+          .count("foo 2") == 1)
+
+    raises("unknown region name", lambda: merge(doc.replace("begin sumsq", "begin sumsqq")
+                                                .replace("end sumsq", "end sumsqq"), new), "unknown region")
+    raises("a fixed region this run generated is missing",
+           lambda: merge(doc, {"softmax": ("## Softmax", ["x"])}), "no region 'softmax'")
+    raises("end without begin", lambda: merge(doc.replace(BEGIN.format("sumsq"), ""), new), "without its begin")
+    raises("begin without end", lambda: merge(doc.replace(END.format("sumsq"), ""), new), "has no end marker")
+    raises("mismatched end", lambda: merge(doc.replace(END.format("sumsq"), END.format("fused")), new),
+           "without its begin")
+    raises("nested regions", lambda: merge(doc.replace(BEGIN.format("sumsq"),
+                                                       BEGIN.format("sumsq") + "\n" + BEGIN.format("loop")),
+                                           new), "do not nest")
+    raises("a region twice", lambda: merge(doc + "\n" + BEGIN.format("fused") + "\n" + END.format("fused"), new),
+           "appears twice")
+    raises("a malformed marker", lambda: merge(doc.replace(BEGIN.format("sumsq"), "<!-- bench_report: begin  sumsq -->"),
+                                               new), "malformed")
+    raises("a new case region without the new-sections line",
+           lambda: merge(doc.replace(NEW_SECTIONS, ""), new_case), "no region for case-foo")
+
+    with tempfile.TemporaryDirectory() as d:
+        # A made-up run: sum of squares, dispatch and a case with no writer.
+        def agg(name, t_ns, real_ns=None):
+            return [{"run_name": name, "run_type": "aggregate", "aggregate_name": a, "repetitions": 3,
+                     "cpu_time": t, "real_time": real_ns or t, "time_unit": "ns"}
+                    for a, t in (("median", t_ns), ("cv", 0.01))]
+        bench = {"context": {"date": "2026-01-01T00:00:00+00:00", "num_cpus": 2, "load_avg": [1.0, 2.0, 3.0]},
+                 "benchmarks": agg("sumsq/jit/100", 10) + agg("sumsq/loops/100", 20) +
+                 agg("dispatch/jit_add/1", 40) + agg("foo/jit/8", 5) + agg("foo/eager/8", 50) +
+                 agg("bar/jit", 2) + agg("bar/loops", 3)}
+        js = os.path.join(d, "bench.json")
+        with open(js, "w") as f:
+            json.dump(bench, f)
+        md = os.path.join(d, "benchmarks.md")
+        for flag in ([], ["--filtered"]):
+            regs = generate_args(["--json", js, "--command", "scripts/bench.sh " + " ".join(flag)] + flag)
+            names = set(regs)
+            if flag:
+                check("filtered run: per-kernel regions only, no summaries",
+                      names == {"sumsq", "dispatch", "case-foo", "case-bar"})
+                check("filtered run: each region starts with a line naming the run",
+                      all(regs[n][1][0].startswith("*From a filtered run") for n in names))
+            else:
+                check("full run: the summaries too, nothing for cases not run",
+                      names == {"run", "targets", "sumsq", "dispatch", "case-foo", "case-bar"})
+                check("full run: the generic table of a case with no writer",
+                      any("`foo/eager/8`" in line and "10.00x" in line for line in regs["case-foo"][1]))
+                check("full run: a benchmark with no argument (`bar/loops`) is reported",
+                      any("`bar/loops`" in line and "1.50x" in line for line in regs["case-bar"][1]))
+        # A new file, then a filtered run merged into it (the file as bench.sh writes it).
+        print(write_md(md, generate_args(["--json", js])))
+        with open(md) as f:
+            full = f.read()
+        check_file(full, md)
+        check("a new file has the header comment, every region and the new-sections line",
+              HEADER_COMMENT[1] in full and NEW_SECTIONS in full)
+        raises("--check: a fixed region missing", lambda: check_file(
+            full.replace(BEGIN.format("loop") + "\n", "").replace(END.format("loop") + "\n", ""), md),
+            "no region 'loop'")
+        raises("--check: no new-sections line", lambda: check_file(full.replace(NEW_SECTIONS, ""), md),
+               "new case regions")
+        hand = full.replace(BEGIN.format("sumsq"), "Hand-written note on sumsq.\n\n" + BEGIN.format("sumsq"))
+        hand = hand.replace(BEGIN.format("dispatch") + "\n\n", BEGIN.format("dispatch") + "\n\n| stale |\n")
+        with open(md, "w") as f:
+            f.write(hand)
+        bench["benchmarks"] = agg("sumsq/jit/100", 11) + agg("sumsq/loops/100", 33)
+        with open(js, "w") as f:
+            json.dump(bench, f)
+        print(write_md(md, generate_args(["--json", js, "--filtered"])))
+        with open(md) as f:
+            after = f.read()
+        check("filtered run into the file: the hand-written note survives", "Hand-written note on sumsq." in after)
+        check("filtered run into the file: its region has the new figures", "3.00x" in after and "2.00x" not in
+              after.split(BEGIN.format("sumsq"))[1].split(END.format("sumsq"))[0])
+        def body(text, name):
+            return text.split(BEGIN.format(name) + "\n")[1].split("\n" + END.format(name))[0]
+        check("filtered run into the file: the other regions are kept verbatim", all(
+            body(after, n) == body(hand, n) for n in ("run", "targets", "dispatch", "case-foo", "case-bar")) and
+            "| stale |" in body(after, "dispatch"))
+        check("filtered run into the file: nothing outside the region changed",
+              after.replace(body(after, "sumsq"), "") == hand.replace(body(hand, "sumsq"), ""))
+        broken = after.replace(END.format("dispatch"), "")
+        with open(md, "w") as f:
+            f.write(broken)
+        try:
+            write_md(md, generate_args(["--json", js, "--filtered"]))
+            check("a broken file is an error", False)
+        except MergeError as e:
+            print(f"     ({e})")
+            with open(md) as f:
+                check("a broken file is an error and is left as it was", f.read() == broken)
+        check("--check reports the broken file", main(["--check", md]) == 1)
+    print(f"bench_report.py --self-test: {'FAILED: ' + str(len(failures)) if failures else 'all passed'}")
+    return 1 if failures else 0
+
+
+def generate_args(argv):
+    """generate() for a command line (the self-test's)."""
+    return generate(build_parser().parse_args(argv))
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

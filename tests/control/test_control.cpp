@@ -496,6 +496,30 @@ TEST_CASE("concrete loops run at once; inside a trace they are staged only when 
   CHECK(scalar_at<double>(dyn::eval_jaxpr(jc, {dyn::AnyArray(dyn::Array<double>::scalar(2.0))}).at(0)) == 6.0);
 }
 
+// Code that eager does not run raises nothing there; tracing runs every
+// body once, as JAX does, so an error found at trace time (a C++ index out
+// of range) is raised by make_jaxpr whatever the predicate or trip count
+// (dynstage_fuzz seeds 16956, 25501, 27044; fuzz_run.cpp counts it as a
+// consistent error).
+TEST_CASE("an index out of range in a branch not taken or a loop of zero trips: eager does not run it, tracing raises") {
+  const dyn::Array<double> x({2, 3}, {1, 2, 3, 4, 5, 6});
+  const dyn::Array<bool> yes = dyn::Array<bool>::scalar(true);
+  auto branch = [&](auto x) {
+    return dyn::cond(yes, [](auto a) { return a.at(dyn::all(), std::int64_t{0}).get(); },
+                     [](auto a) { return a.at(dyn::all(), std::int64_t{-6}).get(); })(x);
+  };
+  auto zero_trips = [](auto x) {
+    return dyn::while_loop([](auto a) { return dyn::sum(a) < 0.0; })(
+        [](auto a) { return a + a.at(dyn::all(), std::int64_t{4}).get().at(0).get(); })(x);
+  };
+  CHECK(dyn::array_equal(branch(x), dyn::Array<double>({2}, {1, 4})));
+  CHECK(dyn::array_equal(zero_trips(x), x));
+  CHECK(message_of<dyn::IndexError>([&] { dyn::make_jaxpr(branch)(x); }).starts_with(
+      "at().get: index -6 is out of bounds for axis 1 with size 3"));
+  CHECK(message_of<dyn::IndexError>([&] { dyn::make_jaxpr(zero_trips)(x); }).starts_with(
+      "at().get: index 4 is out of bounds for axis 1 with size 3"));
+}
+
 TEST_CASE("combinators nest: a cond inside a for loop, a while loop capturing a traced threshold") {
   // Collatz steps of every start value below n, summed: integer exact.
   auto collatz = [](auto n) {

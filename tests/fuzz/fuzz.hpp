@@ -256,9 +256,22 @@ std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count,
 // values of the current trace, concrete ones lifted into it); its results.
 // The transformation checks call the program through this.
 std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<dyn::detail::Value>& params, bool traced);
+// What the tolerance of an inexact result grows with (fuzz_run.cpp, Scales):
+// the largest finite |value| it was computed from, and the most terms one of
+// its elements sums.
+struct Scale {
+  double magnitude = 0;
+  double terms = 1;
+};
 // "" if `got` matches `ref`: identical, or for an inexact float within the
 // jit-vs-eager tolerance (fuzz_run.cpp); otherwise what differs.
-std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp = false);
+std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp = false,
+                    Scale scale = {});
+// max(kRel, terms * eps): compare's tolerance relative to the scale.
+double relative_tolerance(bool single, Scale s);
+// Per output of c's program (in prog.outs' order), the scale compare's
+// tolerance grows with: from an eager run, Scale{} if that run raises.
+std::vector<Scale> output_scales(const Case& c);
 
 // fuzz_transform.cpp: derivatives and batching of a case (docs/reliability.md,
 // "Transformations"). A check is `checked` (every comparison held),

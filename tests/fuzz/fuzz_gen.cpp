@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <set>
@@ -182,7 +183,8 @@ struct Gen {
 
   // A C++ integer index into an axis of size n: in range, negative (from the
   // end) as often, and one time in ten out of range (an IndexError, at trace
-  // time in every way).
+  // time in every way; in eval_jaxpr and jit only when it is in a body eager
+  // does not run, fuzz_run.cpp index_error_in_untaken_body).
   i64 static_index(i64 n) {
     if (r.coin(0.1)) return r.coin() ? n + r.range(0, 2) : -n - 1 - r.range(0, 2);
     return r.range(-n, n - 1);
@@ -1504,17 +1506,19 @@ std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& wha
      << "      return dyn::detail::from_value<dyn::Tracer<T>>(dyn::detail::to_value(a));\n"
      << "    else return a;\n  };\n"
      << "  // jit vs eager: exact outputs bitwise (a NaN matches any NaN); inexact ones\n"
-     << "  // within ~16 ulp or tol * max(1, max |eager|) (docs/reliability.md).\n"
-     << "  auto match = [](const auto& got, const auto& want, bool inexact, double tol) {\n"
+     << "  // within ~16 ulp or tol * max(1, max |eager|, the magnitude of what they were\n"
+     << "  // computed from), or both non-finite (docs/reliability.md).\n"
+     << "  auto match = [](const auto& got, const auto& want, bool inexact, double tol, double magnitude) {\n"
      << "    using T = typename std::remove_cvref_t<decltype(want)>::value_type;\n"
      << "    if (got.shape() != want.shape()) return false;\n"
      << "    const T* x = got.data();\n    const T* y = want.data();\n"
-     << "    double scale = 1;\n"
+     << "    double scale = std::max(1.0, magnitude);\n"
      << "    if constexpr (std::is_floating_point_v<T>)\n"
      << "      for (std::int64_t i = 0; i < want.size(); ++i)\n"
      << "        if (std::isfinite(y[i])) scale = std::max(scale, std::fabs(static_cast<double>(y[i])));\n"
      << "    for (std::int64_t i = 0; i < want.size(); ++i) {\n"
      << "      if constexpr (std::is_floating_point_v<T>) {\n"
+     << "        if (inexact && !std::isfinite(x[i]) && !std::isfinite(y[i])) continue;\n"
      << "        if (std::isnan(x[i]) || std::isnan(y[i])) {\n"
      << "          if (!(std::isnan(x[i]) && std::isnan(y[i]))) return false;\n"
      << "        } else if (std::memcmp(&x[i], &y[i], sizeof(T)) != 0) {\n"
@@ -1547,11 +1551,14 @@ std::string to_doctest(const Case& c, std::uint64_t seed, const std::string& wha
      << "  } catch (const dyn::Error& e) {\n    got_error = typeid(e).name();\n    MESSAGE(\"jit: \" << e.what());\n  }\n"
      << "  REQUIRE(want_error == got_error);\n"
      << "  if (!want) return;\n";
+  const std::vector<Scale> scale = output_scales(c);
   for (std::size_t k = 0; k < c.prog.outs.size(); ++k) {
     const Ty& t = *slot.at(static_cast<std::size_t>(c.prog.outs[k]));
     const bool low = t.dt == DType::f32 || t.lowp;
+    std::ostringstream m;
+    m << relative_tolerance(low, scale.at(k)) << ", " << std::setprecision(17) << scale.at(k).magnitude;
     os << "  CHECK(match(std::get<" << k << ">(*got), std::get<" << k << ">(*want), " << (t.inexact ? "true" : "false")
-       << ", " << (low ? "1e-4" : "1e-11") << "));\n";
+       << ", " << m.str() << "));\n";
   }
   os << "  // The thread count never changes a result (runtime/threads.hpp).\n"
      << "  const int threads = dyn::num_threads();\n"

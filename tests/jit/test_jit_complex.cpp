@@ -110,6 +110,23 @@ TEST_CASE("jit complex: a matrix-vector product whose lhs is a fused expression 
   CHECK(c.data()[0] == e.data()[0]);  // the same products and sums in the same order: bit for bit
 }
 
+TEST_CASE("jit complex: a fused lhs read transposed, contracting its first axis (the fuzzer's seed 24056)") {
+  // x^T y with a fused complex x (the form of a product's gradient,
+  // jit(grad) of seed 24056): the axpy nest over the stored rows
+  // (lower_dot.hpp, emit_matvec_t_of) multiplied and added complex values
+  // as integers (invalid IR).
+  const Array<double> a({2, 3}, {-1.59, 2.14, 7.31, 0.5, -2.25, 1.5});
+  const Array<c128> y({2, 1}, {c128(0.75, -1.25), c128(-0.5, 2.0)});
+  auto f = [](auto x, auto y) {
+    const auto z = dyn::complex(x, x * 0.5);
+    return dyn::dot_general(dyn::integer_pow(z, 3), y, {{0}, {0}}, {{}, {}});
+  };
+  const Array<c128> e = f(a, y), c = dyn::jit(f)(a, y);
+  REQUIRE(c.shape() == std::vector<std::int64_t>{3, 1});
+  // Each element is one sum over k in order, of the same inlined products: bit for bit.
+  for (std::int64_t i = 0; i < 3; ++i) CHECK(c.data()[i] == e.data()[i]);
+}
+
 // A Mandelbrot iteration with complex arithmetic: a complex loop carry,
 // where (select_n on complex values), abs.
 TEST_CASE("jit complex: a Mandelbrot set in a for_loop, eager and compiled alike") {

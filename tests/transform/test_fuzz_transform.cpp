@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 
 #include "../fuzz/fuzz.hpp"
@@ -129,6 +130,32 @@ TEST_CASE("fuzz seed 3642: jit reads a small cumsum's stack buffer after writing
   }
 }
 
+// The jit-vs-eager check of inexact f32 results (fuzz_run.cpp, Scales): the
+// campaign's four f32 "mismatches" were reassociation, not bugs. Each seed's
+// program fails the check that scales its tolerance by the result alone.
+TEST_CASE("fuzz check: an inexact result's tolerance scales with its terms (seeds 47035, 65035, 93190, 96492)") {
+  for (std::uint64_t s : {47035u, 65035u, 93190u, 96492u}) {
+    const fuzz::Verdict v = fuzz::run_case(fuzz::generate(s, kMaxNodes));
+    INFO("seed " << s << ": " << v.what << ": " << v.detail);
+    CHECK(v.kind == fuzz::Verdict::pass);
+  }
+  auto f32 = [](float x) { return dyn::AnyArray(dyn::Array<float>::scalar(x)); };
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // 47035: a sum of +-3.7e9 that cancels: 102400 in one order, 0 in another.
+  CHECK(fuzz::compare(f32(102400), f32(0), true, true, fuzz::Scale{3.7e9, 1}).empty());
+  CHECK(fuzz::compare(f32(102400), f32(0), true, true) == "element 0: 102400 vs 0");
+  // 65035: a mean of 140001 values, in order (eager) and in partial sums (jit).
+  CHECK(fuzz::compare(f32(-457.886f), f32(-458.265f), true, true, fuzz::Scale{0, 140001}).empty());
+  CHECK_FALSE(fuzz::compare(f32(-457.886f), f32(-458.265f), true, true, fuzz::Scale{0, 1}).empty());
+  // 93190, 96492: an overflow's +-inf or NaN depends on the order (and on an fma).
+  CHECK(fuzz::compare(f32(-inf), f32(nan), true, true).empty());
+  CHECK(fuzz::compare(f32(inf), f32(-inf), true, true).empty());
+  CHECK_FALSE(fuzz::compare(f32(-inf), f32(nan), false, true).empty());  // exact: bitwise
+  CHECK_FALSE(fuzz::compare(f32(inf), f32(1), true, true).empty());     // finite vs not: a mismatch
+  CHECK(fuzz::relative_tolerance(true, fuzz::Scale{0, 10}) == 1e-4);
+  CHECK(fuzz::relative_tolerance(true, fuzz::Scale{0, 1e6}) == 1e6 * std::numeric_limits<float>::epsilon());
+}
+
 // The grad check's false failures found by issue 23's fuzzing, each now
 // classified by the rule that explains it (docs/reliability.md, "Skipped,
 // counted"); without the rule each of these fails the check.
@@ -146,4 +173,46 @@ TEST_CASE("fuzz transforms: ill-conditioned and conventional derivatives are not
   const fuzz::Check tie = grad(14561);  // maximum(x, floor(x)) at x = 0
   CHECK(tie.kind == fuzz::Check::checked);
   CHECK(tie.fd == "a maximum or minimum of equal operands (a convention, not a slope)");
+}
+
+// dynstage_fuzz seeds 16956, 25501 and 27044 (the last two with float
+// inputs): a C++ integer index out of range inside a body eager never runs
+// (a cond branch not taken, a while_loop of zero trips). make_jaxpr traces
+// every body, as JAX does, so eval_jaxpr and jit raise the IndexError at
+// trace time; eager runs only the code it takes (API.md section 7,
+// trace/control.hpp). Each way follows its contract: a consistent error,
+// not a mismatch.
+TEST_CASE("fuzz seeds 16956, 25501, 27044: an index out of range in a body eager does not run") {
+  for (const auto& [s, float_inputs] : {std::pair{16956u, false}, {25501u, true}, {27044u, true}}) {
+    const fuzz::Case c = fuzz::generate(s, kMaxNodes, float_inputs);
+    fuzz::Outcome eager, interp, jit;
+    const fuzz::Verdict v = fuzz::run_case(c, &eager, &interp, &jit);
+    INFO("seed " << s << ": " << v.what << ": " << v.detail);
+    CHECK(eager.kind == fuzz::Outcome::ok);
+    CHECK(interp.error == "IndexError");
+    CHECK(jit.error == "IndexError");
+    CHECK(v.kind == fuzz::Verdict::consistent_error);
+    CHECK(v.what == "IndexError in a body eager does not run");
+  }
+}
+
+// dynstage_fuzz seeds 19010 and 69055: derivatives that are exactly zero,
+// computed from terms near 1 that cancel: imag(prod(z)) of one complex
+// element, whose product rule computes z (t / z) (imaginary part t (c x2 -
+// x2 c) / |z|^2, products near 1 cancelling to -3.7e-17), and x / x (t / x
+// - x t / x^2, two terms near 0.15 |u| |v| cancelling to 1.7e-17 in reverse
+// mode and to 0 in forward mode). The dot-product test's tolerance, 1e-9 of
+// the sides' own magnitudes, was 1e-25 there; the check now also allows
+// 1e3 times the rounding noise it measures by rescaling u and v (a linear
+// map scales, its rounding does not). A wrong gradient still fails there.
+TEST_CASE("fuzz seeds 19010, 69055: rounding noise of a zero derivative is not a failure, a wrong gradient is") {
+  for (std::uint64_t s : {19010u, 69055u}) {
+    const fuzz::Case c = fuzz::generate(s, kMaxNodes, /*float_inputs=*/true);
+    const fuzz::Check k = fuzz::check_grad(c, s);
+    INFO("seed " << s << ": " << show(k));
+    CHECK(k.kind == fuzz::Check::checked);
+    const fuzz::Check wrong = fuzz::check_grad(c, s, fuzz::Fault::grad);
+    CHECK(wrong.kind == fuzz::Check::failed);
+    CHECK(wrong.what == "grad: dot-product test");
+  }
 }

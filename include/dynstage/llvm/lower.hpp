@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -293,8 +294,15 @@ private:
   void emit_collective(const Eqn& e, llvm::Value* out);     // lower_sort.hpp
   void emit_top_k(const Eqn& e);                            // lower_sort.hpp
   void emit_fft(const Eqn& e, llvm::Value* out);            // lower_fft.hpp
-  void emit_window(const Eqn& e, std::size_t k, llvm::Value* out);
-  void emit_window_root(const Eqn& e, llvm::Value* out);
+  // A window primitive's equation and its output's buffer.
+  struct Window {
+    const Eqn* e;
+    llvm::Value* out;
+  };
+  void emit_windows(const std::vector<Window>& ws, std::size_t k);
+  void emit_window_root(const Eqn& e, llvm::Value* out, const Window* twin = nullptr);
+  int concatenate_twin(std::size_t i);
+  bool fused_reads(const Atom& a, int v, std::set<int>& seen);
   void emit_dot(const Eqn& e, llvm::Value* out);
   // The root product `ei`'s GEMM epilogue computes (fusion_gemm.hpp), or -1
   // (also when that root's result is allocated by the kernel: a cell).

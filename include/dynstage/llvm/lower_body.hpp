@@ -172,6 +172,19 @@ inline llvm::Function* Lowering::emit_body(const std::string& name) {
       continue;
     }
     allocate(i, static_cast<int>(i), 0);
+    if (const int t = concatenate_twin(i); t >= 0) {  // both in one set of nests
+      const auto ts = static_cast<std::size_t>(t);
+      const int tv = j_.eqns[ts].outputs[0];
+      allocate(ts, t, 0);
+      const Window twin{&j_.eqns[ts], buf_[static_cast<std::size_t>(tv)]};
+      emit_window_root(j_.eqns[i], buf_[vs], &twin);
+      read_dim(v);
+      read_dim(tv);
+      for (std::size_t k = i; k <= ts; ++k)
+        for (llvm::Value* p : free_after[k]) E.release(p);
+      i = ts;
+      continue;
+    }
     if (const int r = epilogue_root(i); r >= 0) allocate(static_cast<std::size_t>(r), r, 0);
     emit_root(i);
     read_dim(v);  // a size computed from array data

@@ -77,7 +77,7 @@ inline void emit_matvec_of(Emitter& E, DType d, const DotShape& s, const LhsElem
 using LhsAt = std::function<llvm::Value*(llvm::Value* linear)>;
 inline void emit_matvec_t_of(Emitter& E, DType d, const DotShape& s, const LhsAt& lhs, llvm::Value* Bm, llvm::Value* C) {
   auto& b = E.b;
-  const bool fl = is_float(d);
+  const bool fl = is_float(d), cx = is_complex(d);
   E.loop(s.B, [&](llvm::Value* bt) {
     llvm::Value* crow = b.CreateMul(bt, s.M, "", true, true);
     E.loop(s.M, [&](llvm::Value* i) { E.store(C, d, b.CreateAdd(crow, i, "", true, true), E.number(d, 0)); });
@@ -89,8 +89,10 @@ inline void emit_matvec_t_of(Emitter& E, DType d, const DotShape& s, const LhsAt
         llvm::Value* ci = b.CreateAdd(crow, i, "", true, true);
         llvm::Value* x = lhs(b.CreateAdd(arow, i, "", true, true));
         llvm::Value* c = E.load(C, d, ci);
-        E.store(C, d, ci, fl ? Emitter::contract(b.CreateFAdd(c, Emitter::contract(b.CreateFMul(x, y))))
-                             : b.CreateAdd(c, b.CreateMul(x, y)));
+        // (a complex lhs fused into the nest, seed 24056: the complex product)
+        E.store(C, d, ci, cx   ? complex_mul_add(E, d, c, x, y)
+                          : fl ? Emitter::contract(b.CreateFAdd(c, Emitter::contract(b.CreateFMul(x, y))))
+                               : b.CreateAdd(c, b.CreateMul(x, y)));
       });
     });
   });

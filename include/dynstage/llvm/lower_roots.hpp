@@ -371,11 +371,12 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
   loops(xd, 0, t, multi, E.c64(0), outer);
 }
 
-// Input k of a window primitive written into its box of the output (the
-// window form of its index map): output index = input index + start.
-inline void Lowering::emit_window(const Eqn& e, std::size_t k, llvm::Value* out) {
+// Input k of window primitives written into its box of their outputs (the
+// window form of the index map): output index = input index + start. The
+// windows share the first one's shapes and starts (concatenate_twin).
+inline void Lowering::emit_windows(const std::vector<Window>& ws, std::size_t k) {
+  const Eqn& e = *ws.front().e;
   const Dims od = dims_of(e.outputs[0]);
-  const DType d = type(e.outputs[0]).dtype;
   const Atom& u = e.inputs[k];
   const Dims ud = u.is_var() ? dims_of(u.var) : Dims{};
   const IndexMap m = index_map(j_, e, k);
@@ -392,15 +393,18 @@ inline void Lowering::emit_window(const Eqn& e, std::size_t k, llvm::Value* out)
       llvm::Value* at = Emitter::is_k(start[i], 0) ? axis(ix, i) : b.CreateAdd(axis(ix, i), start[i], "", true, true);
       o = b.CreateAdd(o, b.CreateMul(at, ost[i], "", true, true), "", true, true);
     }
-    E.store(out, d, o, operand(u, ix));
+    for (const Window& w : ws) E.store(w.out, type(w.e->outputs[0]).dtype, o, operand(w.e->inputs[k], ix));
   });
 }
 
-// concatenate: each operand into its box. dynamic_update_slice: the operand
-// (read at the output's own index), then the update over its box.
-inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out) {
+// concatenate: each operand into its box (with its twin's, in the same
+// nests). dynamic_update_slice: the operand (read at the output's own
+// index), then the update over its box.
+inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out, const Window* twin) {
   if (e.prim == Prim::concatenate) {
-    for (std::size_t k = 0; k < e.inputs.size(); ++k) emit_window(e, k, out);
+    std::vector<Window> ws{{&e, out}};
+    if (twin) ws.push_back(*twin);
+    for (std::size_t k = 0; k < e.inputs.size(); ++k) emit_windows(ws, k);
     return;
   }
   const Atom& x = e.inputs[0];
@@ -410,7 +414,47 @@ inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out) {
     nest(dims_of(e.outputs[0]), !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
   }
   if (e.inputs[1].is_var()) count_copy(bytes_of(dims_of(e.inputs[1].var), d));
-  emit_window(e, 1, out);
+  emit_windows({{&e, out}}, 1);
+}
+
+// The twin of concatenate root i: the next root, when it is a concatenate
+// of pieces of the same types along the same axis that does not read i's
+// result (an FFT stage's real and imaginary parts). It is written in i's
+// nests, one loop per piece for both instead of one each: half the loops
+// for LLVM to compile, and each piece's index computed once. -1 if none.
+inline int Lowering::concatenate_twin(std::size_t i) {
+  const Eqn& e = j_.eqns[i];
+  if (e.prim != Prim::concatenate || plan_.group_of[i] >= 0) return -1;
+  for (std::size_t k = i + 1; k < j_.eqns.size(); ++k) {
+    if (!plan_.live[k] || plan_.in_prologue[k]) continue;
+    const Eqn& f = j_.eqns[k];
+    if (prim_kind(f.prim) == Kind::effect || prim_kind(f.prim) == Kind::control) return -1;
+    if (!plan_.materialised[static_cast<std::size_t>(f.outputs[0])]) continue;
+    if (f.prim != Prim::concatenate || plan_.group_of[k] >= 0 || f.inputs.size() != e.inputs.size() ||
+        std::get<ConcatenateParams>(f.params).dimension != std::get<ConcatenateParams>(e.params).dimension ||
+        (!plan_.in_epilogue.empty() && plan_.in_epilogue[k] >= 0))
+      return -1;
+    for (std::size_t p = 0; p < e.inputs.size(); ++p) {
+      const Type &a = j_.type_of(e.inputs[p]), &c = j_.type_of(f.inputs[p]);
+      if (a.dtype != c.dtype || a.shape != c.shape) return -1;
+    }
+    std::set<int> seen;
+    for (const Atom& in : f.inputs)
+      if (fused_reads(in, e.outputs[0], seen)) return -1;
+    return static_cast<int>(k);
+  }
+  return -1;
+}
+
+// Whether the fused expression of `a` reads variable v.
+inline bool Lowering::fused_reads(const Atom& a, int v, std::set<int>& seen) {
+  if (!a.is_var()) return false;
+  if (a.var == v) return true;
+  const auto as = static_cast<std::size_t>(a.var);
+  if (plan_.materialised[as] || plan_.def[as] < 0 || !seen.insert(a.var).second) return false;
+  for (const Atom& in : j_.eqns[static_cast<std::size_t>(plan_.def[as])].inputs)
+    if (fused_reads(in, v, seen)) return true;
+  return false;
 }
 
 inline bool Lowering::through_reshapes_to_buffer(const Atom& a) {
