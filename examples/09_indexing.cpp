@@ -8,8 +8,9 @@
 //
 // Two everyday kernels: a histogram, and a CSR sparse matrix-vector product
 // y = A x (gather x at the column indices, multiply by the values, add each
-// product into its row). Both run eagerly and compiled; one kernel serves
-// every size (dyn::polymorphic_shapes).
+// product into its row; then the same with CSR's row pointers and
+// dyn::segment_sum_offsets). Both run eagerly and compiled; one kernel
+// serves every size (dyn::polymorphic_shapes).
 #include <dynstage/dynstage.hpp>
 
 #include <cstdint>
@@ -41,8 +42,21 @@ int main() {
   std::cout << "A x = " << y << "\n";
   std::cout << jspmv.jaxpr(values, cols, rows, x) << "\n";
 
+  // The same product over CSR's row pointers (row r holds nonzeros
+  // row_ptr[r] .. row_ptr[r + 1] - 1): dyn::segment_sum_offsets sums each
+  // row's products (NumPy's add.reduceat). Compiled, it is one loop over the
+  // rows with the gather and multiply inside, as a hand-written CSR loop,
+  // and it reads 4 bytes per row instead of a row index per nonzero. (JAX's
+  // segment_sum, with a row id per element, is the scatter-add form above.)
+  dyn::Array<std::int32_t> row_ptr({4}, {0, 2, 3, 5});
+  auto spmv_csr = [](auto vals, auto col, auto ptr, auto v) {
+    return dyn::segment_sum_offsets(vals * v.at(col).get(), ptr);
+  };
+  const dyn::Array<double> y2 = dyn::jit(spmv_csr)(values, cols, row_ptr, x);
+  std::cout << "A x (row pointers) = " << y2 << "\n";
+
   const bool ok = dyn::array_equal(h, dyn::eager(histogram)(bins)) &&
                   dyn::array_equal(y, dyn::eager(spmv)(values, cols, rows, x)) && h(3) == 3 && h(2) == 0 &&
-                  y(0) == 201 && y(1) == 3000 && y(2) == 54;
+                  y(0) == 201 && y(1) == 3000 && y(2) == 54 && dyn::array_equal(y2, y);
   return ok ? 0 : 1;
 }

@@ -106,6 +106,8 @@ enum class Op {
                          // steps p[1..] (CStep) on z; the result: k (CProj) of z, a real float or bool
   collective,            // dyn::shard_map over the one-rank mesh {"x": 1} of one collective on in[0] (k: Coll;
                          // p: all_gather axis, tiled; all_to_all split axis, concat axis, tiled)
+  segment_sum,           // dyn::segment_sum_offsets(in[0], in[1]): a 1-D number array, integer offsets of m + 1
+                         // entries (any values: they clamp) -> m row sums
 };
 
 // The collective of an Op::collective node, over mesh axis "x" of one rank

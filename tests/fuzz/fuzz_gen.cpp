@@ -508,6 +508,19 @@ struct Gen {
       }
       case 32: {  // cumulative: exact in jit too (sequential order), so not inexact by itself
         if (rank < 1) return false;
+        // Of a 1-D number array, now and then a segment sum over offsets
+        // (also summed in order: exact too). Offsets: an existing 1-D integer
+        // value or a constant; out-of-range and decreasing ones clamp.
+        if (rank == 1 && tx.dt != DType::bool_ && r.coin(0.3)) {
+          int o = r.coin(0.4) ? pick(scope, [](const Ty& t) {
+            return isi(t.dt) && !t.inexact && t.shape.size() == 1 && t.shape[0].n >= 1;
+          }) : -1;
+          if (o < 0) o = constant(p, scope, r.coin() ? DType::i32 : DType::i64, {D{r.range(1, 6), -1}});
+          const D len = scope[o].shape[0];
+          n.op = Op::segment_sum, n.in = {x, o};
+          n.out = {Ty{tx.dt, {len.is_static() ? D{len.n - 1, -1} : D{len.n - 1, next_sym++}}, tx.inexact}};
+          break;
+        }
         n.op = Op::cumulative;
         n.k = tx.dt == DType::bool_ ? r.pick(std::vector<int>{cu_sum, cu_prod})
                                     : r.pick(std::vector<int>{cu_sum, cu_prod, cu_max, cu_min});
@@ -1198,6 +1211,7 @@ struct Emitter {
           e = std::string(n.k ? "dyn::argmin(" : "dyn::argmax(") + in(0) + ", " + std::to_string(n.p[0]) +
               (n.lit != 0 ? ", dyn::keepdims" : "") + ")";
           break;
+        case Op::segment_sum: e = "dyn::segment_sum_offsets(" + in(0) + ", " + in(1) + ")"; break;
         case Op::cumulative: {
           static const char* f[] = {"dyn::cumsum", "dyn::cumprod", "dyn::cummax", "dyn::cummin"};
           e = std::string(f[n.k]) + "(" + in(0) + ", " + std::to_string(n.p[0]) + (n.p[1] ? ", true" : "") + ")";

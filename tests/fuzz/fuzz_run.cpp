@@ -564,6 +564,8 @@ struct Interp {
         }, in(0))};
       case Op::reduce: return {std::visit([&](const auto& x) { return reduce(n, x); }, in(0))};
       case Op::cumulative: return {std::visit([&](const auto& x) { return cumulative(n, x); }, in(0))};
+      case Op::segment_sum:
+        return {std::visit([&](const auto& x, const auto& o) { return as_v<K>(dyn::segment_sum_offsets(x, o)); }, in(0), in(1))};
       case Op::gather:
         if (n.p.size() > 1)  // a C++ integer index
           return {std::visit([&](const auto& x) { return at_axis(x, n.p[1], n.p[0], [](const auto& r) { return r.get(); }); }, in(0))};

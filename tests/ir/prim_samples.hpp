@@ -190,6 +190,8 @@ inline Sample sample_of(Prim p) {
     case Prim::argmax:  // the middle axis (inner axes after it), an i64 index
     case Prim::argmin:
       return b.eqn(p, {b.in(DType::f64, {2, 3, 4})}, ArgReduceParams{{1}, p == Prim::argmax ? DType::i32 : DType::i64});
+    case Prim::segment_sum_offsets:  // offsets 1, 2, 3, 4 over 3 elements: rows [1, 2), [2, 3), [3, 3) (4 clamped)
+      return b.eqn(p, {b.in(DType::f64, {3}), b.in(DType::i32, {4})}, NoParams{});
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // reversed for two of the four
       return b.eqn(p, {b.in(sample_dtype(info.dtypes), {2, 3, 4})},
                    CumulativeParams{1, p == Prim::cumprod || p == Prim::cummin});

@@ -1,4 +1,4 @@
-// dynstage: the eager kernels of gather and the scatters, included by
+// dynstage: the eager kernels of gather, the scatters and segment_sum_offsets, included by
 // kernels.hpp. Both follow the maps of ir/index_map.hpp (slice_map,
 // index_vector_map), the same the LLVM lowering follows: for each element
 // of the gather's output (the scatter's updates), the operand element it
@@ -129,6 +129,30 @@ inline AnyArray impl_rule(PrimTag<Prim::scatter_min>, const std::vector<AnyArray
 inline AnyArray impl_rule(PrimTag<Prim::scatter_max>, const std::vector<AnyArray>& in, const Aval&,
                           const ScatterParams& p) {
   return scatter_impl(Prim::scatter_max, in, p, [](auto a, auto b) { return max_value(a, b); });
+}
+
+// segment_sum_offsets: row r sums data[lo : hi] in order from 0 (lo, hi
+// offsets r and r + 1 clamped into [0, n]; hi <= lo: 0), as scatter-add of
+// the same elements into zeros adds them, and as the compiled kernel does
+// (llvm/lower_scatter.hpp, emit_segment_sum): the same bits.
+inline AnyArray impl_rule(PrimTag<Prim::segment_sum_offsets>, const std::vector<AnyArray>& in, const Aval& out,
+                          const NoParams&) {
+  const AnyArray &x = in[0], &off = in[1];
+  Storage o = alloc_output(out);
+  const std::int64_t n = x.shape().at(0), m = o.size;
+  visit_dtype_in<prim_info(Prim::segment_sum_offsets).dtypes>(Prim::segment_sum_offsets, x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    const T* a = data_as<T>(x);
+    T* r = data_as<T>(o);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const std::int64_t lo = std::clamp<std::int64_t>(index_at(off, i), 0, n);
+      const std::int64_t hi = std::clamp<std::int64_t>(index_at(off, i + 1), 0, n);
+      T s = T(0);
+      for (std::int64_t k = lo; k < hi; ++k) s = wrap_add(s, a[k]);
+      r[i] = s;
+    }
+  });
+  return AnyArray(std::move(o));
 }
 
 }  // namespace dyn::detail::kernels

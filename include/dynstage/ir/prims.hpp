@@ -42,7 +42,8 @@ enum class Kind : std::uint8_t {
                // select_n(pred, case0, case1), clamp(lo, x, hi)
   convert,     // convert_element_type
   structural,  // layout: broadcast, reshape, transpose, slices, iota, concatenate, gather, rev, pad
-  reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out)
+  reduction,   // reduce_* over axes; argmax/argmin over one axis (an index out); segment_sum_offsets
+               // (sums of the data's segments offsets[r]..offsets[r+1]: CSR rows)
   cumulative,  // cumsum, cumprod, cummax, cummin: a running reduction along one axis, same shape out
   scatter,     // scatter, scatter-add, ...: the operand with updates combined in at indices read from data
   sort,        // sort, top_k: operands reordered along one axis by one permutation (top_k: its first k); several outputs
@@ -258,7 +259,8 @@ inline constexpr int kVariadic = -1;
   X(reduce_or,            "reduce_or",            reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
   X(reduce_and,           "reduce_and",           reduction,   ReduceParams,            1, integer_or_bool, false, simple,         none,  none)              \
   X(argmax,               "argmax",               reduction,   ArgReduceParams,         1, ordered,         false, simple,         none,  none)              \
-  X(argmin,               "argmin",               reduction,   ArgReduceParams,         1, ordered,         false, simple,         none,  none)
+  X(argmin,               "argmin",               reduction,   ArgReduceParams,         1, ordered,         false, simple,         none,  none)              \
+  X(segment_sum_offsets,  "segment_sum_offsets",  reduction,   NoParams,                2, number,          false, simple,         none,  none)
 #define DYN_CUMULATIVE_PRIMITIVES(X) \
   X(cumsum,               "cumsum",               cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \
   X(cumprod,              "cumprod",              cumulative,  CumulativeParams,        1, numeric,         false, simple,         none,  none)              \

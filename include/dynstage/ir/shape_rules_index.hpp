@@ -1,4 +1,4 @@
-// dynstage: the shape rules of gather and the scatters (included by
+// dynstage: the shape rules of gather, the scatters and segment_sum_offsets (included by
 // shape_rules.hpp, inside namespace dyn::detail::rule_util, before
 // abstract_eval; it uses that file's helpers).
 //
@@ -128,5 +128,34 @@ inline std::vector<Aval> scatter_rule(Prim p, const std::vector<Aval>& in, const
   }
 DYN_SCATTER_PRIMITIVES(DYN_X)
 #undef DYN_X
+
+// segment_sum_offsets(data, offsets): data of n elements (rank 1, a number
+// dtype), offsets an i32/i64 vector of m + 1 entries; the result has m
+// elements of data's type (row r sums data[offsets[r] : offsets[r + 1]]).
+// The length m is offsets' length - 1, a dimension expression when that
+// length is symbolic (JAX's dimension variables are >= 1, so m >= 0).
+inline std::vector<Aval> shape_rule(PrimTag<Prim::segment_sum_offsets>, const std::vector<Aval>& in, const NoParams&) {
+  const Prim p = Prim::segment_sum_offsets;
+  check_arity(p, in, 2);
+  const Aval &x = in[0], &off = in[1];
+  check_dtype(p, x.dtype, prim_info(p).dtypes);
+  if (!is_integer(off.dtype))
+    fail<TypeError>(prim_str(p) + " offsets must have an integer dtype, got offsets " + aval_str(off) +
+                    " for data " + aval_str(x));
+  if (!is_index_dtype(off.dtype))
+    fail<TypeError>(prim_str(p) + " offsets must have dtype i32 or i64, got " + aval_str(off) +
+                    "; convert them (dyn::segment_sum_offsets does)");
+  if (x.rank() != 1)
+    fail<ShapeError>(prim_str(p) + " data must have rank 1, got data shape " + shape_str(x.shape) +
+                     " with offsets shape " + shape_str(off.shape));
+  if (off.rank() != 1)
+    fail<ShapeError>(prim_str(p) + " offsets must have rank 1 (m + 1 row boundaries), got offsets shape " +
+                     shape_str(off.shape) + " with data shape " + shape_str(x.shape));
+  const Dim& len = off.shape[0];
+  if (len.is_static() && len.value() < 1)
+    fail<ShapeError>(prim_str(p) + " offsets must have at least one entry (m + 1 row boundaries for m rows), "
+                     "got offsets shape " + shape_str(off.shape) + " with data shape " + shape_str(x.shape));
+  return {make_aval(x.dtype, Shape{len - Dim(1)}, x.weak)};
+}
 
 #endif  // DYNSTAGE_IMPLEMENTATION

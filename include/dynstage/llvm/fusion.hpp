@@ -234,6 +234,14 @@ struct Walk {
       DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)  // (each operand element read once)
       case Prim::top_k:                          // (a buffer: marked in plan_fusion)
       case Prim::fft:                            // (a buffer: marked in plan_fusion)
+        if (e.prim == Prim::segment_sum_offsets) {
+          // The data once per element (its nest); the offsets once per row,
+          // but an expensive offsets expression is materialised (rule 3).
+          visit(e.inputs[0], ei, -2, sym_numel(j.type_of(e.inputs[0])), ei);
+          if (e.inputs[1].is_var() && fused(e.inputs[1].var)) expanded[static_cast<std::size_t>(e.inputs[1].var)] = true;
+          visit(e.inputs[1], ei, -3, sym_numel(j.type_of(e.inputs[1])), ei);
+          return;
+        }
         visit(e.inputs[0], ei, -1, sym_numel(j.type_of(e.inputs[0])), ei);
         return;
       case Prim::sort:

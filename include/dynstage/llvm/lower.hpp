@@ -254,6 +254,7 @@ private:
   // the output (update) index ix, as i64.
   llvm::Value* index_vector_component(const Eqn& e, const AxisMap& m, Ix& ix);
   void emit_scatter(const Eqn& e, llvm::Value* out);  // lower_scatter.hpp
+  void emit_segment_sum(const Eqn& e, llvm::Value* out);  // lower_scatter.hpp
 
   llvm::Value* fused(const Eqn& e, Ix& ix);
   // The elementwise primitives with a complex operand or result (null: the

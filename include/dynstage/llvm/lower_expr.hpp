@@ -594,6 +594,7 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::reduce_and:
     case Prim::argmax:
     case Prim::argmin:
+    case Prim::segment_sum_offsets:
     DYN_CUMULATIVE_PRIMITIVES(DYN_CASE_LABEL)
     DYN_SORT_PRIMITIVES(DYN_CASE_LABEL) DYN_FFT_PRIMITIVES(DYN_CASE_LABEL)
     case Prim::dot_general:

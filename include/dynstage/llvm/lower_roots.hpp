@@ -27,6 +27,7 @@ inline void Lowering::emit_root(std::size_t ei) {
   switch (prim_kind(e.prim)) {
     case Kind::reduction:
       if (e.prim == Prim::argmax || e.prim == Prim::argmin) return emit_arg_reduction(e, out);
+      if (e.prim == Prim::segment_sum_offsets) return emit_segment_sum(e, out);  // lower_scatter.hpp
       emit_reduction(e, out);
       return;
     case Kind::cumulative: emit_cumulative(e, out); return;
@@ -218,7 +219,8 @@ inline void Lowering::emit_reduction(const Eqn& e, llvm::Value* out, const Row* 
       case Prim::reduce_or: return b.CreateOr(acc, v);  // integers: bitwise, as lax
       case Prim::reduce_and: return b.CreateAnd(acc, v);
       case Prim::argmax:
-      case Prim::argmin: break;  // emit_arg_reduction
+      case Prim::argmin:               // emit_arg_reduction
+      case Prim::segment_sum_offsets: break;  // emit_segment_sum
       DYN_ELEMENTWISE_PRIMITIVES(DYN_CASE_LABEL)
       DYN_STRUCTURAL_PRIMITIVES(DYN_CASE_LABEL)
       DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)

@@ -1,5 +1,5 @@
 // dynstage: the loop nests of the scatters (scatter, scatter-add, -mul,
-// -min, -max). Part of the backend implementation (DYNSTAGE_IMPLEMENTATION):
+// -min, -max) and of segment_sum_offsets (below). Part of the backend implementation (DYNSTAGE_IMPLEMENTATION):
 // a member of Lowering (lower.hpp).
 //
 // The result is a copy of the operand (one flat nest; the operand fused into
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "lower.hpp"
+#include "lower_parallel.hpp"
 
 namespace dyn::detail::llvmjit {
 
@@ -194,6 +195,75 @@ inline void Lowering::emit_scatter(const Eqn& e, llvm::Value* out) {
                 });
   });
   flush();
+}
+
+// segment_sum_offsets: one loop over the m rows; per row, its range
+// [lo, hi) (offsets r and r + 1, clamped into [0, n]; offset r + 1 is
+// carried to the next row) and a loop over it, the data computed inline at
+// each element (a gather x[cols] * vals is fused: no temporary) and summed
+// in order into a register from 0, as the eager kernel does, so results are
+// bit-identical (float sums do not vectorise: reassociation would change
+// them; integer ones do). An empty or reversed range runs no iteration.
+// Whole rows a task on every core (lower_parallel.hpp's regions).
+inline void Lowering::emit_segment_sum(const Eqn& e, llvm::Value* out) {
+  const int v = e.outputs[0];
+  const DType d = type(v).dtype;
+  const Atom &x = e.inputs[0], &o = e.inputs[1];
+  if (!x.is_var() || !o.is_var()) internal_error("LLVM lowering: a segment_sum_offsets operand is a literal");
+  const Dims xd = dims_of(x.var), ofd = dims_of(o.var);
+  llvm::Value* n = xd[0];
+  llvm::Value* m = dims_of(v)[0];
+  const DType odt = type(o.var).dtype;
+  const bool fl = is_inexact(d);
+  scalar_nest_ = fl;  // a gather in the data then branches on its likely in-range index
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{scalar_nest_};
+  auto offset = [&](llvm::Value* i) {
+    llvm::Value* r = operand(o, body_ix(ofd, {}, i));
+    r = odt == DType::i64 ? r : b.CreateSExt(r, E.i64);
+    return E.smin(E.smax(r, E.c64(0)), n);
+  };
+  auto add = [&](llvm::Value* acc, llvm::Value* val) -> llvm::Value* {
+    if (is_complex(d)) return E.make_complex(d, b.CreateFAdd(E.re(acc), E.re(val)), b.CreateFAdd(E.im(acc), E.im(val)));
+    return fl ? b.CreateFAdd(acc, val) : b.CreateAdd(acc, val);
+  };
+  llvm::Value* zero = is_complex(d) ? E.make_complex(d, E.number(real_dtype(d), 0.0), E.number(real_dtype(d), 0.0))
+                                    : E.number(d, 0.0);
+  // Rows [begin, end), begin < end: their registers are allocas of the
+  // function being emitted (a task's own in a parallel region).
+  auto rows = [&](llvm::Value* begin, llvm::Value* end) {
+    llvm::AllocaInst* prev = E.entry_alloca(E.i64);
+    llvm::AllocaInst* acc = E.entry_alloca(E.reg_type(d));
+    b.CreateStore(offset(begin), prev);
+    E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
+      llvm::Value* r = b.CreateAdd(begin, i, "", true, true);
+      llvm::Value* lo = b.CreateLoad(E.i64, prev);
+      llvm::Value* hi = offset(b.CreateAdd(r, E.c64(1), "", true, true));
+      b.CreateStore(hi, prev);
+      b.CreateStore(zero, acc);
+      E.loop(b.CreateSub(hi, lo), [&](llvm::Value* k) {
+        llvm::Value* val = operand(x, body_ix(xd, {}, b.CreateAdd(lo, k, "", true, true)));
+        b.CreateStore(add(b.CreateLoad(E.reg_type(d), acc), val), acc);
+      }, fl ? LoopHint::plain : LoopHint::normal);
+      E.store(out, d, r, b.CreateLoad(E.reg_type(d), acc));
+    });
+  };
+  // Rows are independent: on every core, whole rows a task, about
+  // kCheapTaskElems data elements each (by the mean row length); every
+  // row is the same loop, so results do not depend on the thread count.
+  if (worth_parallel(E.add(n, m), kCheapTaskElems)) {
+    llvm::Value* mean_row = b.CreateSDiv(n, E.smax(m, E.c64(1)));
+    parallel_tasks(m, rows_per_task(mean_row, kCheapTaskElems),
+                   [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) { rows(begin, end); });
+    return;
+  }
+  if (const auto k = Emitter::konst(m)) {
+    if (*k > 0) rows(E.c64(0), m);
+  } else {
+    E.when(b.CreateICmpSGT(m, E.c64(0)), [&] { rows(E.c64(0), m); });
+  }
 }
 
 }  // namespace dyn::detail::llvmjit

@@ -57,6 +57,20 @@ Value take_along_axis(const Value& x, const Value& idx, std::int64_t axis);
 // x[mask] along axis 0, of dynamic length k.
 std::vector<Value> nonzero(const Value& x, std::size_t axes);
 Value compress(const Value& mask, const Value& x);
+// Segment sums over offsets (CSR row_ptr): result[r] = the sum of
+// data[offsets[r] : offsets[r + 1]], offsets clamped into [0, n], an empty or
+// reversed range 0. Offsets of other integer dtypes are converted to i32/i64
+// (index_dtype_for); float offsets are a TypeError. The primitive
+// segment_sum_offsets; jax.ops.segment_sum (ids per element) is at().add.
+Value segment_sum_offsets(const Value& data, const Value& offsets);
+// What its rules are made of: the data cotangent of ct (m elements) for data
+// of n elements, element k being the sum of ct over the rows whose clamped
+// range holds k (a scatter-add of +ct at the starts and -ct at the ends, then
+// a running sum: correct for any offsets, to rounding); and the primitive on
+// a batch, data [B, n] and offsets [B, m + 1] (each batch's ranges moved by
+// b * n into one flat call, interleaved with the gaps between them).
+Value segment_sum_offsets_transpose(const Value& ct, const Value& offsets, const Dim& n, bool stage);
+Value segment_sum_offsets_batched(const Value& data, const Value& offsets);
 
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -346,6 +360,58 @@ Value compress(const Value& mask, const Value& x) {
                      aval_str(mask.aval()) + " for an array of shape " + shape_str(x.shape()));
   IndexArg rows{IndexArg::Kind::value, index_detail::nonzero_1d(mask), false};
   return index_get(x, {rows});
+}
+
+namespace index_detail {
+inline Value i64_of(const Dim& n) {
+  return n.is_static() ? scalar_value(Scalar::of<std::int64_t>(n.value()), true)
+                       : convert(dim_to_value(n), DType::i64, true);
+}
+}  // namespace index_detail
+
+Value segment_sum_offsets(const Value& data, const Value& offsets) {
+  if (!is_integer(offsets.dtype()))
+    fail<TypeError>("segment_sum_offsets: offsets must be integers, got offsets " + aval_str(offsets.aval()) +
+                    " for data " + aval_str(data.aval()));
+  std::vector<Value> ops{data, is_index_dtype(offsets.dtype()) ? offsets
+                                                               : convert(offsets, index_dtype_for(offsets.dtype()))};
+  lift_all(ops);
+  return bind1(Prim::segment_sum_offsets, ops, NoParams{});
+}
+
+Value segment_sum_offsets_transpose(const Value& ct, const Value& offsets, const Dim& n, bool stage) {
+  using index_detail::i64_of;
+  const Dim len = offsets.shape().at(0);
+  const Value o = convert(offsets, DType::i64);
+  const Value zero = scalar_value(Scalar::of<std::int64_t>(0), true), nv = i64_of(n);
+  const Value lo = clip(slice_in_dim(o, Dim(0), len - Dim(1), 1, 0), zero, nv);
+  const Value hi = binary(Prim::max, clip(slice_in_dim(o, Dim(1), len, 1, 0), zero, nv), lo);
+  const auto spread = [&](const Value& g) {
+    Value z = full(Shape{n + Dim(1)}, scalar_value(Scalar::of<std::int32_t>(0), true), g.dtype(), stage);
+    z = index_update(Prim::scatter_add, z, {IndexArg{IndexArg::Kind::value, lo, false}}, g);
+    z = index_update(Prim::scatter_add, z, {IndexArg{IndexArg::Kind::value, hi, false}}, unary(Prim::neg, g));
+    return slice_in_dim(cumulative(Prim::cumsum, z, 0, false), Dim(0), n, 1, 0);
+  };
+  if (!is_complex(ct.dtype())) return spread(ct);
+  return binary(Prim::complex, spread(unary(Prim::real, ct)), spread(unary(Prim::imag, ct)));
+}
+
+Value segment_sum_offsets_batched(const Value& data, const Value& offsets) {
+  using index_detail::i64_of;
+  const Dim b = data.shape().at(0), n = data.shape().at(1), len = offsets.shape().at(1), m = len - Dim(1);
+  const Value o = convert(offsets, DType::i64);
+  const Value zero = scalar_value(Scalar::of<std::int64_t>(0), true), nv = i64_of(n);
+  const Value base = binary(Prim::mul, iota(DType::i64, Shape{b, Dim(1)}, 0), nv);
+  const auto bound = [&](const Dim& from, const Dim& to) {
+    const Value v = binary(Prim::add, clip(slice_in_dim(o, from, to, 1, 1), zero, nv), base);
+    return reshape(v, Shape{b, m, Dim(1)});
+  };
+  // [lo_00, hi_00, lo_01, hi_01, ...] and a last 0: row 2i of the flat call
+  // is row i of its batch, row 2i + 1 the gap to the next range (dropped).
+  Value flat = reshape(concatenate({bound(Dim(0), m), bound(Dim(1), len)}, 2), Shape{b * m * Dim(2)});
+  flat = concatenate({flat, full(Shape{Dim(1)}, zero, DType::i64)}, 0);
+  const Value r = segment_sum_offsets(reshape(data, Shape{b * n}), flat);
+  return reshape(slice_in_dim(reshape(r, Shape{b, m, Dim(2)}), Dim(0), Dim(1), 1, 2), Shape{b, m});
 }
 
 #endif  // DYNSTAGE_IMPLEMENTATION

@@ -144,4 +144,20 @@ auto compress(const M& mask, const X& x, detail::Loc loc = detail::Loc::current(
       detail::compress(detail::to_value(mask), detail::to_value(x)));
 }
 
+// Segment sums over offsets (CSR's row_ptr): result[r] is the sum of
+// data[offsets[r] : offsets[r + 1]], for data of n elements (1-D, a number
+// dtype) and offsets of m + 1 integers; the result has m elements of data's
+// dtype. Offsets are clamped into [0, n]; an empty or reversed range sums to
+// 0. Each row is summed in order from 0, so the result is bit-identical to
+// the scatter-add form `zeros(m).at(row_of_nz).add(data)` of the same
+// segments. Not jax.ops.segment_sum, which takes a segment id per element
+// (that is `dyn::zeros<T>({m}).at(ids).add(data)`); the name says which
+// form this is. Primitive segment_sum_offsets (docs/jaxpr.md).
+template <ArrayLike X, ArrayLike O>
+auto segment_sum_offsets(const X& data, const O& offsets, detail::Loc loc = detail::Loc::current()) {
+  detail::OpSite site(loc);
+  return detail::from_value<detail::result_of_t<detail::elem_t<X>, X, O>>(
+      detail::segment_sum_offsets(detail::to_value(data), detail::to_value(offsets)));
+}
+
 }  // namespace dyn

@@ -33,6 +33,7 @@
 #include "../ir/params.hpp"
 #include "../ir/prims.hpp"
 #include "../trace/numpy.hpp"
+#include "../trace/numpy_index.hpp"
 #include "../trace/numpy_shape.hpp"
 #include "../trace/trace.hpp"
 
@@ -439,6 +440,10 @@ BatchOut batch_rule(Prim p, const std::vector<Value>& x, const std::vector<BDim>
     case Kind::structural: return structural(p, x, dims, params);
     case Kind::scatter: return scatter_rule(p, x, dims, params);
     case Kind::reduction: {
+      if (p == Prim::segment_sum_offsets) {  // data and/or offsets batched: one flat call (numpy_index.hpp)
+        const Dim size = batch_size(x, dims);
+        return {{segment_sum_offsets_batched(to_front(x[0], dims[0], size), to_front(x[1], dims[1], size))}, {0}};
+      }
       const Value op = to_front(x[0], dims[0], batch_size(x, dims));
       if (p == Prim::argmax || p == Prim::argmin) {
         ArgReduceParams a = std::get<ArgReduceParams>(params);

@@ -480,7 +480,8 @@ JvpOut jvp_rule(Prim p, const std::vector<Value>& x, const std::vector<Tangent>&
       if (p == Prim::scatter_min || p == Prim::scatter_max) return scatter_chooser(p, x, t, params);
       return linear_in(p, x, t, params, {0, 2});  // scatter, scatter-add: linear in operand and updates
     case Kind::reduction:
-      if (p == Prim::reduce_sum) return linear_in_first(p, x, t, params);
+      // reduce_sum; segment_sum_offsets: linear in data, the offsets' tangent (integers) is none
+      if (p == Prim::reduce_sum || p == Prim::segment_sum_offsets) return linear_in_first(p, x, t, params);
       if (p == Prim::reduce_max || p == Prim::reduce_min) return chooser_reduce(p, x, t, params);
       if (p == Prim::reduce_prod) return product_rule(p, x, t, params);
       return {{op(p, x, params)}, {std::nullopt}};  // boolean and index results

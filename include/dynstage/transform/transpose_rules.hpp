@@ -25,6 +25,7 @@
 #include "../ir/params.hpp"
 #include "../ir/prims.hpp"
 #include "../trace/numpy.hpp"
+#include "../trace/numpy_index.hpp"
 #include "../trace/numpy_layout.hpp"
 #include "../trace/numpy_shape.hpp"
 #include "../trace/trace.hpp"
@@ -456,6 +457,11 @@ std::vector<Tangent> transpose_rule(Prim p, const std::vector<LinArg>& in, const
       return r;
     }
     case Kind::reduction: {
+      if (p == Prim::segment_sum_offsets) {  // linear in data; the offsets are known
+        if (in[1].linear()) not_linear(p);
+        r[0] = segment_sum_offsets_transpose(g, *in[1].value, in[0].shape.at(0), staging());
+        return r;
+      }
       if (p != Prim::reduce_sum) not_linear(p);
       // One broadcast_in_dim from the reduced shape (JAX's _reduce_sum_transpose_rule).
       const auto& axes = std::get<ReduceParams>(params).axes;
