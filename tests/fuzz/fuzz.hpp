@@ -243,6 +243,9 @@ void set_jit_fault(bool on);
 Verdict run_case(const Case& c, Outcome* eager = nullptr, Outcome* interp = nullptr, Outcome* jit = nullptr);
 // The values of the top-level slots in eager mode (for the shrinker); empty on error.
 std::vector<dyn::AnyArray> eager_slots(const Case& c);
+// Whether c's program, run eagerly on its inputs, evaluates abs at 0 or a
+// maximum or minimum of equal float operands anywhere, bodies included.
+bool at_kink(const Case& c);
 
 // The primitives of a case's jaxpr (make_jaxpr of the interpreter, every body
 // included); empty if tracing raises a dyn::Error.

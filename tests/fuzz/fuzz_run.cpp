@@ -39,6 +39,12 @@ struct Scales {
 };
 thread_local Scales* t_scales = nullptr;
 
+// Kinks for the grad check (fuzz_transform.cpp): set while an eager run
+// evaluates abs at 0 or a maximum or minimum of equal float operands, at
+// any depth (loop and cond bodies too). There the derivative is JAX's
+// convention, not a slope (seeds 14561, 60835).
+thread_local bool* t_kink = nullptr;
+
 template <class V>
 double max_abs(const V& v) {
   return std::visit([](const auto& a) {
@@ -488,6 +494,8 @@ struct Interp {
     for (const Node& n : p.nodes) {
       if (top) m->inner = {};
       std::vector<V> o = eval(n, env);
+      if constexpr (!K::traced)
+        if (t_kink && !*t_kink) *t_kink = at_kink(n, env);
       if (m) {
         double in_size = 1, out_size = 1;
         for (int s : n.in) in_size = std::max(in_size, elements(env.at(static_cast<std::size_t>(s))));
@@ -507,6 +515,24 @@ struct Interp {
     std::vector<V> r;
     for (int s : p.outs) r.push_back(env.at(s));
     return r;
+  }
+
+  // Whether node n, on env's values, is abs at 0 or a maximum or minimum of
+  // equal float operands somewhere (t_kink).
+  static bool at_kink(const Node& n, const std::vector<V>& env) {
+    const bool abs = n.op == Op::unary && n.k == u_abs;
+    if (!abs && !((n.op == Op::binary || n.op == Op::scalar) && (n.k == b_max || n.k == b_min))) return false;
+    return std::visit([&](const auto& x) {
+      using T = elem<decltype(x)>;
+      if constexpr (!std::is_floating_point_v<T> || K::traced) {
+        return false;
+      } else {
+        const Array<bool> hit = abs                   ? dyn::any(x == T(0))
+                                : n.op == Op::scalar  ? dyn::any(x == static_cast<T>(n.lit))
+                                                      : dyn::any(x == same(x, env.at(static_cast<std::size_t>(n.in.at(1)))));
+        return hit.data()[0];
+      }
+    }, env.at(static_cast<std::size_t>(n.in.at(0))));
   }
 
   static std::vector<V> eval(const Node& n, const std::vector<V>& env) {
@@ -1105,6 +1131,20 @@ std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<d
     return r;
   };
   return traced ? go(Kind<Tracer>{}) : go(Kind<Array>{});
+}
+
+bool at_kink(const Case& c) {
+  bool kink = false;
+  t_kink = &kink;
+  try {
+    using K = Kind<Array>;
+    std::vector<K::V> ps;
+    for (const auto& a : c.inputs) ps.push_back(from_any<K>(a));
+    Interp<K>::run(c.prog, {}, ps);
+  } catch (const std::exception&) {
+  }
+  t_kink = nullptr;
+  return kink;
 }
 
 std::vector<dyn::AnyArray> eager_slots(const Case& c) {
