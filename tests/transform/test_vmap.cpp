@@ -484,3 +484,48 @@ TEST_CASE("vmap: a collective's result is a new value, not the dimension its ope
         "  in (c, e, g, i) }");
   CHECK_NOTHROW(dyn::check_jaxpr(cj));
 }
+
+// dynstage_fuzz seeds 54001, 71062, 93554, 94561 (issue 23): a loop with
+// preserve_dimensions=false whose carried sizes never change (nimplicit 0)
+// was batched with loop variables again, so the batched while body's select
+// of a lane's old and new carry met i32[B,_d21] and i32[B,_d22] (a
+// ShapeError under make_jaxpr; eager vmap has static sizes and passed).
+TEST_CASE("vmap: a loop with preserve_dimensions=false whose sizes do not change keeps its dimensions shared "
+          "(dynstage_fuzz seeds 54001, 71062, 93554, 94561)") {
+  const Array<std::int64_t> n = Array<std::int64_t>::scalar(3);
+  SUBCASE("while_loop") {
+    // Two carried arrays of size n swapped while s < 3: lane 0 runs once, lane 1 never.
+    auto swap = [](auto s, auto n) {
+      auto a = dyn::arange<std::int32_t>(n);
+      auto t = dyn::while_loop([](auto k, auto c, auto, auto) { return (k < 2) & (c < 3); }, {.preserve_dimensions = false})(
+          [](auto k, auto c, auto u, auto v) { return std::make_tuple(k + 1, c + 1, v, u); })(
+          Array<std::int64_t>::scalar(0), s, a, a * 2);
+      return std::get<2>(t);
+    };
+    const Array<std::int32_t> s({2}, {2, 5});
+    auto vswap = dyn::vmap(swap, {0, dyn::none});
+    CHECK(str(vswap(s, n)) == "[[0 2 4]\n [0 1 2]]");
+    const auto cj = dyn::make_jaxpr(vswap)(s, n);
+    CHECK_NOTHROW(dyn::check_jaxpr(cj));
+    CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(s), AnyArray(n)}).at(0)) == "[[0 2 4]\n [0 1 2]]");
+  }
+  SUBCASE("for_loop") {
+    // A for_loop: a cond with a per-lane predicate in its body selects between
+    // the two carried arrays of size n (summed, so their sizes stay), as the
+    // while body's select does.
+    auto pick = [](auto p, auto n) {
+      auto a = dyn::arange<std::int32_t>(n);
+      auto t = dyn::for_loop(0, 1, 1, {.preserve_dimensions = false})([](auto, auto q, auto acc, auto u, auto v) {
+        auto w = dyn::cond(q, [](auto x, auto) { return x; }, [](auto, auto y) { return y; })(u, v);
+        return std::make_tuple(q, acc + dyn::sum(w), u, v);
+      })(p, Array<std::int32_t>::scalar(0), a, a * 2);
+      return std::get<1>(t);
+    };
+    const Array<bool> p({2}, std::vector<bool>{true, false});
+    auto vpick = dyn::vmap(pick, {0, dyn::none});
+    CHECK(str(vpick(p, n)) == "[3 6]");
+    const auto cp = dyn::make_jaxpr(vpick)(p, n);
+    CHECK_NOTHROW(dyn::check_jaxpr(cp));
+    CHECK(str(dyn::eval_jaxpr(cp, {AnyArray(p), AnyArray(n)}).at(0)) == "[3 6]");
+  }
+}

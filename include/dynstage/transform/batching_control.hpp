@@ -105,8 +105,13 @@ BatchOut for_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, co
       }
       return all_front(*fp.body_jaxpr, in, d, size);
     };
+    // nimplicit == 0: the body was traced (last) with every carried dimension
+    // shared, and its results keep them; the batched body is that body, so
+    // it is traced shared too. Loop variables (preserve_dimensions=false)
+    // would make a carried value's dimension differ from another carry's or
+    // a captured one's that the body mixes it with (fuzz seeds 54001, ...).
     LoopOptions opts;
-    opts.preserve_dimensions = fp.preserve_dimensions;
+    opts.preserve_dimensions = true;
     const std::vector<Value> carried(ops.begin() + static_cast<std::ptrdiff_t>(nc + 3), ops.end());
     return bind_for_loop(ops[nc], ops[nc + 1], ops[nc + 2], carried, body, opts);
   };
@@ -158,7 +163,7 @@ BatchOut while_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, 
       return next;
     };
     LoopOptions opts;
-    opts.preserve_dimensions = wp.preserve_dimensions;
+    opts.preserve_dimensions = true;  // nimplicit == 0: as for_rule's
     const std::vector<Value> carried(ops.begin() + static_cast<std::ptrdiff_t>(ncc + nbc), ops.end());
     return bind_while_loop(carried, cond, body, opts);
   };
