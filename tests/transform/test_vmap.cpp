@@ -529,3 +529,24 @@ TEST_CASE("vmap: a loop with preserve_dimensions=false whose sizes do not change
     CHECK(str(dyn::eval_jaxpr(cp, {AnyArray(p), AnyArray(n)}).at(0)) == "[3 6]");
   }
 }
+
+// dynstage_fuzz seeds 82044, 38036 (issue 23): a cond with a shared
+// predicate passed every operand to its batched branches, n (the size of
+// arange(n)) too; a branch argument is a new value, so the branch's
+// broadcast of x to shape (n,) made a dimension other than a's: "min got
+// incompatible shapes for broadcasting: (_d0,), (_d2,)" under make_jaxpr.
+TEST_CASE("vmap: a cond with a shared predicate keeps a captured size the operands' dimension "
+          "(dynstage_fuzz seeds 82044, 38036)") {
+  auto f = [](auto x, auto n, auto p) {
+    auto a = dyn::arange<std::int32_t>(n);
+    return dyn::cond(p, [](auto, auto u) { return u; }, [](auto y, auto u) { return dyn::minimum(u, y); })(x, a);
+  };
+  const Array<std::int32_t> x({2, 1}, {1, 2});
+  const Array<std::int64_t> n = Array<std::int64_t>::scalar(3);
+  const Array<bool> no = Array<bool>::scalar(false);
+  auto vf = dyn::vmap(f, {0, dyn::none, dyn::none});
+  CHECK(str(vf(x, n, no)) == "[[0 1 1]\n [0 1 2]]");
+  const auto cj = dyn::make_jaxpr(vf)(x, n, no);
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(x), AnyArray(n), AnyArray(no)}).at(0)) == "[[0 1 1]\n [0 1 2]]");
+}

@@ -194,13 +194,26 @@ BatchOut cond_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
     }
     return {r, std::vector<BDim>(r.size(), BDim{0})};
   }
+  // The unbatched operands are captured by the branches, as the loop rules
+  // capture their constants, rather than passed: a branch argument is a new
+  // value, so an i64[] operand that is a dimension (n of arange(n), the size
+  // of another operand) would lose that dimension in the branch, and
+  // broadcast_in_dim(.., shape=(n,)) would no longer match an operand of
+  // size n (dynstage_fuzz seeds 82044, 38036).
   std::vector<Value> operands{x[0]};
-  operands.insert(operands.end(), in.begin(), in.end());
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (d[k]) operands.push_back(in[k]);
   const auto run = [&](const std::vector<Value>& ops) {
     const std::vector<Value> args(ops.begin() + 1, ops.end());
+    const auto full = [&](const std::vector<Value>& a) {  // the branch's operands: captured and passed
+      std::vector<Value> r;
+      std::size_t next = 0;
+      for (std::size_t k = 0; k < in.size(); ++k) r.push_back(d[k] ? a.at(next++) : in[k]);
+      return r;
+    };
     std::vector<std::function<std::vector<Value>(const std::vector<Value>&)>> fns;
     for (const auto& b : cp.branches)
-      fns.emplace_back([&, b](const std::vector<Value>& a) { return all_front(*b, a, d, size); });
+      fns.emplace_back([&, b](const std::vector<Value>& a) { return all_front(*b, full(a), d, size); });
     std::vector<NestedFn> nfs(fns.begin(), fns.end());
     if (!cp.indexed) return bind_cond(ops[0], args, nfs[0], nfs[1]);
     return bind_switch(ops[0], args, nfs);
