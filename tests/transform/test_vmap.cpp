@@ -550,3 +550,43 @@ TEST_CASE("vmap: a cond with a shared predicate keeps a captured size the operan
   CHECK_NOTHROW(dyn::check_jaxpr(cj));
   CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(x), AnyArray(n), AnyArray(no)}).at(0)) == "[[0 1 1]\n [0 1 2]]");
 }
+
+// dynstage_fuzz seed 49564 (issue 23): vmap runs every branch of a cond with
+// a per-lane predicate on every lane, and a while body on lanes that have
+// finished (JAX's rules), then discards those lanes' results. Integer
+// 0 ** negative there raised ArithmeticError though no lane alone does (a
+// branch not taken does not fault, docs/errors.md); a lane that does take it
+// still raises.
+TEST_CASE("vmap: integer 0 ** negative in a branch a lane does not take, or after its loop ended, does not raise "
+          "(dynstage_fuzz seed 49564)") {
+  const Array<std::int64_t> e({2}, {2, -1});
+  const Array<std::int64_t> zero = Array<std::int64_t>::scalar(0);
+  auto pick = [](auto y, auto b) {
+    return dyn::cond(y >= 0, [](auto u, auto c) { return dyn::pow(c, u); }, [](auto, auto c) { return c - 7; })(y, b);
+  };
+  auto vpick = dyn::vmap(pick, {0, dyn::none});
+  CHECK(str(vpick(e, zero)) == "[ 0 -7]");
+  const auto cj = dyn::make_jaxpr(vpick)(e, zero);
+  CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(e), AnyArray(zero)}).at(0)) == "[ 0 -7]");
+  auto sw = [](auto i, auto y, auto b) {
+    return dyn::switch_(i, [](auto, auto c) { return c - 7; }, [](auto u, auto c) { return dyn::pow(c, u); })(y, b);
+  };
+  CHECK(str(dyn::vmap(sw, {0, 0, dyn::none})(Array<std::int32_t>({2}, {1, 0}), e, zero)) == "[ 0 -7]");
+  // A lane that takes the branch raises, as it does alone.
+  CHECK(message_of<dyn::ArithmeticError>([&] {
+          (void)dyn::vmap(sw, {0, 0, dyn::none})(Array<std::int32_t>({2}, {1, 1}), e, zero);
+        }) == "pow: integer zero raised to a negative power");
+  // while: sum 0 ** (m - k - 1) for k < m; lane 0 ends after one step, and
+  // its further steps (discarded) would compute 0 ** -1.
+  auto count = [](auto m, auto b) {
+    auto t = dyn::while_loop([](auto k, auto, auto mm, auto) { return k < mm; })(
+        [](auto k, auto acc, auto mm, auto c) { return std::make_tuple(k + 1, acc + dyn::pow(c, mm - k - 1), mm, c); })(
+        Array<std::int64_t>::scalar(0), Array<std::int64_t>::scalar(0), m, b);
+    return std::get<1>(t);
+  };
+  const Array<std::int64_t> m({2}, {1, 3});
+  auto vcount = dyn::vmap(count, {0, dyn::none});
+  CHECK(str(vcount(m, zero)) == "[1 1]");
+  const auto cc = dyn::make_jaxpr(vcount)(m, zero);
+  CHECK(str(dyn::eval_jaxpr(cc, {AnyArray(m), AnyArray(zero)}).at(0)) == "[1 1]");
+}

@@ -155,10 +155,14 @@ BatchOut while_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, 
         in.push_back(c);
         d.push_back(0);
       }
-      std::vector<Value> next = all_front(*wp.body_jaxpr, in, d, size);
       const auto [p, pd] = lane_pred(carried);
-      if (!pd) return next;  // every lane runs this iteration
+      if (!pd) return all_front(*wp.body_jaxpr, in, d, size);  // every lane runs this iteration
       const Value running = to_front(p, pd, size);
+      std::vector<Value> next;
+      {
+        const ActiveLanes active(running);  // a finished lane's iteration is discarded: no fault there
+        next = all_front(*wp.body_jaxpr, in, d, size);
+      }
       for (std::size_t k = 0; k < next.size(); ++k) next[k] = lane_select(running, next[k], carried[k]);
       return next;
     };
@@ -179,19 +183,27 @@ BatchOut cond_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
   if (dims[0]) {
     // A predicate per lane: every branch runs; each lane takes its branch's
     // results (JAX's _cond_batching_rule with a batched index: select_n).
-    std::vector<std::vector<Value>> outs;
-    for (const auto& b : cp.branches) outs.push_back(all_front(*b, in, d, size));
+    // Branch b runs with the lanes that take it active (ActiveLanes): a fault
+    // of a branch a lane does not take is not raised (seed 49564).
     const Value pred = to_front(x[0], dims[0], size);
-    std::vector<Value> r = outs.back();  // branches[N-1]: also an index out of range
-    for (std::size_t b = outs.size() - 1; b-- > 0;) {
-      Value take = pred;
-      if (cp.indexed) {
-        const Value bi = scalar_value(Scalar::of<std::int32_t>(static_cast<std::int32_t>(b)), false);
-        const Value i = pred.dtype() == DType::i32 ? pred : bind1(Prim::convert_element_type, {pred}, ConvertParams{DType::i32, false});
-        take = bind1(Prim::eq, {i, bi});
+    std::vector<Value> takes;  // bool[size]: the lanes that take branch b
+    for (std::size_t b = 0; b < cp.branches.size(); ++b) {
+      if (!cp.indexed) {
+        takes.push_back(b == 0 ? pred : bind1(Prim::not_, {pred}));
+        continue;
       }
-      for (std::size_t k = 0; k < r.size(); ++k) r[k] = lane_select(take, outs[b][k], r[k]);
+      const Value bi = scalar_value(Scalar::of<std::int32_t>(static_cast<std::int32_t>(b)), false);
+      const Value i = pred.dtype() == DType::i32 ? pred : bind1(Prim::convert_element_type, {pred}, ConvertParams{DType::i32, false});
+      takes.push_back(bind1(Prim::eq, {i, bi}));
     }
+    std::vector<std::vector<Value>> outs;
+    for (std::size_t b = 0; b < cp.branches.size(); ++b) {
+      const ActiveLanes active(takes[b]);
+      outs.push_back(all_front(*cp.branches[b], in, d, size));
+    }
+    std::vector<Value> r = outs.back();  // branches[N-1] (bind_switch clamped the index)
+    for (std::size_t b = outs.size() - 1; b-- > 0;)
+      for (std::size_t k = 0; k < r.size(); ++k) r[k] = lane_select(takes[b], outs[b][k], r[k]);
     return {r, std::vector<BDim>(r.size(), BDim{0})};
   }
   // The unbatched operands are captured by the branches, as the loop rules
@@ -258,8 +270,12 @@ BatchOut scan_ragged_rule(const std::vector<Value>& x, const std::vector<BDim>& 
         in.push_back(args[k]);
         d.push_back(k < ncar ? BDim{0} : xdims[k - ncar]);
       }
-      std::vector<Value> outs = all_front(*sp.jaxpr, in, d, size);
       const Value active = bind1(Prim::lt, {args.back(), lengths});
+      std::vector<Value> outs;
+      {
+        const ActiveLanes lanes(active);  // an inactive lane's iteration is discarded: no fault there
+        outs = all_front(*sp.jaxpr, in, d, size);
+      }
       for (std::size_t k = 0; k < outs.size(); ++k)
         outs[k] = lane_select(active, outs[k],
                                k < ncar ? args[k]

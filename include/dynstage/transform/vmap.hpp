@@ -84,6 +84,17 @@ BatchOut batch_eval(const Jaxpr& j, const std::vector<Value>& consts, const std:
       din.push_back(dread(a));
       any = any || din.back().has_value();
     }
+    if (e.prim == Prim::pow && is_integer(in[0].dtype()) && ActiveLanes::current()) {
+      // A lane whose result is discarded computes 1 ** y: no fault (ActiveLanes).
+      const Value& m = *ActiveLanes::current();
+      const Value base = batch_detail::to_front(in[0], din[0], m.shape()[0]);
+      const Value one = full(base.shape(), scalar_value(Scalar::of<std::int64_t>(1), true), base.dtype(),
+                             current_trace() != nullptr);
+      const Value keep = base.rank() == 1 ? m : batch_detail::broadcast_dims(m, base.shape(), {0}, true);
+      in[0] = bind1(Prim::select_n, {keep, one, base});
+      din[0] = 0;
+      any = true;
+    }
     BatchOut r;
     if (any) {
       r = batch_rule(e.prim, in, din, e.params);
@@ -246,6 +257,7 @@ struct Vmapped {
     std::vector<std::size_t> out_leaves;
     const TracedFn traced = trace_on_avals(f, in.avals, std::tuple<A...>(args...), out_leaves);
     check_out_axes(out_axes, out_leaves);
+    const ActiveLanes every_lane(std::nullopt);
     const BatchOut o = batch_eval(*traced.jaxpr, traced.consts, xs, in.dims);
     std::vector<Value> outs;
     std::size_t leaf = 0;
