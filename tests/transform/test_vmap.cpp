@@ -590,3 +590,30 @@ TEST_CASE("vmap: integer 0 ** negative in a branch a lane does not take, or afte
   const auto cc = dyn::make_jaxpr(vcount)(m, zero);
   CHECK(str(dyn::eval_jaxpr(cc, {AnyArray(m), AnyArray(zero)}).at(0)) == "[1 1]");
 }
+
+// dynstage_fuzz seeds 42008, 99568 (issue 23): a loop that grows a carry in
+// some lanes only has lanes of different shapes, which no batched array
+// holds: vmap raises (JAX: the carry's type must not change), as the
+// fuzzer's check now expects.
+TEST_CASE("vmap: a loop whose carry grows in some lanes only is an error (dynstage_fuzz seeds 42008, 99568)") {
+  auto grow = [](auto s, auto a) {
+    auto t = dyn::while_loop([](auto k, auto c, auto) { return (k < 1) & (c < 3); }, {.preserve_dimensions = false})(
+        [](auto k, auto c, auto u) { return std::make_tuple(k + 1, c, dyn::concatenate({u, u}, 0)); })(
+        Array<std::int64_t>::scalar(0), s, a);
+    return std::get<2>(t);
+  };
+  const Array<std::int32_t> a({2}, {1, 2});
+  CHECK(str(grow(Array<std::int32_t>::scalar(2), a)) == "[1 2 1 2]");
+  CHECK(str(grow(Array<std::int32_t>::scalar(5), a)) == "[1 2]");
+  auto vgrow = dyn::vmap(grow, {0, dyn::none});
+  const Array<std::int32_t> s({2}, {2, 5});
+  CHECK(message_of<dyn::TypeError>([&] { (void)vgrow(s, a); }) ==
+        "dyn::while_loop(): a static carried dimension cannot change; body output #2 has type i32[4] but carry input "
+        "#2 has type i32[2] (dimension 0: 4 vs 2); start from a value whose size is dynamic (a dyn::Dim) and pass "
+        "{.preserve_dimensions = false}");
+  // A dynamic size (arange(n)): the loop has a loop variable (nimplicit 1), which vmap does not batch.
+  auto grow_n = [&](auto s, auto n) { return grow(s, dyn::arange<std::int32_t>(n)); };
+  CHECK(message_of<dyn::TypeError>([&] {
+          (void)dyn::make_jaxpr(dyn::vmap(grow_n, {0, dyn::none}))(s, Array<std::int64_t>::scalar(2));
+        }) == "vmap: cannot batch while_loop: its carried sizes change between iterations (nimplicit > 0)");
+}
