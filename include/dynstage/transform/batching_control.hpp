@@ -24,7 +24,11 @@
 //               lane's count, inactive lanes keeping their carries
 //               (scan_ragged_rule: vmap of grad of a while loop).
 // Loops whose carried sizes change (nimplicit > 0) and conds with dynamic
-// result sizes are not batched (a TypeError saying so).
+// result sizes are not batched (a TypeError saying so); the others are
+// rebound with their carried dimensions shared. Code whose results some
+// lanes discard (a branch under a per-lane predicate, a while body after a
+// lane finished, a ragged scan past a lane's length) runs under ActiveLanes
+// (batching_rules.hpp), so that those lanes do not fault.
 // With no enclosing trace (eager vmap) the batched loop is staged in a
 // scope of its own and run by the interpreter.
 #pragma once
