@@ -576,6 +576,17 @@ TEST_CASE("vmap: integer 0 ** negative in a branch a lane does not take, or afte
   CHECK(message_of<dyn::ArithmeticError>([&] {
           (void)dyn::vmap(sw, {0, 0, dyn::none})(Array<std::int32_t>({2}, {1, 1}), e, zero);
         }) == "pow: integer zero raised to a negative power");
+  // An unbatched pow (base and exponent the same in every lane) faults only
+  // when some lane takes its branch.
+  auto un = [](auto q, auto b, auto y) {
+    return dyn::cond(q, [](auto c, auto u) { return dyn::pow(c, u); }, [](auto c, auto) { return c - 7; })(b, y);
+  };
+  auto vun = dyn::vmap(un, {0, dyn::none, dyn::none});
+  const Array<std::int64_t> minus1 = Array<std::int64_t>::scalar(-1);
+  CHECK(str(vun(Array<bool>({2}, std::vector<bool>{false, false}), zero, minus1)) == "[-7 -7]");
+  CHECK(message_of<dyn::ArithmeticError>([&] {
+          (void)vun(Array<bool>({2}, std::vector<bool>{false, true}), zero, minus1);
+        }) == "pow: integer zero raised to a negative power");
   // while: sum 0 ** (m - k - 1) for k < m; lane 0 ends after one step, and
   // its further steps (discarded) would compute 0 ** -1.
   auto count = [](auto m, auto b) {
