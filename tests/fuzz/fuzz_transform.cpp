@@ -9,7 +9,8 @@
 //         inputs; jit of both equal to eager; their jaxpr passes check_jaxpr.
 //   vmap  dyn::vmap(f) over a random batch (in_axes 0, -1 or dyn::none per
 //         argument) equal to f run on each lane and stacked; jit(vmap(f))
-//         equal to eager vmap(f); its jaxpr passes check_jaxpr.
+//         equal to eager vmap(f); its jaxpr passes check_jaxpr. Lanes whose
+//         results differ in shape have no batched result: vmap must raise.
 //
 // A transformation that is not built yet raises a dyn::TypeError "...
 // cannot differentiate through ..." / "vmap: cannot batch ...": counted as
