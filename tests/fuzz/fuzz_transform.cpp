@@ -9,7 +9,8 @@
 //         inputs; jit of both equal to eager; their jaxpr passes check_jaxpr.
 //   vmap  dyn::vmap(f) over a random batch (in_axes 0, -1 or dyn::none per
 //         argument) equal to f run on each lane and stacked; jit(vmap(f))
-//         equal to eager vmap(f); its jaxpr passes check_jaxpr.
+//         equal to eager vmap(f); its jaxpr passes check_jaxpr. Lanes whose
+//         results differ in shape have no batched result: vmap must raise.
 //
 // A transformation that is not built yet raises a dyn::TypeError "...
 // cannot differentiate through ..." / "vmap: cannot batch ...": counted as
@@ -686,6 +687,12 @@ dyn::AnyArray lane_of(const dyn::AnyArray& a, i64 b) {
   });
 }
 
+std::string shape_str(const std::vector<i64>& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
 // The parameters a Catalyst dynamic size reads (iota_dyn): unbatched, since
 // a size that differs per lane is a ShapeError by design.
 void size_params(const Program& p, std::size_t nparams, std::vector<bool>& out) {
@@ -780,13 +787,6 @@ Check vmap_check(const Case& c, std::uint64_t seed, Fault fault) {
   std::vector<DType> dts;
   for (const Ty& t : outs) dts.push_back(t.dt);
   const std::vector<std::size_t> order = pack_order(dts);  // the result Pack's leaf k is output order[k]
-  std::vector<Value> expected;
-  for (std::size_t k : order) {
-    std::vector<Value> ls;
-    for (const std::vector<Value>& o : lane_out) ls.push_back(o.at(k));
-    expected.push_back(dyn::detail::stack(ls, 0));
-  }
-
   dyn::InAxes in_axes(0);
   in_axes.one_for_all = false;
   in_axes.axes.clear();
@@ -795,6 +795,30 @@ Check vmap_check(const Case& c, std::uint64_t seed, Fault fault) {
   auto batched = [&](const auto&... a) { return dyn::vmap(fn, in_axes)(a...); };
 
   std::vector<Value> got, jitted;
+  // Lanes whose results differ in shape (a loop that grows a carry in some
+  // lanes only) have no batched result: a vmapped array has one shape per
+  // lane (JAX's vmap, docs/transformations.md). vmap must raise a dyn::Error
+  // there, as it does for a size that differs per lane; a result is wrong.
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    for (const std::vector<Value>& o : lane_out)
+      if (o.at(k).array.shape() != lane_out[0].at(k).array.shape()) {
+        try {
+          got = call_n([&](const auto&... a) { return values(batched(a...)); }, args);
+        } catch (const dyn::Error& e) {
+          return skip("the lanes' results differ in shape; vmap raises " + error_class(e));
+        } catch (const std::exception& e) {
+          return fail("eager vmap crashed", e.what());
+        }
+        return fail("vmap returned a result where the lanes' results differ in shape",
+                    "result " + std::to_string(k) + ": lane 0 " + shape_str(lane_out[0].at(k).array.shape()) +
+                        ", another lane " + shape_str(o.at(k).array.shape()));
+      }
+  std::vector<Value> expected;
+  for (std::size_t k : order) {
+    std::vector<Value> ls;
+    for (const std::vector<Value>& o : lane_out) ls.push_back(o.at(k));
+    expected.push_back(dyn::detail::stack(ls, 0));
+  }
   if (auto bad = guarded("eager vmap", [&] { got = call_n([&](const auto&... a) { return values(batched(a...)); }, args); }))
     return *bad;
   if (fault == Fault::vmap) perturb_first(got);

@@ -220,3 +220,26 @@ TEST_CASE("fuzz seeds 19010, 69055: rounding noise of a zero derivative is not a
     CHECK(wrong.what == "grad: dot-product test");
   }
 }
+
+// The vmap failures of issue 23's campaign (docs/testing.md): six ShapeErrors
+// of make_jaxpr(vmap) and a fault of a discarded lane (49564), batching bugs
+// now checked; and lanes whose results differ in shape (42008, 99568), which
+// no batched array holds: the check expects vmap to raise there, and its
+// stack of the lanes' results threw ("vmap check crashed"). Seed 93554 is
+// not here: dynstage_fuzz removes dead code first (fuzz_main.cpp's dce), and
+// without that its program has a dead loop that grows a carry ("traces only
+// with a dynamic size"); test_vmap.cpp has its cause.
+TEST_CASE("fuzz transforms: vmap with dynamic dimensions (seeds 38036, 42008, 49564, 54001, 71062, 82044, 94561, "
+          "99568)") {
+  for (std::uint64_t s : {38036u, 49564u, 54001u, 71062u, 82044u, 94561u}) {
+    const fuzz::Check k = fuzz::check_vmap(fuzz::generate(s, kMaxNodes), s);
+    INFO("seed " << s << ": " << show(k));
+    CHECK(k.kind == fuzz::Check::checked);
+  }
+  for (std::uint64_t s : {42008u, 99568u}) {
+    const fuzz::Check k = fuzz::check_vmap(fuzz::generate(s, kMaxNodes), s);
+    INFO("seed " << s << ": " << show(k));
+    CHECK(k.kind == fuzz::Check::skipped);
+    CHECK(k.what == "the lanes' results differ in shape; vmap raises TypeError");
+  }
+}

@@ -484,3 +484,147 @@ TEST_CASE("vmap: a collective's result is a new value, not the dimension its ope
         "  in (c, e, g, i) }");
   CHECK_NOTHROW(dyn::check_jaxpr(cj));
 }
+
+// dynstage_fuzz seeds 54001, 71062, 93554, 94561 (issue 23): a loop with
+// preserve_dimensions=false whose carried sizes never change (nimplicit 0)
+// was batched with loop variables again, so the batched while body's select
+// of a lane's old and new carry met i32[B,_d21] and i32[B,_d22] (a
+// ShapeError under make_jaxpr; eager vmap has static sizes and passed).
+TEST_CASE("vmap: a loop with preserve_dimensions=false whose sizes do not change keeps its dimensions shared "
+          "(dynstage_fuzz seeds 54001, 71062, 93554, 94561)") {
+  const Array<std::int64_t> n = Array<std::int64_t>::scalar(3);
+  SUBCASE("while_loop") {
+    // Two carried arrays of size n swapped while s < 3: lane 0 runs once, lane 1 never.
+    auto swap = [](auto s, auto n) {
+      auto a = dyn::arange<std::int32_t>(n);
+      auto t = dyn::while_loop([](auto k, auto c, auto, auto) { return (k < 2) & (c < 3); }, {.preserve_dimensions = false})(
+          [](auto k, auto c, auto u, auto v) { return std::make_tuple(k + 1, c + 1, v, u); })(
+          Array<std::int64_t>::scalar(0), s, a, a * 2);
+      return std::get<2>(t);
+    };
+    const Array<std::int32_t> s({2}, {2, 5});
+    auto vswap = dyn::vmap(swap, {0, dyn::none});
+    CHECK(str(vswap(s, n)) == "[[0 2 4]\n [0 1 2]]");
+    const auto cj = dyn::make_jaxpr(vswap)(s, n);
+    CHECK_NOTHROW(dyn::check_jaxpr(cj));
+    CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(s), AnyArray(n)}).at(0)) == "[[0 2 4]\n [0 1 2]]");
+  }
+  SUBCASE("for_loop") {
+    // A for_loop: a cond with a per-lane predicate in its body selects between
+    // the two carried arrays of size n (summed, so their sizes stay), as the
+    // while body's select does.
+    auto pick = [](auto p, auto n) {
+      auto a = dyn::arange<std::int32_t>(n);
+      auto t = dyn::for_loop(0, 1, 1, {.preserve_dimensions = false})([](auto, auto q, auto acc, auto u, auto v) {
+        auto w = dyn::cond(q, [](auto x, auto) { return x; }, [](auto, auto y) { return y; })(u, v);
+        return std::make_tuple(q, acc + dyn::sum(w), u, v);
+      })(p, Array<std::int32_t>::scalar(0), a, a * 2);
+      return std::get<1>(t);
+    };
+    const Array<bool> p({2}, std::vector<bool>{true, false});
+    auto vpick = dyn::vmap(pick, {0, dyn::none});
+    CHECK(str(vpick(p, n)) == "[3 6]");
+    const auto cp = dyn::make_jaxpr(vpick)(p, n);
+    CHECK_NOTHROW(dyn::check_jaxpr(cp));
+    CHECK(str(dyn::eval_jaxpr(cp, {AnyArray(p), AnyArray(n)}).at(0)) == "[3 6]");
+  }
+}
+
+// dynstage_fuzz seeds 82044, 38036 (issue 23): a cond with a shared
+// predicate passed every operand to its batched branches, n (the size of
+// arange(n)) too; a branch argument is a new value, so the branch's
+// broadcast of x to shape (n,) made a dimension other than a's: "min got
+// incompatible shapes for broadcasting: (_d0,), (_d2,)" under make_jaxpr.
+TEST_CASE("vmap: a cond with a shared predicate keeps a captured size the operands' dimension "
+          "(dynstage_fuzz seeds 82044, 38036)") {
+  auto f = [](auto x, auto n, auto p) {
+    auto a = dyn::arange<std::int32_t>(n);
+    return dyn::cond(p, [](auto, auto u) { return u; }, [](auto y, auto u) { return dyn::minimum(u, y); })(x, a);
+  };
+  const Array<std::int32_t> x({2, 1}, {1, 2});
+  const Array<std::int64_t> n = Array<std::int64_t>::scalar(3);
+  const Array<bool> no = Array<bool>::scalar(false);
+  auto vf = dyn::vmap(f, {0, dyn::none, dyn::none});
+  CHECK(str(vf(x, n, no)) == "[[0 1 1]\n [0 1 2]]");
+  const auto cj = dyn::make_jaxpr(vf)(x, n, no);
+  CHECK_NOTHROW(dyn::check_jaxpr(cj));
+  CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(x), AnyArray(n), AnyArray(no)}).at(0)) == "[[0 1 1]\n [0 1 2]]");
+}
+
+// dynstage_fuzz seed 49564 (issue 23): vmap runs every branch of a cond with
+// a per-lane predicate on every lane, and a while body on lanes that have
+// finished (JAX's rules), then discards those lanes' results. Integer
+// 0 ** negative there raised ArithmeticError though no lane alone does (a
+// branch not taken does not fault, docs/errors.md); a lane that does take it
+// still raises.
+TEST_CASE("vmap: integer 0 ** negative in a branch a lane does not take, or after its loop ended, does not raise "
+          "(dynstage_fuzz seed 49564)") {
+  const Array<std::int64_t> e({2}, {2, -1});
+  const Array<std::int64_t> zero = Array<std::int64_t>::scalar(0);
+  auto pick = [](auto y, auto b) {
+    return dyn::cond(y >= 0, [](auto u, auto c) { return dyn::pow(c, u); }, [](auto, auto c) { return c - 7; })(y, b);
+  };
+  auto vpick = dyn::vmap(pick, {0, dyn::none});
+  CHECK(str(vpick(e, zero)) == "[ 0 -7]");
+  const auto cj = dyn::make_jaxpr(vpick)(e, zero);
+  CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(e), AnyArray(zero)}).at(0)) == "[ 0 -7]");
+  auto sw = [](auto i, auto y, auto b) {
+    return dyn::switch_(i, [](auto, auto c) { return c - 7; }, [](auto u, auto c) { return dyn::pow(c, u); })(y, b);
+  };
+  CHECK(str(dyn::vmap(sw, {0, 0, dyn::none})(Array<std::int32_t>({2}, {1, 0}), e, zero)) == "[ 0 -7]");
+  // A lane that takes the branch raises, as it does alone.
+  CHECK(message_of<dyn::ArithmeticError>([&] {
+          (void)dyn::vmap(sw, {0, 0, dyn::none})(Array<std::int32_t>({2}, {1, 1}), e, zero);
+        }) == "pow: integer zero raised to a negative power");
+  // An unbatched pow (base and exponent the same in every lane) faults only
+  // when some lane takes its branch.
+  auto un = [](auto q, auto b, auto y) {
+    return dyn::cond(q, [](auto c, auto u) { return dyn::pow(c, u); }, [](auto c, auto) { return c - 7; })(b, y);
+  };
+  auto vun = dyn::vmap(un, {0, dyn::none, dyn::none});
+  const Array<std::int64_t> minus1 = Array<std::int64_t>::scalar(-1);
+  CHECK(str(vun(Array<bool>({2}, std::vector<bool>{false, false}), zero, minus1)) == "[-7 -7]");
+  CHECK(message_of<dyn::ArithmeticError>([&] {
+          (void)vun(Array<bool>({2}, std::vector<bool>{false, true}), zero, minus1);
+        }) == "pow: integer zero raised to a negative power");
+  // while: sum 0 ** (m - k - 1) for k < m; lane 0 ends after one step, and
+  // its further steps (discarded) would compute 0 ** -1.
+  auto count = [](auto m, auto b) {
+    auto t = dyn::while_loop([](auto k, auto, auto mm, auto) { return k < mm; })(
+        [](auto k, auto acc, auto mm, auto c) { return std::make_tuple(k + 1, acc + dyn::pow(c, mm - k - 1), mm, c); })(
+        Array<std::int64_t>::scalar(0), Array<std::int64_t>::scalar(0), m, b);
+    return std::get<1>(t);
+  };
+  const Array<std::int64_t> m({2}, {1, 3});
+  auto vcount = dyn::vmap(count, {0, dyn::none});
+  CHECK(str(vcount(m, zero)) == "[1 1]");
+  const auto cc = dyn::make_jaxpr(vcount)(m, zero);
+  CHECK(str(dyn::eval_jaxpr(cc, {AnyArray(m), AnyArray(zero)}).at(0)) == "[1 1]");
+}
+
+// dynstage_fuzz seeds 42008, 99568 (issue 23): a loop that grows a carry in
+// some lanes only has lanes of different shapes, which no batched array
+// holds: vmap raises (JAX: the carry's type must not change), as the
+// fuzzer's check now expects.
+TEST_CASE("vmap: a loop whose carry grows in some lanes only is an error (dynstage_fuzz seeds 42008, 99568)") {
+  auto grow = [](auto s, auto a) {
+    auto t = dyn::while_loop([](auto k, auto c, auto) { return (k < 1) & (c < 3); }, {.preserve_dimensions = false})(
+        [](auto k, auto c, auto u) { return std::make_tuple(k + 1, c, dyn::concatenate({u, u}, 0)); })(
+        Array<std::int64_t>::scalar(0), s, a);
+    return std::get<2>(t);
+  };
+  const Array<std::int32_t> a({2}, {1, 2});
+  CHECK(str(grow(Array<std::int32_t>::scalar(2), a)) == "[1 2 1 2]");
+  CHECK(str(grow(Array<std::int32_t>::scalar(5), a)) == "[1 2]");
+  auto vgrow = dyn::vmap(grow, {0, dyn::none});
+  const Array<std::int32_t> s({2}, {2, 5});
+  CHECK(message_of<dyn::TypeError>([&] { (void)vgrow(s, a); }) ==
+        "dyn::while_loop(): a static carried dimension cannot change; body output #2 has type i32[4] but carry input "
+        "#2 has type i32[2] (dimension 0: 4 vs 2); start from a value whose size is dynamic (a dyn::Dim) and pass "
+        "{.preserve_dimensions = false}");
+  // A dynamic size (arange(n)): the loop has a loop variable (nimplicit 1), which vmap does not batch.
+  auto grow_n = [&](auto s, auto n) { return grow(s, dyn::arange<std::int32_t>(n)); };
+  CHECK(message_of<dyn::TypeError>([&] {
+          (void)dyn::make_jaxpr(dyn::vmap(grow_n, {0, dyn::none}))(s, Array<std::int64_t>::scalar(2));
+        }) == "vmap: cannot batch while_loop: its carried sizes change between iterations (nimplicit > 0)");
+}

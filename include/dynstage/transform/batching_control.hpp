@@ -24,7 +24,11 @@
 //               lane's count, inactive lanes keeping their carries
 //               (scan_ragged_rule: vmap of grad of a while loop).
 // Loops whose carried sizes change (nimplicit > 0) and conds with dynamic
-// result sizes are not batched (a TypeError saying so).
+// result sizes are not batched (a TypeError saying so); the others are
+// rebound with their carried dimensions shared. Code whose results some
+// lanes discard (a branch under a per-lane predicate, a while body after a
+// lane finished, a ragged scan past a lane's length) runs under ActiveLanes
+// (batching_rules.hpp), so that those lanes do not fault.
 // With no enclosing trace (eager vmap) the batched loop is staged in a
 // scope of its own and run by the interpreter.
 #pragma once
@@ -105,8 +109,13 @@ BatchOut for_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, co
       }
       return all_front(*fp.body_jaxpr, in, d, size);
     };
+    // nimplicit == 0: the body was traced (last) with every carried dimension
+    // shared, and its results keep them; the batched body is that body, so
+    // it is traced shared too. Loop variables (preserve_dimensions=false)
+    // would make a carried value's dimension differ from another carry's or
+    // a captured one's that the body mixes it with (fuzz seeds 54001, ...).
     LoopOptions opts;
-    opts.preserve_dimensions = fp.preserve_dimensions;
+    opts.preserve_dimensions = true;
     const std::vector<Value> carried(ops.begin() + static_cast<std::ptrdiff_t>(nc + 3), ops.end());
     return bind_for_loop(ops[nc], ops[nc + 1], ops[nc + 2], carried, body, opts);
   };
@@ -150,15 +159,19 @@ BatchOut while_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, 
         in.push_back(c);
         d.push_back(0);
       }
-      std::vector<Value> next = all_front(*wp.body_jaxpr, in, d, size);
       const auto [p, pd] = lane_pred(carried);
-      if (!pd) return next;  // every lane runs this iteration
+      if (!pd) return all_front(*wp.body_jaxpr, in, d, size);  // every lane runs this iteration
       const Value running = to_front(p, pd, size);
+      std::vector<Value> next;
+      {
+        const ActiveLanes active(running);  // a finished lane's iteration is discarded: no fault there
+        next = all_front(*wp.body_jaxpr, in, d, size);
+      }
       for (std::size_t k = 0; k < next.size(); ++k) next[k] = lane_select(running, next[k], carried[k]);
       return next;
     };
     LoopOptions opts;
-    opts.preserve_dimensions = wp.preserve_dimensions;
+    opts.preserve_dimensions = true;  // nimplicit == 0: as for_rule's
     const std::vector<Value> carried(ops.begin() + static_cast<std::ptrdiff_t>(ncc + nbc), ops.end());
     return bind_while_loop(carried, cond, body, opts);
   };
@@ -174,28 +187,49 @@ BatchOut cond_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
   if (dims[0]) {
     // A predicate per lane: every branch runs; each lane takes its branch's
     // results (JAX's _cond_batching_rule with a batched index: select_n).
-    std::vector<std::vector<Value>> outs;
-    for (const auto& b : cp.branches) outs.push_back(all_front(*b, in, d, size));
+    // Branch b runs with the lanes that take it active (ActiveLanes): a fault
+    // of a branch a lane does not take is not raised (seed 49564).
     const Value pred = to_front(x[0], dims[0], size);
-    std::vector<Value> r = outs.back();  // branches[N-1]: also an index out of range
-    for (std::size_t b = outs.size() - 1; b-- > 0;) {
-      Value take = pred;
-      if (cp.indexed) {
-        const Value bi = scalar_value(Scalar::of<std::int32_t>(static_cast<std::int32_t>(b)), false);
-        const Value i = pred.dtype() == DType::i32 ? pred : bind1(Prim::convert_element_type, {pred}, ConvertParams{DType::i32, false});
-        take = bind1(Prim::eq, {i, bi});
+    std::vector<Value> takes;  // bool[size]: the lanes that take branch b
+    for (std::size_t b = 0; b < cp.branches.size(); ++b) {
+      if (!cp.indexed) {
+        takes.push_back(b == 0 ? pred : bind1(Prim::not_, {pred}));
+        continue;
       }
-      for (std::size_t k = 0; k < r.size(); ++k) r[k] = lane_select(take, outs[b][k], r[k]);
+      const Value bi = scalar_value(Scalar::of<std::int32_t>(static_cast<std::int32_t>(b)), false);
+      const Value i = pred.dtype() == DType::i32 ? pred : bind1(Prim::convert_element_type, {pred}, ConvertParams{DType::i32, false});
+      takes.push_back(bind1(Prim::eq, {i, bi}));
     }
+    std::vector<std::vector<Value>> outs;
+    for (std::size_t b = 0; b < cp.branches.size(); ++b) {
+      const ActiveLanes active(takes[b]);
+      outs.push_back(all_front(*cp.branches[b], in, d, size));
+    }
+    std::vector<Value> r = outs.back();  // branches[N-1] (bind_switch clamped the index)
+    for (std::size_t b = outs.size() - 1; b-- > 0;)
+      for (std::size_t k = 0; k < r.size(); ++k) r[k] = lane_select(takes[b], outs[b][k], r[k]);
     return {r, std::vector<BDim>(r.size(), BDim{0})};
   }
+  // The unbatched operands are captured by the branches, as the loop rules
+  // capture their constants, rather than passed: a branch argument is a new
+  // value, so an i64[] operand that is a dimension (n of arange(n), the size
+  // of another operand) would lose that dimension in the branch, and
+  // broadcast_in_dim(.., shape=(n,)) would no longer match an operand of
+  // size n (dynstage_fuzz seeds 82044, 38036).
   std::vector<Value> operands{x[0]};
-  operands.insert(operands.end(), in.begin(), in.end());
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (d[k]) operands.push_back(in[k]);
   const auto run = [&](const std::vector<Value>& ops) {
     const std::vector<Value> args(ops.begin() + 1, ops.end());
+    const auto full = [&](const std::vector<Value>& a) {  // the branch's operands: captured and passed
+      std::vector<Value> r;
+      std::size_t next = 0;
+      for (std::size_t k = 0; k < in.size(); ++k) r.push_back(d[k] ? a.at(next++) : in[k]);
+      return r;
+    };
     std::vector<std::function<std::vector<Value>(const std::vector<Value>&)>> fns;
     for (const auto& b : cp.branches)
-      fns.emplace_back([&, b](const std::vector<Value>& a) { return all_front(*b, a, d, size); });
+      fns.emplace_back([&, b](const std::vector<Value>& a) { return all_front(*b, full(a), d, size); });
     std::vector<NestedFn> nfs(fns.begin(), fns.end());
     if (!cp.indexed) return bind_cond(ops[0], args, nfs[0], nfs[1]);
     return bind_switch(ops[0], args, nfs);
@@ -240,8 +274,12 @@ BatchOut scan_ragged_rule(const std::vector<Value>& x, const std::vector<BDim>& 
         in.push_back(args[k]);
         d.push_back(k < ncar ? BDim{0} : xdims[k - ncar]);
       }
-      std::vector<Value> outs = all_front(*sp.jaxpr, in, d, size);
       const Value active = bind1(Prim::lt, {args.back(), lengths});
+      std::vector<Value> outs;
+      {
+        const ActiveLanes lanes(active);  // an inactive lane's iteration is discarded: no fault there
+        outs = all_front(*sp.jaxpr, in, d, size);
+      }
       for (std::size_t k = 0; k < outs.size(); ++k)
         outs[k] = lane_select(active, outs[k],
                                k < ncar ? args[k]

@@ -67,6 +67,28 @@ BatchOut batch_control(Prim p, const std::vector<Value>& x, const std::vector<BD
 BatchOut batch_eval(const Jaxpr& j, const std::vector<Value>& consts, const std::vector<Value>& args,
                     const std::vector<BDim>& dims);
 
+// The lanes whose results the batch_eval under way keeps: a bool[size]
+// (batched at 0) while a cond with a per-lane predicate runs a branch on
+// every lane, or a while loop's body runs on lanes that have finished (JAX's
+// rules, which then discard those lanes' results); none otherwise. A value
+// fault in a discarded lane is one no lane alone raises, so batch_eval gives
+// an integer pow a base of 1 there (0 ** negative is an ArithmeticError; a
+// branch not taken does not fault, docs/errors.md; dynstage_fuzz seed 49564).
+// Scoped (RAII); nested scopes AND their masks.
+class ActiveLanes {
+public:
+  explicit ActiveLanes(const Value& mask);
+  // No mask: dyn::vmap's own batch_eval (another vmap's lanes are not its).
+  explicit ActiveLanes(std::nullopt_t);
+  ~ActiveLanes();
+  ActiveLanes(const ActiveLanes&) = delete;
+  ActiveLanes& operator=(const ActiveLanes&) = delete;
+  static const std::optional<Value>& current();
+
+private:
+  std::optional<Value> saved_;
+};
+
 namespace batch_detail {
 
 // The size of the batch axis of the batched operands (the first one's:
@@ -90,6 +112,20 @@ std::vector<std::int64_t> shifted(const std::vector<std::int64_t>& axes, std::in
 }  // namespace batch_detail
 
 #ifdef DYNSTAGE_IMPLEMENTATION
+
+namespace {
+std::optional<Value>& active_lanes() {
+  thread_local std::optional<Value> m;
+  return m;
+}
+}  // namespace
+
+ActiveLanes::ActiveLanes(const Value& mask) : saved_(active_lanes()) {
+  active_lanes() = saved_ ? bind1(Prim::and_, {*saved_, mask}) : mask;
+}
+ActiveLanes::ActiveLanes(std::nullopt_t) : saved_(active_lanes()) { active_lanes().reset(); }
+ActiveLanes::~ActiveLanes() { active_lanes() = saved_; }
+const std::optional<Value>& ActiveLanes::current() { return active_lanes(); }
 
 namespace batch_detail {
 

@@ -84,6 +84,22 @@ BatchOut batch_eval(const Jaxpr& j, const std::vector<Value>& consts, const std:
       din.push_back(dread(a));
       any = any || din.back().has_value();
     }
+    if (e.prim == Prim::pow && is_integer(in[0].dtype()) && ActiveLanes::current()) {
+      // A lane whose result is discarded computes 1 ** y: no fault (ActiveLanes).
+      // Unbatched operands stay unbatched (a size may be computed from them):
+      // base 1 unless some lane is active.
+      const Value& m = *ActiveLanes::current();
+      const Value base = any ? batch_detail::to_front(in[0], din[0], m.shape()[0]) : in[0];
+      const Value one = full(base.shape(), scalar_value(Scalar::of<std::int64_t>(1), true), base.dtype(),
+                             current_trace() != nullptr);
+      const Value active = any ? m : bind1(Prim::reduce_or, {m}, ReduceParams{{0}});
+      std::vector<std::int64_t> at;  // where `active`'s axis goes in base's shape
+      if (any) at.push_back(0);
+      const Value keep =
+          base.rank() == active.rank() ? active : batch_detail::broadcast_dims(active, base.shape(), at, true);
+      in[0] = bind1(Prim::select_n, {keep, one, base});
+      if (any) din[0] = 0;
+    }
     BatchOut r;
     if (any) {
       r = batch_rule(e.prim, in, din, e.params);
@@ -246,6 +262,7 @@ struct Vmapped {
     std::vector<std::size_t> out_leaves;
     const TracedFn traced = trace_on_avals(f, in.avals, std::tuple<A...>(args...), out_leaves);
     check_out_axes(out_axes, out_leaves);
+    const ActiveLanes every_lane(std::nullopt);
     const BatchOut o = batch_eval(*traced.jaxpr, traced.consts, xs, in.dims);
     std::vector<Value> outs;
     std::size_t leaf = 0;
