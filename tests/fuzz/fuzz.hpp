@@ -255,10 +255,6 @@ std::set<dyn::detail::Prim> traced_primitives(const Case& c);
 // every primitive is among them).
 std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count, int max_nodes = 12);
 
-// p run on its parameters' values (concrete arrays, or with traced = true
-// values of the current trace, concrete ones lifted into it); its results.
-// The transformation checks call the program through this.
-std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<dyn::detail::Value>& params, bool traced);
 // What the tolerance of an inexact result grows with (fuzz_run.cpp, Scales):
 // the largest finite |value| it was computed from, and the most terms one of
 // its elements sums.
@@ -266,6 +262,12 @@ struct Scale {
   double magnitude = 0;
   double terms = 1;
 };
+
+// p run on its parameters' values (concrete arrays, or with traced = true
+// values of the current trace, concrete ones lifted into it); its results.
+// The transformation checks call the program through this.
+std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<dyn::detail::Value>& params, bool traced,
+                                           std::vector<Scale>* scales = nullptr);
 // "" if `got` matches `ref`: identical, or for an inexact float within the
 // jit-vs-eager tolerance (fuzz_run.cpp); otherwise what differs.
 std::string compare(const dyn::AnyArray& got, const dyn::AnyArray& ref, bool inexact, bool lowp = false,

@@ -1115,7 +1115,7 @@ std::set<dyn::detail::Prim> generated_primitives(std::uint64_t first, int count,
 }
 
 std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<dyn::detail::Value>& params,
-                                           bool traced) {
+                                           bool traced, std::vector<Scale>* scales) {
   auto go = [&](auto kind) {
     using K = decltype(kind);
     std::vector<typename K::V> ps;
@@ -1125,8 +1125,23 @@ std::vector<dyn::detail::Value> run_values(const Program& p, const std::vector<d
         if constexpr (K::traced) return dyn::detail::from_value<Tracer<T>>(v);
         else return dyn::detail::from_value<Array<T>>(v);
       }));
+    Scales s;
+    if (scales) t_scales = &s;
+    std::vector<typename K::V> out;
+    try {
+      out = Interp<K>::run(p, {}, ps);
+    } catch (...) {
+      t_scales = nullptr;
+      throw;
+    }
+    t_scales = nullptr;
+    if (scales) {
+      scales->clear();
+      for (int o : p.outs)
+        scales->push_back(static_cast<std::size_t>(o) < s.slot.size() ? s.slot[static_cast<std::size_t>(o)] : Scale{});
+    }
     std::vector<dyn::detail::Value> r;
-    for (const typename K::V& o : Interp<K>::run(p, {}, ps))
+    for (const typename K::V& o : out)
       r.push_back(std::visit([](const auto& x) { return dyn::detail::to_value(x); }, o));
     return r;
   };
