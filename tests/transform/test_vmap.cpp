@@ -628,3 +628,25 @@ TEST_CASE("vmap: a loop whose carry grows in some lanes only is an error (dynsta
           (void)dyn::make_jaxpr(dyn::vmap(grow_n, {0, dyn::none}))(s, Array<std::int64_t>::scalar(2));
         }) == "vmap: cannot batch while_loop: its carried sizes change between iterations (nimplicit > 0)");
 }
+
+// An unbatched index, with batched and unbatched operands: the cond stays a
+// cond and its branches capture the unbatched operands (seeds 82044, 38036).
+// A captured concrete operand is staged in the branch, not folded while the
+// branch is traced: the branch the index does not take computes 0 ** -3,
+// which must not raise (dynstage_fuzz seed 51036).
+TEST_CASE("vmap: a branch an unbatched index does not take is traced without computing its constants (seed 51036)") {
+  const Array<std::int32_t> zero = Array<std::int32_t>::scalar(0), minus3 = Array<std::int32_t>::scalar(-3);
+  auto sw = [](auto i, auto z, auto e, auto x) {
+    return dyn::switch_(i, [](auto, auto, auto y) { return y * 2.0f; },
+                        [](auto c, auto u, auto y) { return y + dyn::astype<float>(dyn::pow(c, u)); })(z, e, x);
+  };
+  auto v = dyn::vmap(sw, {dyn::none, dyn::none, dyn::none, 0});
+  const Array<float> x({3}, {1.f, 2.f, 3.f});
+  CHECK(str(v(zero, zero, minus3, x)) == "[2. 4. 6.]");
+  const auto cj = dyn::make_jaxpr(v)(zero, zero, minus3, x);
+  CHECK(str(dyn::eval_jaxpr(cj, {AnyArray(zero), AnyArray(zero), AnyArray(minus3), AnyArray(x)}).at(0)) == "[2. 4. 6.]");
+  // Index 1 takes the branch: it raises, as each lane does alone.
+  CHECK(message_of<dyn::ArithmeticError>([&] {
+          (void)v(Array<std::int32_t>::scalar(1), zero, minus3, x);
+        }) == "pow: integer zero raised to a negative power");
+}

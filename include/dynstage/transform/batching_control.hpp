@@ -221,10 +221,20 @@ BatchOut cond_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
     if (d[k]) operands.push_back(in[k]);
   const auto run = [&](const std::vector<Value>& ops) {
     const std::vector<Value> args(ops.begin() + 1, ops.end());
+    // A concrete captured operand is staged in the branch (a constvar, or a
+    // scalar converted in place), never folded: a branch that is not taken
+    // must not fault while it is traced (seed 51036: pow(0, -3) in a switch_
+    // branch whose index is a constant 0).
+    const auto captured = [](const Value& v) {
+      TraceState* t = current_trace();
+      if (v.is_tracer() || !t) return v;
+      const Value l = t->lift(v);
+      return l.is_tracer() ? l : bind1(Prim::convert_element_type, {v}, ConvertParams{v.dtype(), false}, true);
+    };
     const auto full = [&](const std::vector<Value>& a) {  // the branch's operands: captured and passed
       std::vector<Value> r;
       std::size_t next = 0;
-      for (std::size_t k = 0; k < in.size(); ++k) r.push_back(d[k] ? a.at(next++) : in[k]);
+      for (std::size_t k = 0; k < in.size(); ++k) r.push_back(d[k] ? a.at(next++) : captured(in[k]));
       return r;
     };
     std::vector<std::function<std::vector<Value>(const std::vector<Value>&)>> fns;
