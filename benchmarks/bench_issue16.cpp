@@ -148,105 +148,64 @@ void items(benchmark::State& st, std::int64_t n) {
   st.counters["n"] = static_cast<double>(n);
 }
 
+// Checks f() against the hand loop's result once (within tol), then times
+// it; n items per call.
+template <class F, class T>
+void timed(benchmark::State& st, const char* what, F f, const std::vector<T>& ref, double tol, std::int64_t n) {
+  if (!matches(st, what, f(), ref, tol)) return;
+  for (auto _ : st) {
+    auto r = f();
+    benchmark::DoNotOptimize(r.data());
+    benchmark::ClobberMemory();
+  }
+  items(st, n);
+}
+
 // The segment sum adds each row in the hand loop's order: bit-identical (tolerance 0).
 void BM_csr_jit(benchmark::State& st) {
   const auto& m = bench::data::csr();
-  if (!matches(st, "csr/jit", jit_csr(m.row_ptr, m.cols, m.vals, m.x), csr_ref(), 0)) return;
-  for (auto _ : st) {
-    auto y = jit_csr(m.row_ptr, m.cols, m.vals, m.x);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, m.nnz);
+  timed(st, "csr/jit", [&] { return jit_csr(m.row_ptr, m.cols, m.vals, m.x); }, csr_ref(), 0, m.nnz);
 }
 
 void BM_csr_jit_scatter(benchmark::State& st) {
   const auto& m = bench::data::csr();
-  if (!matches(st, "csr/jit_scatter_add", jit_csr_scatter(m.row_ptr, m.row_of_nz, m.cols, m.vals, m.x), csr_ref(), 1e-12))
-    return;
-  for (auto _ : st) {
-    auto y = jit_csr_scatter(m.row_ptr, m.row_of_nz, m.cols, m.vals, m.x);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, m.nnz);
+  timed(st, "csr/jit_scatter_add", [&] { return jit_csr_scatter(m.row_ptr, m.row_of_nz, m.cols, m.vals, m.x); },
+        csr_ref(), 1e-12, m.nnz);
 }
 
 void BM_csr_eager(benchmark::State& st) {
   const auto& m = bench::data::csr();
-  if (!matches(st, "csr/eager", csr_seg_fn(m.row_ptr, m.cols, m.vals, m.x), csr_ref(), 1e-12)) return;
-  for (auto _ : st) {
-    auto y = csr_seg_fn(m.row_ptr, m.cols, m.vals, m.x);
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, m.nnz);
+  timed(st, "csr/eager", [&] { return csr_seg_fn(m.row_ptr, m.cols, m.vals, m.x); }, csr_ref(), 1e-12, m.nnz);
 }
 
 void BM_hist_jit(benchmark::State& st) {
   const auto& b = bench::data::hist_bins();
-  if (!matches(st, "hist/jit", jit_hist(b), hist_ref(), 0.0)) return;
-  for (auto _ : st) {
-    auto c = jit_hist(b);
-    benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, b.size());
+  timed(st, "hist/jit", [&] { return jit_hist(b); }, hist_ref(), 0.0, b.size());
 }
 
 void BM_hist_eager(benchmark::State& st) {
   const auto& b = bench::data::hist_bins();
-  if (!matches(st, "hist/eager", hist_fn(b), hist_ref(), 0.0)) return;
-  for (auto _ : st) {
-    auto c = hist_fn(b);
-    benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, b.size());
+  timed(st, "hist/eager", [&] { return hist_fn(b); }, hist_ref(), 0.0, b.size());
 }
 
 void BM_argmax_jit(benchmark::State& st) {
   const auto& x = bench::data::argmax_matrix();
-  if (!matches(st, "argmax/jit", jit_argmax(x), argmax_ref(), 0.0)) return;
-  for (auto _ : st) {
-    auto a = jit_argmax(x);
-    benchmark::DoNotOptimize(a.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, x.size());
+  timed(st, "argmax/jit", [&] { return jit_argmax(x); }, argmax_ref(), 0.0, x.size());
 }
 
 void BM_argmax_eager(benchmark::State& st) {
   const auto& x = bench::data::argmax_matrix();
-  if (!matches(st, "argmax/eager", argmax_fn(x), argmax_ref(), 0.0)) return;
-  for (auto _ : st) {
-    auto a = argmax_fn(x);
-    benchmark::DoNotOptimize(a.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, x.size());
+  timed(st, "argmax/eager", [&] { return argmax_fn(x); }, argmax_ref(), 0.0, x.size());
 }
 
 void BM_sort_jit(benchmark::State& st) {
   const auto& x = bench::data::sort_input();
-  if (!matches(st, "sort/jit", jit_sort(x), sort_ref(), 0.0)) return;
-  for (auto _ : st) {
-    auto s = jit_sort(x);
-    benchmark::DoNotOptimize(s.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, x.size());
+  timed(st, "sort/jit", [&] { return jit_sort(x); }, sort_ref(), 0.0, x.size());
 }
 
 void BM_sort_eager(benchmark::State& st) {
   const auto& x = bench::data::sort_input();
-  if (!matches(st, "sort/eager", sort_fn(x), sort_ref(), 0.0)) return;
-  for (auto _ : st) {
-    auto s = sort_fn(x);
-    benchmark::DoNotOptimize(s.data());
-    benchmark::ClobberMemory();
-  }
-  items(st, x.size());
+  timed(st, "sort/eager", [&] { return sort_fn(x); }, sort_ref(), 0.0, x.size());
 }
 
 // Names "case/variant/arg" with the args of bench_main's hand loops
