@@ -127,9 +127,8 @@ std::vector<AnyArray> collective_impl(Prim p, const std::vector<AnyArray>& in, c
   // Every rank's block, in group order (one block when alone).
   auto gather_all = [&]() {
     std::vector<char> all(static_cast<std::size_t>(n * es * g.size));
-    if (g.size == 1) {
+    if (g.size == 1)
       copy_bytes(all.data(), x.data(), n * es);
-    }
     else
       MPI_Allgather(x.data(), static_cast<int>(n * es), MPI_BYTE, all.data(), static_cast<int>(n * es), MPI_BYTE,
                     comm);

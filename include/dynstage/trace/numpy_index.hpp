@@ -303,6 +303,12 @@ namespace index_detail {
 //   pos = cumsum(m) - 1        where each true element goes
 //   out = zeros(k) scattered with iota at where(mask, pos, k)
 // (a false element's target k is out of range: dropped).
+// Dimension n as a weak i64 scalar: a literal when static.
+inline Value i64_of(const Dim& n) {
+  return n.is_static() ? scalar_value(Scalar::of<std::int64_t>(n.value()), true)
+                       : convert(dim_to_value(n), DType::i64, true);
+}
+
 inline Value nonzero_1d(const Value& x) {
   const Value m = x.dtype() == DType::bool_ ? x : compare(Prim::ne, x, scalar_value(Scalar::of<std::int32_t>(0), true));
   const Value mi = convert(m, DType::i64);
@@ -340,15 +346,11 @@ std::vector<Value> nonzero(const Value& x, std::size_t axes) {
   const Value flat = index_detail::nonzero_1d(rank == 1 ? x : reshape(x, Shape{Dim(-1)}));
   std::vector<Dim> strides(rank, Dim(1));
   for (std::size_t d = rank - 1; d-- > 0;) strides[d] = strides[d + 1] * xs[d + 1];
-  const auto as_value = [](const Dim& n) {
-    return n.is_static() ? scalar_value(Scalar::of<std::int64_t>(n.value()), true)
-                         : convert(dim_to_value(n), DType::i64, true);
-  };
   std::vector<Value> out;
   for (std::size_t d = 0; d < rank; ++d) {
     Value v = flat;
-    if (d + 1 < rank) v = binary(Prim::div, v, as_value(strides[d]));
-    if (d > 0) v = binary(Prim::rem, v, as_value(xs[d]));
+    if (d + 1 < rank) v = binary(Prim::div, v, index_detail::i64_of(strides[d]));
+    if (d > 0) v = binary(Prim::rem, v, index_detail::i64_of(xs[d]));
     out.push_back(v);
   }
   return out;
@@ -361,13 +363,6 @@ Value compress(const Value& mask, const Value& x) {
   IndexArg rows{IndexArg::Kind::value, index_detail::nonzero_1d(mask), false};
   return index_get(x, {rows});
 }
-
-namespace index_detail {
-inline Value i64_of(const Dim& n) {
-  return n.is_static() ? scalar_value(Scalar::of<std::int64_t>(n.value()), true)
-                       : convert(dim_to_value(n), DType::i64, true);
-}
-}  // namespace index_detail
 
 Value segment_sum_offsets(const Value& data, const Value& offsets) {
   if (!is_integer(offsets.dtype()))

@@ -191,14 +191,12 @@ BatchOut cond_rule(const std::vector<Value>& x, const std::vector<BDim>& dims, c
     // of a branch a lane does not take is not raised (seed 49564).
     const Value pred = to_front(x[0], dims[0], size);
     std::vector<Value> takes;  // bool[size]: the lanes that take branch b
-    for (std::size_t b = 0; b < cp.branches.size(); ++b) {
-      if (!cp.indexed) {
-        takes.push_back(b == 0 ? pred : bind1(Prim::not_, {pred}));
-        continue;
-      }
-      const Value bi = scalar_value(Scalar::of<std::int32_t>(static_cast<std::int32_t>(b)), false);
+    if (!cp.indexed) {
+      takes = {pred, bind1(Prim::not_, {pred})};
+    } else {
       const Value i = pred.dtype() == DType::i32 ? pred : bind1(Prim::convert_element_type, {pred}, ConvertParams{DType::i32, false});
-      takes.push_back(bind1(Prim::eq, {i, bi}));
+      for (std::size_t b = 0; b < cp.branches.size(); ++b)
+        takes.push_back(bind1(Prim::eq, {i, scalar_value(Scalar::of<std::int32_t>(static_cast<std::int32_t>(b)), false)}));
     }
     std::vector<std::vector<Value>> outs;
     for (std::size_t b = 0; b < cp.branches.size(); ++b) {
