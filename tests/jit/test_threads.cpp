@@ -136,6 +136,67 @@ TEST_CASE("threads: a fused elementwise kernel is split into tasks, same bits fo
   CHECK(tasks_run([&] { r = jf(wavy<double>(1000), wavy<double>(1000)); }) == 0);
 }
 
+// Outputs of at least the stream threshold (llvm/stream.hpp: the host's
+// last-level cache, here lowered by the test hook) are computed in chunks and
+// copied out with non-temporal stores; the values are those of eager.
+TEST_CASE("threads: large elementwise outputs are written with non-temporal stores, the same bits") {
+  struct StreamBytes {  // the test hook, restored after
+    explicit StreamBytes(i64 n) { dyn::detail::stream_bytes().store(n); }
+    ~StreamBytes() { dyn::detail::stream_bytes().store(0); }
+  } hook(64 * 1024);
+  using test_util::count_of;
+  const i64 n = 200003;  // 1.6 MB of f64; not a multiple of a chunk (8 KiB): a partial last chunk
+  const Array<double> x = wavy<double>(n, 3.0), y = wavy<double>(n, -2.0);
+  auto f = [](auto a, auto b) { return a * 2.0 + a * b; };
+  auto jf = dyn::jit(f);
+  CHECK(count_of(jf.llvm_ir(x, y), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(same_for_every_thread_count(jf, x, y), dyn::eager(f)(x, y)));
+  // Every element size: f32, bool (one byte) and c128 (sixteen).
+  auto g = [](auto a, auto b) { return dyn::astype<float>(a) * 2.0f + dyn::astype<float>(b); };
+  CHECK(dyn::array_equal(same_for_every_thread_count(dyn::jit(g), x, y), dyn::eager(g)(x, y)));
+  auto h = [](auto a, auto b) { return a * 2.0 > b; };
+  CHECK(dyn::array_equal(same_for_every_thread_count(dyn::jit(h), x, y), dyn::eager(h)(x, y)));
+  auto c = [](auto a, auto b) { return dyn::complex(a, b) * dyn::complex(b, a) + 1.0; };
+  CHECK(dyn::array_equal(same_for_every_thread_count(dyn::jit(c), x, y), dyn::eager(c)(x, y)));
+  // A symbolic size decides at run time: streamed at n, not at 5.
+  auto jp = dyn::jit(f, dyn::polymorphic_shapes{"(n,)", "(n,)"});
+  CHECK(count_of(jp.llvm_ir(x, y), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(same_for_every_thread_count(jp, x, y), dyn::eager(f)(x, y)));
+  const Array<double> xs = wavy<double>(5), ys = wavy<double>(5, 2.0);
+  CHECK(dyn::array_equal(jp(xs, ys), dyn::eager(f)(xs, ys)));
+  // Below the threshold (the host's cache, at least 4 MiB) no streaming code.
+  dyn::detail::stream_bytes().store(0);
+  CHECK(count_of(dyn::jit(f).llvm_ir(x, y), "!nontemporal") == 0);
+}
+
+// Window writes (a concatenate's pieces, a dynamic_update_slice's update and
+// the copy of its operand) stream row by row; a row starting inside a cache
+// line (column 1) has its first bytes copied plainly. Exact copies: eager's bits.
+TEST_CASE("threads: large window writes are streamed row by row, also from an unaligned column") {
+  struct StreamBytes {
+    explicit StreamBytes(i64 n) { dyn::detail::stream_bytes().store(n); }
+    ~StreamBytes() { dyn::detail::stream_bytes().store(0); }
+  } hook(64 * 1024);
+  using test_util::count_of;
+  const i64 rows = 301, cols = 1027;  // rows of 8216 bytes: more than a chunk, not whole lines
+  const Array<double> u = dyn::reshape(wavy<double>(rows * cols, 3.0), {rows, cols});
+  auto heat_like = [](auto a) {
+    auto above = dyn::slice(a, {rows - 1, 0}, {rows, cols}), below = dyn::slice(a, {0, 0}, {1, cols});
+    auto ext = dyn::concatenate({above, a, below}, 0);
+    auto mid = dyn::slice(ext, {1, 1}, {rows + 1, cols - 1}) * 0.5 + dyn::slice(ext, {0, 1}, {rows, cols - 1});
+    return dyn::dynamic_update_slice(a, mid, {0, 1});
+  };
+  auto jf = dyn::jit(heat_like);
+  CHECK(count_of(jf.llvm_ir(u), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(jf(u), dyn::eager(heat_like)(u)));
+  auto pieces = [](auto a, auto b) { return dyn::concatenate({a, b, a}, 1); };
+  const Array<float> a = dyn::reshape(wavy<float>(200 * 333), {200, 333});
+  const Array<float> b = dyn::reshape(wavy<float>(200 * 45, -1.0), {200, 45});
+  auto jp = dyn::jit(pieces);  // only window writes
+  CHECK(count_of(jp.llvm_ir(a, b), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(jp(a, b), dyn::eager(pieces)(a, b)));
+}
+
 TEST_CASE("threads: elementwise nests that need multi-indices split by rows") {
   auto f = [](auto x, auto y) { return dyn::transpose(x, {1, 0}) * 2.0 + y; };
   const Array<float> x = dyn::reshape(wavy<float>(300 * 500), {300, 500});

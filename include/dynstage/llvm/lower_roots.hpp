@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lower.hpp"
+#include "stream.hpp"
 #include "lower_parallel.hpp"
 
 namespace dyn::detail::llvmjit {
@@ -387,6 +388,24 @@ inline void Lowering::emit_windows(const std::vector<Window>& ws, std::size_t k)
     start.push_back(start_of(e, a, i, a.start == AxisMap::Start::clamped ? b.CreateSub(od[i], ud[i]) : nullptr));
   }
   const auto ost = strides_of(od);
+  if (ws.size() == 1 && !ud.empty()) {
+    // Row by row (the innermost axis is contiguous in the output), each row
+    // a streamed range when the output is large (stream.hpp).
+    const std::size_t r = ud.size();
+    const DType d = type(e.outputs[0]).dtype;
+    std::vector<llvm::Value*> multi(r);
+    loops(ud, 0, r - 1, multi, E.c64(0), [&](llvm::Value* l) {
+      llvm::Value* o = start[r - 1];
+      for (std::size_t i = 0; i + 1 < r; ++i)
+        o = b.CreateAdd(o, b.CreateMul(b.CreateAdd(multi[i], start[i], "", true, true), ost[i], "", true, true), "",
+                        true, true);
+      emit_streamed_range(E, ws.front().out, d, numel(od), o, ud[r - 1], [&](llvm::Value* at) {
+        multi[r - 1] = b.CreateSub(at, o, "", true, true);
+        return operand(u, body_ix(ud, multi, lin_step(l, ud[r - 1], multi[r - 1])));
+      });
+    });
+    return;
+  }
   nest(ud, false, [&](Ix& ix) {
     llvm::Value* o = E.c64(0);
     for (std::size_t i = 0; i < ud.size(); ++i) {
@@ -411,7 +430,12 @@ inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out, const Win
   const DType d = type(e.outputs[0]).dtype;
   if (plan_.reuse[static_cast<std::size_t>(e.outputs[0])] < 0) {  // else out is x's buffer (buffers.hpp)
     count_copy(bytes_of(dims_of(e.outputs[0]), d));
-    nest(dims_of(e.outputs[0]), !needs_multi(x), [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
+    const Dims od = dims_of(e.outputs[0]);
+    if (!needs_multi(x))
+      emit_streamed_range(E, out, d, numel(od), E.c64(0), numel(od),
+                          [&](llvm::Value* k) { return operand(x, body_ix(od, {}, k)); });
+    else
+      nest(od, false, [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });
   }
   if (e.inputs[1].is_var()) count_copy(bytes_of(dims_of(e.inputs[1].var), d));
   emit_windows({{&e, out}}, 1);
