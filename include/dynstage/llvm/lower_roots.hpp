@@ -390,16 +390,20 @@ inline void Lowering::emit_windows(const std::vector<Window>& ws, std::size_t k)
   const auto ost = strides_of(od);
   if (ws.size() == 1 && !ud.empty()) {
     // Row by row (the innermost axis is contiguous in the output), each row
-    // a streamed range when the output is large (stream.hpp).
+    // a streamed range when what this root writes is large (stream.hpp): a
+    // concatenate's whole output, a dynamic_update_slice's update (a small
+    // update of a large carry, read again by the next iteration, stays in
+    // the cache).
     const std::size_t r = ud.size();
     const DType d = type(e.outputs[0]).dtype;
+    llvm::Value* written = e.prim == Prim::concatenate ? numel(od) : numel(ud);
     std::vector<llvm::Value*> multi(r);
     loops(ud, 0, r - 1, multi, E.c64(0), [&](llvm::Value* l) {
       llvm::Value* o = start[r - 1];
       for (std::size_t i = 0; i + 1 < r; ++i)
         o = b.CreateAdd(o, b.CreateMul(b.CreateAdd(multi[i], start[i], "", true, true), ost[i], "", true, true), "",
                         true, true);
-      emit_streamed_range(E, ws.front().out, d, numel(od), o, ud[r - 1], [&](llvm::Value* at) {
+      emit_streamed_range(E, ws.front().out, d, written, o, ud[r - 1], [&](llvm::Value* at) {
         multi[r - 1] = b.CreateSub(at, o, "", true, true);
         return operand(u, body_ix(ud, multi, lin_step(l, ud[r - 1], multi[r - 1])));
       });

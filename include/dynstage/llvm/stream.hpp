@@ -15,7 +15,8 @@
 // stores. Chunks are placed by the range alone, never by addresses, so the
 // values (which elements the vector loop or its scalar remainder computes)
 // do not depend on where a buffer landed or on streaming. A range streams
-// when the whole output is at least the host's last-level cache
+// when what its root writes (an elementwise output, a concatenate, an update)
+// is at least the host's last-level cache
 // (stream_threshold_bytes); otherwise the same loop writes the output
 // directly. Once a range is written a fence orders its non-temporal stores
 // before whatever the thread does next (they are weakly ordered on x86), so
@@ -69,9 +70,9 @@ inline std::int64_t stream_threshold_bytes() {
   return bytes;
 }
 
-// out[k] = value(k) for k in [begin, begin + count), out holding `total`
-// elements of dtype d; streamed as above when total is large enough (else
-// the plain loop).
+// out[k] = value(k) for k in [begin, begin + count), a part of the `total`
+// elements of dtype d that the root writes; streamed as above when total is
+// large enough (else the plain loop).
 inline void emit_streamed_range(Emitter& E, llvm::Value* out, DType d, llvm::Value* total, llvm::Value* begin,
                                 llvm::Value* count, const std::function<llvm::Value*(llvm::Value*)>& value) {
   auto& b = E.b;
