@@ -66,6 +66,20 @@ inline bool Lowering::flat_root(const Eqn& e) {
   return flat;
 }
 
+// Whether root output v may be written with streaming stores (stream.hpp):
+// not when it is a result of the kernel itself in a buffer of its own, which
+// the caller has just allocated. Such pages are new: the first store to each
+// faults it in, and the kernel's zeroing leaves it in the cache, so there is
+// no line to save the read of, and non-temporal stores make `a * 2` into a
+// new 80 MB result ~15% slower on one thread (measured); loop state,
+// temporaries (pooled) and reused buffers are memory written before.
+inline bool Lowering::may_stream(int v) const {
+  if (nested_body_ || plan_.reuse[static_cast<std::size_t>(v)] >= 0) return true;
+  for (const Atom& a : j_.outvars)
+    if (a.is_var() && a.var == v) return false;
+  return true;
+}
+
 // Fusion rule 4: one loop over the rows of the group's row axes; per row,
 // each member's nest over that row, in order. One-row buffers start at
 // row * (their row length) in the linear index space (rowoff_).
@@ -396,7 +410,9 @@ inline void Lowering::emit_windows(const std::vector<Window>& ws, std::size_t k)
     // the cache).
     const std::size_t r = ud.size();
     const DType d = type(e.outputs[0]).dtype;
-    llvm::Value* written = e.prim == Prim::concatenate ? numel(od) : numel(ud);
+    llvm::Value* written = !may_stream(e.outputs[0])         ? E.c64(0)
+                           : e.prim == Prim::concatenate ? numel(od)
+                                                         : numel(ud);
     std::vector<llvm::Value*> multi(r);
     loops(ud, 0, r - 1, multi, E.c64(0), [&](llvm::Value* l) {
       llvm::Value* o = start[r - 1];
@@ -436,7 +452,7 @@ inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out, const Win
     count_copy(bytes_of(dims_of(e.outputs[0]), d));
     const Dims od = dims_of(e.outputs[0]);
     if (!needs_multi(x))
-      emit_streamed_range(E, out, d, numel(od), E.c64(0), numel(od),
+      emit_streamed_range(E, out, d, may_stream(e.outputs[0]) ? numel(od) : E.c64(0), E.c64(0), numel(od),
                           [&](llvm::Value* k) { return operand(x, body_ix(od, {}, k)); });
     else
       nest(od, false, [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });

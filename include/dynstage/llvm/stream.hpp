@@ -72,7 +72,7 @@ inline std::int64_t stream_threshold_bytes() {
 
 // out[k] = value(k) for k in [begin, begin + count), a part of the `total`
 // elements of dtype d that the root writes; streamed as above when total is
-// large enough (else the plain loop).
+// large enough (else the plain loop; a `total` of 0: never streamed).
 inline void emit_streamed_range(Emitter& E, llvm::Value* out, DType d, llvm::Value* total, llvm::Value* begin,
                                 llvm::Value* count, const std::function<llvm::Value*(llvm::Value*)>& value) {
   auto& b = E.b;
