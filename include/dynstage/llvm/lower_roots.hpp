@@ -67,12 +67,11 @@ inline bool Lowering::flat_root(const Eqn& e) {
 }
 
 // Whether root output v may be written with streaming stores (stream.hpp):
-// not when it is a result of the kernel itself in a buffer of its own, which
-// the caller has just allocated. Such pages are new: the first store to each
-// faults it in, and the kernel's zeroing leaves it in the cache, so there is
-// no line to save the read of, and non-temporal stores make `a * 2` into a
-// new 80 MB result ~15% slower on one thread (measured); loop state,
-// temporaries (pooled) and reused buffers are memory written before.
+// not when it is a result of the kernel itself in a buffer of its own. There
+// the measurements disagree (a new 80 MB f64 result, one call after another,
+// 21 calls: `a * b + a` 15% faster on two threads, `a * 2` 15% slower on
+// one), so results keep plain stores until that is understood; loop state,
+// temporaries and reused buffers stream (the heat equation's step: 9%).
 inline bool Lowering::may_stream(int v) const {
   if (nested_body_ || plan_.reuse[static_cast<std::size_t>(v)] >= 0) return true;
   for (const Atom& a : j_.outvars)

@@ -2,9 +2,8 @@
 // Part of the backend implementation (DYNSTAGE_IMPLEMENTATION).
 //
 // A store to a line that is not in the cache first reads the line
-// (write-allocate): an elementwise kernel over 1e7 doubles with two inputs
-// moves 32 bytes an element, not 24, and on every core at once memory
-// bandwidth is what bounds it. Non-temporal stores write whole lines without
+// (write-allocate): a stencil step that reads a 128 MB plate and writes one
+// moves 384 MB, not 256, and memory bandwidth is what bounds it. Non-temporal stores write whole lines without
 // reading them, but LLVM vectorises a loop whose scalar store is
 // `!nontemporal` only into scalar `movntsd`s (an unaligned vector store
 // cannot be non-temporal). So a streamed range is computed in chunks of
