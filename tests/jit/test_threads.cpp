@@ -136,6 +136,94 @@ TEST_CASE("threads: a fused elementwise kernel is split into tasks, same bits fo
   CHECK(tasks_run([&] { r = jf(wavy<double>(1000), wavy<double>(1000)); }) == 0);
 }
 
+// Outputs of at least the stream threshold (llvm/stream.hpp: the host's
+// last-level cache, here lowered by the test hook) are computed in chunks and
+// copied out with non-temporal stores, unless they are new results of the
+// kernel (pages the first store faults in). A loop's state is memory written
+// before: the body below (an elementwise root after a reduction, so not a
+// strip-mined pointwise loop) streams.
+struct StreamBytes {  // the test hook, restored after
+  explicit StreamBytes(i64 n) { dyn::detail::stream_bytes().store(n); }
+  ~StreamBytes() { dyn::detail::stream_bytes().store(0); }
+};
+
+template <class Body>
+auto in_a_loop(Body body) {
+  return [body](auto a, auto b) { return dyn::for_loop(0, 3, 1)([&](auto, auto s) { return body(s, b); })(a); };
+}
+
+template <class Body, class T>
+void streamed_matches_eager(Body body, const Array<T>& x, const Array<T>& y) {
+  auto f = in_a_loop(body);
+  auto jf = dyn::jit(f);
+  CHECK(test_util::count_of(jf.llvm_ir(x, y), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(same_for_every_thread_count(jf, x, y), dyn::eager(f)(x, y)));
+}
+
+TEST_CASE("threads: large elementwise outputs are written with non-temporal stores, the same bits") {
+  StreamBytes hook(64 * 1024);
+  using test_util::count_of;
+  const i64 n = 200003;  // 1.6 MB of f64; not a multiple of a chunk (8 KiB): a partial last chunk
+  const Array<double> x = wavy<double>(n, 3.0), y = wavy<double>(n, -2.0);
+  auto step = [](auto s, auto b) { return s * 0.5 + b * dyn::max(s); };
+  streamed_matches_eager(step, x, y);
+  // Every element size: f32, bool (one byte) and c128 (sixteen).
+  streamed_matches_eager([](auto s, auto b) { return s * 0.5f + b * dyn::max(s); }, wavy<float>(n, 3.0),
+                         wavy<float>(n, -2.0));
+  auto bits = [&](double sc) { return dyn::eager([](auto v) { return v > 0.0; })(wavy<double>(n, sc)); };
+  streamed_matches_eager([](auto s, auto b) { return (s != b) != dyn::max(s); }, bits(3.0), bits(-2.0));
+  auto cplx = [&](double sc) {
+    return dyn::eager([](auto u, auto v) { return dyn::complex(u, v); })(wavy<double>(n, sc), wavy<double>(n, 1.0));
+  };
+  streamed_matches_eager([](auto s, auto b) { return s * b + dyn::max(dyn::real(s)); }, cplx(0.3), cplx(-0.2));
+  // A symbolic size decides at run time: streamed at n, not at 5.
+  auto jp = dyn::jit(in_a_loop(step), dyn::polymorphic_shapes{"(n,)", "(n,)"});
+  CHECK(count_of(jp.llvm_ir(x, y), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(same_for_every_thread_count(jp, x, y), dyn::eager(in_a_loop(step))(x, y)));
+  const Array<double> xs = wavy<double>(5), ys = wavy<double>(5, 2.0);
+  CHECK(dyn::array_equal(jp(xs, ys), dyn::eager(in_a_loop(step))(xs, ys)));
+  // A new result of the kernel is not streamed; nor is anything below the
+  // threshold (the host's cache, at least 4 MiB).
+  CHECK(count_of(dyn::jit([](auto a, auto b) { return a * 2.0 + a * b; }).llvm_ir(x, y), "!nontemporal") == 0);
+  dyn::detail::stream_bytes().store(0);
+  CHECK(count_of(dyn::jit(in_a_loop(step)).llvm_ir(x, y), "!nontemporal") == 0);
+}
+
+// Window writes (a concatenate's pieces, a dynamic_update_slice's update and
+// the copy of its operand) stream row by row; a row starting inside a cache
+// line (column 1) has its first bytes copied plainly. Exact copies: eager's bits.
+TEST_CASE("threads: large window writes are streamed row by row, also from an unaligned column") {
+  StreamBytes hook(64 * 1024);
+  using test_util::count_of;
+  const i64 rows = 301, cols = 1027;  // rows of 8216 bytes: more than a chunk, not whole lines
+  const Array<double> u = dyn::reshape(wavy<double>(rows * cols, 3.0), {rows, cols});
+  auto heat_like = [](auto a) {
+    auto above = dyn::slice(a, {rows - 1, 0}, {rows, cols}), below = dyn::slice(a, {0, 0}, {1, cols});
+    auto ext = dyn::concatenate({above, a, below}, 0);
+    auto mid = dyn::slice(ext, {1, 1}, {rows + 1, cols - 1}) * 0.5 + dyn::slice(ext, {0, 1}, {rows, cols - 1});
+    return dyn::dynamic_update_slice(a, mid, {0, 1});
+  };
+  auto jf = dyn::jit(heat_like);
+  CHECK(count_of(jf.llvm_ir(u), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(jf(u), dyn::eager(heat_like)(u)));
+  auto pieces = [](auto a, auto b) { return dyn::sort(dyn::concatenate({a, b, a}, 1)); };
+  const Array<float> a = dyn::reshape(wavy<float>(200 * 333), {200, 333});
+  const Array<float> b = dyn::reshape(wavy<float>(200 * 45, -1.0), {200, 45});
+  // A small update of a large carry, in place, is read again by the next
+  // iteration: not streamed (what the root writes is the update).
+  auto rows_loop = [](auto c) {
+    return dyn::for_loop(0, 10, 1)([](auto i, auto x) {
+      return dyn::dynamic_update_slice(x, dyn::dynamic_slice(x, {i, 0}, {1, cols}) * 0.5, {i, 0});
+    })(c);
+  };
+  auto jr = dyn::jit(rows_loop);
+  CHECK(count_of(jr.llvm_ir(u), "!nontemporal") == 0);
+  CHECK(dyn::array_equal(jr(u), dyn::eager(rows_loop)(u)));
+  auto jp = dyn::jit(pieces);  // the concatenate is a temporary, sorted into the result
+  CHECK(count_of(jp.llvm_ir(a, b), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(jp(a, b), dyn::eager(pieces)(a, b)));
+}
+
 TEST_CASE("threads: elementwise nests that need multi-indices split by rows") {
   auto f = [](auto x, auto y) { return dyn::transpose(x, {1, 0}) * 2.0 + y; };
   const Array<float> x = dyn::reshape(wavy<float>(300 * 500), {300, 500});

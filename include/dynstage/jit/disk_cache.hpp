@@ -461,7 +461,7 @@ DiskKey disk_key(const Jaxpr& j, const std::vector<bool>& kernel_sized, const st
   text += "\ndonated arguments " + disk::bits_str(donated);
   text += "\nexplicit " + disk::bits_str(j.in_explicit) + " " + disk::bits_str(j.out_explicit);
   text += std::string("\ncount_copies ") + (count_copies().load() ? "1" : "0") + " buffer_reuse " +
-          (buffer_reuse().load() ? "1" : "0");
+          (buffer_reuse().load() ? "1" : "0") + " stream_bytes " + std::to_string(stream_bytes().load());
   text += "\njaxpr\n" + to_string(j) + "\nliterals ";
   // What the printed jaxpr leaves out of a collective: its mesh's shape and
   // group size (runtime/distributed.hpp, collective_descriptor).

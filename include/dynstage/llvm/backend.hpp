@@ -105,6 +105,13 @@ inline std::atomic<bool>& buffer_reuse() {
   static std::atomic<bool> on{true};
   return on;
 }
+// Outputs of at least this many bytes are written with streaming stores
+// (llvm/stream.hpp); 0, the default, means the host's last-level cache.
+// Tests set it small. Read when a kernel is compiled.
+inline std::atomic<std::int64_t>& stream_bytes() {
+  static std::atomic<std::int64_t> n{0};
+  return n;
+}
 inline constexpr const char* kCountBytesRoutine = "dynstage_count_bytes";  // the kernels' call
 
 // Kernel return codes: 0, or a bit set of faults (the first in this order

@@ -22,6 +22,7 @@
 
 #include "lower.hpp"
 #include "parallel.hpp"
+#include "stream.hpp"
 
 namespace dyn::detail::llvmjit {
 
@@ -69,10 +70,7 @@ inline bool Lowering::emit_parallel_elementwise(const Eqn& e, llvm::Value* out) 
   const DType od = type(v).dtype;
   if (flat_root(e)) {
     parallel_tasks(n, E.c64(per), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) {
-      E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
-        Ix& ix = body_ix(dims, {}, b.CreateAdd(begin, i, "", true, true));
-        E.store(out, od, lin(ix), fused(e, ix));
-      });
+      emit_streamed_range(E, out, od, may_stream(v) ? n : E.c64(0), begin, b.CreateSub(end, begin), [&](llvm::Value* k) { return fused(e, body_ix(dims, {}, k)); });
     });
     return true;
   }
