@@ -87,7 +87,10 @@ inline void emit_streamed_range(Emitter& E, llvm::Value* out, DType d, llvm::Val
   const std::int64_t chunk_elems = kStreamChunkBytes / es;
   auto byte_at = [&](llvm::Value* k) { return b.CreateInBoundsGEP(E.i8, out, b.CreateMul(k, E.c64(es), "", true, true)); };
   llvm::Value* stream = b.CreateICmpSGE(b.CreateMul(total, E.c64(es)), E.c64(threshold));
+  // Lifetime markers let LLVM's stack colouring give every streamed range of
+  // a function the same 8 KiB.
   llvm::Value* chunk = E.entry_alloca(E.i8, kStreamChunkBytes, kStreamLineBytes);
+  b.CreateLifetimeStart(chunk, b.getInt64(kStreamChunkBytes));
   llvm::Value* chunks = b.CreateUDiv(b.CreateAdd(count, E.c64(chunk_elems - 1)), E.c64(chunk_elems));
   E.loop(chunks, [&](llvm::Value* c) {
     llvm::Value* c0 = b.CreateAdd(begin, b.CreateMul(c, E.c64(chunk_elems), "", true, true), "", true, true);
@@ -121,6 +124,7 @@ inline void emit_streamed_range(Emitter& E, llvm::Value* out, DType d, llvm::Val
     });
   });
   E.when(stream, [&] { b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent); });
+  b.CreateLifetimeEnd(chunk, b.getInt64(kStreamChunkBytes));
 }
 
 }  // namespace dyn::detail::llvmjit
