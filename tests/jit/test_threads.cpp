@@ -224,6 +224,28 @@ TEST_CASE("threads: large window writes are streamed row by row, also from an un
   CHECK(dyn::array_equal(jp(a, b), dyn::eager(pieces)(a, b)));
 }
 
+TEST_CASE("threads: scans with outer axes run one outer index a task, same bits for every thread count") {
+  const Array<double> m = dyn::reshape(wavy<double>(300 * 1000, 3.0), {300, 1000});
+  auto rows = [](auto x) { return dyn::cumsum(x * 2.0, 1); };
+  auto jr = dyn::jit(rows);
+  Array<double> r;
+  // No transcendental function: 65536 / 1000 = 65 rows a task, ceil(300 / 65) = 5 tasks.
+  CHECK(tasks_run([&] { r = same_for_every_thread_count(jr, m); }) == 4 * 5);
+  CHECK(dyn::array_equal(r, dyn::eager(rows)(m)));  // each row in order: eager's bits
+  // Two outer axes (the scan along the last of three; the inner loop over
+  // the second outer axis in each task), and a scan along an inner axis.
+  const Array<float> c = dyn::reshape(wavy<float>(40 * 50 * 100, 2.0), {40, 50, 100});
+  auto last = [](auto x) { return dyn::cummax(x, 2); };
+  auto middle = [](auto x) { return dyn::cumprod(x, 1, true); };
+  CHECK(dyn::array_equal(same_for_every_thread_count(dyn::jit(last), c), dyn::eager(last)(c)));
+  CHECK(dyn::array_equal(same_for_every_thread_count(dyn::jit(middle), c), dyn::eager(middle)(c)));
+  // Along the outermost axis there is one scan: on the calling thread.
+  auto first = [](auto x) { return dyn::cumsum(x, 0); };
+  auto jf = dyn::jit(first);
+  CHECK(tasks_run([&] { r = jf(m); }) == 0);
+  CHECK(dyn::array_equal(r, dyn::eager(first)(m)));
+}
+
 TEST_CASE("threads: elementwise nests that need multi-indices split by rows") {
   auto f = [](auto x, auto y) { return dyn::transpose(x, {1, 0}) * 2.0 + y; };
   const Array<float> x = dyn::reshape(wavy<float>(300 * 500), {300, 500});

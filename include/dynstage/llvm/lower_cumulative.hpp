@@ -16,7 +16,8 @@
 // materialised), once per element. Order and operations are the eager
 // kernel's (eager/kernels_cumulative.hpp): no reassociation, max/min as
 // lax.max (NaN propagates, the later operand on ties), so the results are
-// bit-identical to eager.
+// bit-identical to eager. With outer axes the scans are independent and run
+// on every core, whole outermost indices a task.
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -93,9 +94,9 @@ inline void Lowering::emit_cumulative(const Eqn& e, llvm::Value* out) {
       loops(xd, a + 1, r, multi, row, one);
     }
   };
-  llvm::AllocaInst* acc = unit(inner) ? E.entry_alloca(E.reg_type(d)) : nullptr;
-  loops(xd, 0, a, multi, E.c64(0), [&](llvm::Value* ol) {
-    // The first position (if the axis is not empty), then the others in order.
+  // The scan of outer index ol: the first position (if the axis is not
+  // empty), then the others in order.
+  auto scan = [&](llvm::Value* ol, llvm::AllocaInst* acc) {
     if (auto k = Emitter::konst(n)) {
       if (*k > 0) position(ol, E.c64(0), true, acc);
     } else {
@@ -104,7 +105,23 @@ inline void Lowering::emit_cumulative(const Eqn& e, llvm::Value* out) {
     E.loop(b.CreateSub(n, E.c64(1)), [&](llvm::Value* s) {
       position(ol, b.CreateAdd(s, E.c64(1), "", true, true), false, acc);
     });
-  });
+  };
+  // With outer axes, the scans are independent: whole indices of the
+  // outermost axis a task (lower_parallel.hpp), each scan in one task, in
+  // order, so the bits are the same for every thread count.
+  const std::int64_t per = task_elems({x});
+  if (a >= 1 && worth_parallel(numel(xd), per)) {
+    parallel_tasks(xd[0], rows_per_task(numel(xd, 1), per), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) {
+      llvm::AllocaInst* acc = unit(inner) ? E.entry_alloca(E.reg_type(d)) : nullptr;  // the task's own
+      E.loop(b.CreateSub(end, begin), [&](llvm::Value* i) {
+        multi[0] = b.CreateAdd(begin, i, "", true, true);
+        loops(xd, 1, a, multi, multi[0], [&](llvm::Value* ol) { scan(ol, acc); });
+      });
+    });
+    return;
+  }
+  llvm::AllocaInst* acc = unit(inner) ? E.entry_alloca(E.reg_type(d)) : nullptr;
+  loops(xd, 0, a, multi, E.c64(0), [&](llvm::Value* ol) { scan(ol, acc); });
 }
 
 }  // namespace dyn::detail::llvmjit
