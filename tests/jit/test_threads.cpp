@@ -139,9 +139,8 @@ TEST_CASE("threads: a fused elementwise kernel is split into tasks, same bits fo
 // Outputs of at least the stream threshold (llvm/stream.hpp: the host's
 // last-level cache, here lowered by the test hook) are computed in chunks and
 // copied out with non-temporal stores, unless they are new results of the
-// kernel (pages the first store faults in). A loop's state is memory written
-// before: the body below (an elementwise root after a reduction, so not a
-// strip-mined pointwise loop) streams.
+// kernel (Lowering::stream_total). A loop's state streams: the body below (an
+// elementwise root after a reduction, so not a strip-mined pointwise loop).
 struct StreamBytes {  // the test hook, restored after
   explicit StreamBytes(i64 n) { dyn::detail::stream_bytes().store(n); }
   ~StreamBytes() { dyn::detail::stream_bytes().store(0); }
@@ -206,9 +205,6 @@ TEST_CASE("threads: large window writes are streamed row by row, also from an un
   auto jf = dyn::jit(heat_like);
   CHECK(count_of(jf.llvm_ir(u), "!nontemporal") >= 1);
   CHECK(dyn::array_equal(jf(u), dyn::eager(heat_like)(u)));
-  auto pieces = [](auto a, auto b) { return dyn::sort(dyn::concatenate({a, b, a}, 1)); };
-  const Array<float> a = dyn::reshape(wavy<float>(200 * 333), {200, 333});
-  const Array<float> b = dyn::reshape(wavy<float>(200 * 45, -1.0), {200, 45});
   // A small update of a large carry, in place, is read again by the next
   // iteration: not streamed (what the root writes is the update).
   auto rows_loop = [](auto c) {
@@ -219,6 +215,9 @@ TEST_CASE("threads: large window writes are streamed row by row, also from an un
   auto jr = dyn::jit(rows_loop);
   CHECK(count_of(jr.llvm_ir(u), "!nontemporal") == 0);
   CHECK(dyn::array_equal(jr(u), dyn::eager(rows_loop)(u)));
+  auto pieces = [](auto a, auto b) { return dyn::sort(dyn::concatenate({a, b, a}, 1)); };
+  const Array<float> a = dyn::reshape(wavy<float>(200 * 333), {200, 333});
+  const Array<float> b = dyn::reshape(wavy<float>(200 * 45, -1.0), {200, 45});
   auto jp = dyn::jit(pieces);  // the concatenate is a temporary, sorted into the result
   CHECK(count_of(jp.llvm_ir(a, b), "!nontemporal") >= 1);
   CHECK(dyn::array_equal(jp(a, b), dyn::eager(pieces)(a, b)));

@@ -282,7 +282,7 @@ private:
   // --- materialisation points --------------------------------------------
   void emit_root(std::size_t ei);
   bool flat_root(const Eqn& e);
-  bool may_stream(int v) const;
+  llvm::Value* stream_total(int v, llvm::Value* written);
   void emit_group(const RowGroup& g);
   void emit_group_row(const RowGroup& g, const Row& row);
   void emit_row_elementwise(const Eqn& e, llvm::Value* out, const Row& row);

@@ -70,7 +70,8 @@ inline bool Lowering::emit_parallel_elementwise(const Eqn& e, llvm::Value* out) 
   const DType od = type(v).dtype;
   if (flat_root(e)) {
     parallel_tasks(n, E.c64(per), [&](llvm::Value*, llvm::Value* begin, llvm::Value* end) {
-      emit_streamed_range(E, out, od, may_stream(v) ? n : E.c64(0), begin, b.CreateSub(end, begin), [&](llvm::Value* k) { return fused(e, body_ix(dims, {}, k)); });
+      emit_streamed_range(E, out, od, stream_total(v, n), begin, b.CreateSub(end, begin),
+                          [&](llvm::Value* k) { return fused(e, body_ix(dims, {}, k)); });
     });
     return true;
   }

@@ -66,17 +66,18 @@ inline bool Lowering::flat_root(const Eqn& e) {
   return flat;
 }
 
-// Whether root output v may be written with streaming stores (stream.hpp):
-// not when it is a result of the kernel itself in a buffer of its own. There
-// the measurements disagree (a new 80 MB f64 result, one call after another,
-// 21 calls: `a * b + a` 15% faster on two threads, `a * 2` 15% slower on
-// one), so results keep plain stores until that is understood; loop state,
-// temporaries and reused buffers stream (the heat equation's step: 9%).
-inline bool Lowering::may_stream(int v) const {
-  if (nested_body_ || plan_.reuse[static_cast<std::size_t>(v)] >= 0) return true;
+// What root output v's nest writes, `written` elements, as stream.hpp's
+// emit_streamed_range counts it: 0 (never streamed) when v is a result of
+// the kernel itself in a buffer of its own. There the measurements disagree
+// (a new 80 MB f64 result, one call after another, 21 calls: `a * b + a`
+// 15% faster on two threads, `a * 2` 15% slower on one), so results keep
+// plain stores until that is understood; loop state, temporaries and reused
+// buffers stream (the heat equation's step: 9%).
+inline llvm::Value* Lowering::stream_total(int v, llvm::Value* written) {
+  if (nested_body_ || plan_.reuse[static_cast<std::size_t>(v)] >= 0) return written;
   for (const Atom& a : j_.outvars)
-    if (a.is_var() && a.var == v) return false;
-  return true;
+    if (a.is_var() && a.var == v) return E.c64(0);
+  return written;
 }
 
 // Fusion rule 4: one loop over the rows of the group's row axes; per row,
@@ -409,9 +410,7 @@ inline void Lowering::emit_windows(const std::vector<Window>& ws, std::size_t k)
     // the cache).
     const std::size_t r = ud.size();
     const DType d = type(e.outputs[0]).dtype;
-    llvm::Value* written = !may_stream(e.outputs[0])         ? E.c64(0)
-                           : e.prim == Prim::concatenate ? numel(od)
-                                                         : numel(ud);
+    llvm::Value* written = stream_total(e.outputs[0], e.prim == Prim::concatenate ? numel(od) : numel(ud));
     std::vector<llvm::Value*> multi(r);
     loops(ud, 0, r - 1, multi, E.c64(0), [&](llvm::Value* l) {
       llvm::Value* o = start[r - 1];
@@ -451,7 +450,7 @@ inline void Lowering::emit_window_root(const Eqn& e, llvm::Value* out, const Win
     count_copy(bytes_of(dims_of(e.outputs[0]), d));
     const Dims od = dims_of(e.outputs[0]);
     if (!needs_multi(x))
-      emit_streamed_range(E, out, d, may_stream(e.outputs[0]) ? numel(od) : E.c64(0), E.c64(0), numel(od),
+      emit_streamed_range(E, out, d, stream_total(e.outputs[0], numel(od)), E.c64(0), numel(od),
                           [&](llvm::Value* k) { return operand(x, body_ix(od, {}, k)); });
     else
       nest(od, false, [&](Ix& ix) { E.store(out, d, lin(ix), operand(x, ix)); });

@@ -3,23 +3,23 @@
 //
 // A store to a line that is not in the cache first reads the line
 // (write-allocate): a stencil step that reads a 128 MB plate and writes one
-// moves 384 MB, not 256, and memory bandwidth is what bounds it. Non-temporal stores write whole lines without
-// reading them, but LLVM vectorises a loop whose scalar store is
-// `!nontemporal` only into scalar `movntsd`s (an unaligned vector store
-// cannot be non-temporal). So a streamed range is computed in chunks of
-// kStreamChunkBytes into a task-local, 64-byte-aligned buffer (the same
-// vectorised loop as before, writing to L1) and copied out: the bytes up to
-// the destination's first cache-line boundary and after its last one with
-// memcpy, the whole lines in between with aligned 64-byte non-temporal
-// stores. Chunks are placed by the range alone, never by addresses, so the
-// values (which elements the vector loop or its scalar remainder computes)
-// do not depend on where a buffer landed or on streaming. A range streams
-// when what its root writes (an elementwise output, a concatenate, an update)
-// is at least the host's last-level cache
-// (stream_threshold_bytes); otherwise the same loop writes the output
-// directly. Once a range is written a fence orders its non-temporal stores
-// before whatever the thread does next (they are weakly ordered on x86), so
-// the thread that joins the tasks sees them.
+// moves 384 MB, not 256, and memory bandwidth is what bounds it.
+// Non-temporal stores write whole lines without reading them, but LLVM
+// vectorises a loop whose scalar store is `!nontemporal` only into scalar
+// `movntsd`s (an unaligned vector store cannot be non-temporal). So a
+// streamed range is computed in chunks of kStreamChunkBytes into a
+// 64-byte-aligned buffer on the stack (the same vectorised loop as before,
+// writing to L1) and copied out: the bytes up to the destination's first
+// cache-line boundary and after its last one with memcpy, the whole lines in
+// between with aligned 64-byte non-temporal stores. Chunks are placed by the
+// range alone, never by addresses, so the values (which elements the vector
+// loop or its scalar remainder computes) do not depend on where a buffer
+// landed or on streaming. A range streams when what its root writes (an
+// elementwise output, a concatenate, an update) is at least the host's
+// last-level cache (stream_threshold_bytes); otherwise the same loop writes
+// the output directly. Once a range is written a fence orders its
+// non-temporal stores before whatever the thread does next (they are weakly
+// ordered on x86), so the thread that joins the tasks sees them.
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -85,7 +85,6 @@ inline void emit_streamed_range(Emitter& E, llvm::Value* out, DType d, llvm::Val
     return;
   }
   const std::int64_t chunk_elems = kStreamChunkBytes / es;
-  auto byte_at = [&](llvm::Value* k) { return b.CreateInBoundsGEP(E.i8, out, b.CreateMul(k, E.c64(es), "", true, true)); };
   llvm::Value* stream = b.CreateICmpSGE(b.CreateMul(total, E.c64(es)), E.c64(threshold));
   // Lifetime markers let LLVM's stack colouring give every streamed range of
   // a function the same 8 KiB.
@@ -95,7 +94,7 @@ inline void emit_streamed_range(Emitter& E, llvm::Value* out, DType d, llvm::Val
   E.loop(chunks, [&](llvm::Value* c) {
     llvm::Value* c0 = b.CreateAdd(begin, b.CreateMul(c, E.c64(chunk_elems), "", true, true), "", true, true);
     llvm::Value* m = E.smin(E.c64(chunk_elems), b.CreateSub(count, b.CreateMul(c, E.c64(chunk_elems))));
-    llvm::Value* to = byte_at(c0);
+    llvm::Value* to = b.CreateInBoundsGEP(E.i8, out, b.CreateMul(c0, E.c64(es), "", true, true));
     llvm::Value* dst = b.CreateSelect(stream, chunk, to);
     E.loop(m, [&](llvm::Value* i) { E.store(dst, d, i, value(b.CreateAdd(c0, i, "", true, true))); });
     E.when(stream, [&] {
