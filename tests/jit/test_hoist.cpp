@@ -128,3 +128,35 @@ TEST_CASE("hoisting: integer division stays in the body (a zero divisor raises o
   // No iteration: no division, no error, under jit as eagerly.
   CHECK(dyn::array_equal(dyn::jit(f)(k, d, i64{0}), Array<i64>({2}, {0, 0})));
 }
+
+TEST_CASE("hoisting: a broadcast the body reads stays in it (no n x m constant); a hoisted reduction of it runs "
+          "before the loop") {
+  // keep: [n, 1], broadcast to the carry's [n, m] inside the body. Hoisted,
+  // the broadcast would enter the body as an n x m buffer read every
+  // iteration; fused in the body it reads n elements.
+  auto f = [](auto keep, auto c0) {
+    return dyn::for_loop(0, 3, 1)([&](auto, auto c) {
+      auto b = dyn::broadcast_to(keep, {4, 6});
+      return c * b + dyn::sum(b);  // sum(b) is hoisted: the broadcast runs before the loop for it too
+    })(c0);
+  };
+  const Array<double> keep({4, 1}, {1.0, 0.0, 0.5, 2.0});
+  const Array<double> c0 = dyn::reshape(wavy(24), {4, 6});
+  const dyn::Jaxpr j = rewritten(f, keep, c0);
+  const dyn::Jaxpr& b = body_of(j, Prim::for_loop);
+  CHECK(count(b.eqns, Prim::broadcast_in_dim) == 1);
+  CHECK(count(b.eqns, Prim::reduce_sum) == 0);
+  CHECK(count(j.eqns, Prim::broadcast_in_dim) == 1);
+  CHECK(count(j.eqns, Prim::reduce_sum) == 1);
+  for (const dyn::Atom& a : j.eqns.back().inputs)  // the loop's operands: no [4, 6] constant besides the carry
+    if (a.is_var() && j.type_of(a).shape.size() == 2) CHECK(j.type_of(a).shape[1].value == (a.var == j.invars[1] ? 6 : 1));
+  CHECK(dyn::array_equal(dyn::jit(f)(keep, c0), dyn::eager(f)(keep, c0)));
+  // A broadcast that does not inflate (same size) is hoisted as before.
+  auto g = [](auto w, auto c0) {
+    return dyn::for_loop(0, 3, 1)([&](auto, auto c) { return c + dyn::reshape(dyn::exp(w), {4, 6}); })(c0);
+  };
+  const dyn::Jaxpr jg = rewritten(g, wavy(24), c0);
+  CHECK(count(body_of(jg, Prim::for_loop).eqns, Prim::exp) == 0);
+  CHECK(count(body_of(jg, Prim::for_loop).eqns, Prim::reshape) == 0);
+  CHECK(dyn::allclose(dyn::jit(g)(wavy(24), c0), dyn::eager(g)(wavy(24), c0), 1e-14));
+}

@@ -14,7 +14,8 @@
 // runs no iteration, so equations that can fail at run time (integer
 // division and remainder, which raise on a zero divisor) stay in the body,
 // as do effects, control flow and collectives (run once per iteration by
-// definition). Loops nested in a body are handled when that body is lowered
+// definition), and cheap equations that inflate (a broadcast the body
+// reads: below). Loops nested in a body are handled when that body is lowered
 // (lower_control.hpp canonicalizes each body): an equation invariant in both
 // loops moves one level per lowering.
 #pragma once
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "../ir/jaxpr.hpp"
+#include "fusion_plan.hpp"
 
 namespace dyn::detail {
 
@@ -52,6 +54,21 @@ inline bool hoistable_prim(const Jaxpr& body, const Eqn& e) {
   return false;
 }
 
+// Whether e's result may hold more elements than its array operands
+// together (sizes that do not provably compare count as more).
+inline bool inflates(const Jaxpr& body, const Eqn& e) {
+  const SymNumel r = sym_numel(body.types[static_cast<std::size_t>(e.outputs[0])]);
+  std::int64_t in = 0;
+  for (const Atom& a : e.inputs) {
+    if (!a.is_var()) continue;
+    const SymNumel x = sym_numel(body.type_of(a));
+    if (x == r) return false;
+    if (!x.is_static()) return true;
+    in += x.k;
+  }
+  return !r.is_static() || r.k > in;
+}
+
 // The loop equation `e` of `out` (its body at params, its body's constants
 // at operands [off, off + nconsts)) with its invariant equations emitted
 // into `out` first. Returns the new body (nullptr: nothing hoisted).
@@ -60,19 +77,59 @@ inline std::shared_ptr<Jaxpr> hoist_from_body(Jaxpr& out, Eqn& e, const Jaxpr& b
   const std::size_t n = body.types.size();
   std::vector<std::optional<Atom>> outer(n);  // an invariant body variable's value in `out`
   for (std::size_t k = 0; k < nconsts; ++k) outer[static_cast<std::size_t>(body.invars[k])] = e.inputs.at(off + k);
-  auto invariant = [&](const Atom& a) { return !a.is_var() || outer[static_cast<std::size_t>(a.var)].has_value(); };
   auto as_outer = [&](const Atom& a) { return a.is_var() ? *outer[static_cast<std::size_t>(a.var)] : a; };
-  std::vector<bool> hoisted(body.eqns.size(), false);
+  // outside[q]: equation q runs before the loop; inside[q]: it stays in the
+  // body (both: a copy of it runs before the loop for hoisted readers).
+  std::vector<bool> outside(body.eqns.size(), false), inside(body.eqns.size(), true);
+  {
+    std::vector<bool> inv(n, false);  // invariant: the loop's constants, and what hoisted equations compute
+    for (std::size_t k = 0; k < nconsts; ++k) inv[static_cast<std::size_t>(body.invars[k])] = true;
+    for (std::size_t q = 0; q < body.eqns.size(); ++q) {
+      const Eqn& be = body.eqns[q];
+      if (!hoistable_prim(body, be)) continue;
+      bool ok = true;
+      for (const Atom& a : be.inputs) ok = ok && (!a.is_var() || inv[static_cast<std::size_t>(a.var)]);
+      for (int v : be.outputs)
+        for (const JDim& d : body.types[static_cast<std::size_t>(v)].shape)
+          ok = ok && (d.is_static() || inv[static_cast<std::size_t>(d.var)]);
+      if (!ok) continue;
+      outside[q] = true;
+      inside[q] = false;
+      for (int v : be.outputs) inv[static_cast<std::size_t>(v)] = true;
+    }
+    // A cheap equation that inflates (a broadcast, a pad, an iota) stays in
+    // the body when the body reads its result, as in XLA's invariant code
+    // motion (no size-inflating ops): hoisted, its result would enter the
+    // body as a buffer of the large size, read from memory every iteration
+    // (a [n, 1] mask broadcast to [n, n]: n * n elements per iteration),
+    // where fused it costs no memory. It still runs before the loop too
+    // when a hoisted equation reads it (`sum(broadcast(w))`). Backwards, so
+    // that what such an equation reads counts as read by the body in turn.
+    std::vector<bool> read_in(n, false), read_out(n, false);
+    for (const Atom& a : body.outvars)
+      if (a.is_var()) read_in[static_cast<std::size_t>(a.var)] = true;
+    for (std::size_t q = body.eqns.size(); q-- > 0;) {
+      const Eqn& be = body.eqns[q];
+      if (outside[q] && prim_info(be.prim).fused && inflates(body, be)) {
+        bool in = false, out = false;
+        for (int v : be.outputs) {
+          in = in || read_in[static_cast<std::size_t>(v)];
+          out = out || read_out[static_cast<std::size_t>(v)];
+        }
+        inside[q] = in;
+        outside[q] = out || !in;
+      }
+      for (const Atom& a : be.inputs)
+        if (a.is_var()) {
+          if (inside[q]) read_in[static_cast<std::size_t>(a.var)] = true;
+          if (outside[q]) read_out[static_cast<std::size_t>(a.var)] = true;
+        }
+    }
+  }
   std::vector<int> new_consts;  // body variables that become constants, in definition order
   for (std::size_t q = 0; q < body.eqns.size(); ++q) {
     const Eqn& be = body.eqns[q];
-    if (!hoistable_prim(body, be)) continue;
-    bool ok = true;
-    for (const Atom& a : be.inputs) ok = ok && invariant(a);
-    for (int v : be.outputs)
-      for (const JDim& d : body.types[static_cast<std::size_t>(v)].shape)
-        ok = ok && (d.is_static() || outer[static_cast<std::size_t>(d.var)].has_value());
-    if (!ok) continue;
+    if (!outside[q]) continue;
     Eqn h = be;
     for (Atom& a : h.inputs) a = as_outer(a);
     for (int& v : h.outputs) {
@@ -84,17 +141,16 @@ inline std::shared_ptr<Jaxpr> hoist_from_body(Jaxpr& out, Eqn& e, const Jaxpr& b
         }
       const int w = out.new_var(std::move(t));
       outer[static_cast<std::size_t>(v)] = Atom::of_var(w);
-      new_consts.push_back(v);
+      if (!inside[q]) new_consts.push_back(v);
       v = w;
     }
     out.eqns.push_back(std::move(h));
-    hoisted[q] = true;
   }
   if (new_consts.empty()) return nullptr;
   auto nb = std::make_shared<Jaxpr>(body);
   nb->eqns.clear();
   for (std::size_t q = 0; q < body.eqns.size(); ++q)
-    if (!hoisted[q]) nb->eqns.push_back(body.eqns[q]);
+    if (inside[q]) nb->eqns.push_back(body.eqns[q]);
   nb->invars.insert(nb->invars.begin() + static_cast<std::ptrdiff_t>(nconsts), new_consts.begin(), new_consts.end());
   if (!nb->in_explicit.empty())
     nb->in_explicit.insert(nb->in_explicit.begin() + static_cast<std::ptrdiff_t>(nconsts), new_consts.size(), true);
