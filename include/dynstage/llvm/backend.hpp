@@ -106,7 +106,7 @@ inline std::atomic<bool>& buffer_reuse() {
   return on;
 }
 // Outputs of at least this many bytes are written with streaming stores
-// (llvm/stream.hpp); 0, the default, means the host's last-level cache.
+// (llvm/stream.hpp); 0, the default, means none (measured slower here).
 // Tests set it small. Read when a kernel is compiled.
 inline std::atomic<std::int64_t>& stream_bytes() {
   static std::atomic<std::int64_t> n{0};
