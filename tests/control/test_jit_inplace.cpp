@@ -189,6 +189,70 @@ TEST_CASE("in place: an update of a temporary nothing reads afterwards reuses it
   CHECK(ih.find("read by an in-place update") != std::string::npos);
 }
 
+// An update that reads its operand (anywhere but at the element it writes)
+// and holds at least half of it is written in one pass into a buffer of its
+// own (buffers.hpp; lower_windows.hpp, emit_update_pass): outside the window
+// the operand, inside it the update, each element once. In place it would
+// be computed into a temporary first and copied (4 accesses per element
+// instead of 2). In a loop the state is then double buffered.
+TEST_CASE("in place: a large update that reads its operand is one pass into a buffer of its own") {
+  auto step = [](auto y) {
+    const i64 r = N, c = M;
+    auto lap = dyn::slice(y, {0, 0}, {r, c - 2}) + dyn::slice(y, {0, 2}, {r, c}) - 2.0 * dyn::slice(y, {0, 1}, {r, c - 1});
+    return dyn::dynamic_update_slice(y, dyn::slice(y, {0, 1}, {r, c - 1}) + 0.25 * lap, {i64{0}, i64{1}});
+  };
+  auto once = [&](auto x) { return step(dyn::exp(x * 0.1)) * 2.0; };  // the operand: a temporary, owned
+  const Array<double> x = matrix(N, M);
+  const std::string ir = dyn::jit(once).llvm_ir(x);
+  INFO(ir.substr(0, 600));
+  CHECK(ir.find("dynamic_update_slice: buffer (dynamic_update_slice)\n") != std::string::npos);  // not in place
+  CHECK(ir.find("read by an in-place update") == std::string::npos);
+  // (exp: libmvec in the kernel, libm in eager: a few ulp)
+  CHECK(dyn::allclose(dyn::jit(once)(x), dyn::eager(once)(x), 1e-13, 0.0));
+  // A small update (one row) that reads its operand stays in place.
+  auto row = [](auto x) {
+    auto y = dyn::exp(x * 0.1);
+    return dyn::dynamic_update_slice(y, dyn::slice(y, {1, 0}, {2, M}) * 2.0, {i64{0}, i64{0}}) * 2.0;
+  };
+  const std::string ir_row = dyn::jit(row).llvm_ir(x);
+  CHECK(ir_row.find("in place of") != std::string::npos);
+  CHECK(ir_row.find("read by an in-place update") != std::string::npos);
+  CHECK(dyn::allclose(dyn::jit(row)(x), dyn::eager(row)(x), 1e-13, 0.0));
+  // In a loop: one array written per iteration (the state double buffered),
+  // nothing else copied but the result.
+  auto loop = [&](auto x) { return dyn::for_loop(0, 5, 1)([&](auto, auto c) { return step(c); })(x); };
+  auto jl = dyn::jit(loop);
+  Array<double> r;
+  const i64 bytes = bytes_copied([&] { r = jl(x); });
+  CHECK(dyn::array_equal(r, Array<double>(dyn::eager(loop)(x))));
+  CHECK(bytes >= 5 * kArrayBytes);
+  CHECK(bytes <= 7 * kArrayBytes);
+  // Three axes, a window inside on every axis, a start clamped into range,
+  // rank 1 (one row), and a rank-1 window of a symbolic size.
+  auto box = [](auto x, auto i) {
+    auto y = dyn::exp(dyn::reshape(x, {4, 16, 100}) * 0.01);
+    auto w = dyn::slice(y, {0, 1, 2}, {3, 15, 99}) * dyn::slice(y, {1, 0, 1}, {4, 14, 98});
+    return dyn::dynamic_update_slice(y, w, {i, i64{1}, i64{2}});
+  };
+  for (i64 i : {i64{0}, i64{1}, i64{7}, i64{-3}}) {
+    CAPTURE(i);
+    CHECK(dyn::allclose(dyn::jit(box)(x, i), dyn::eager(box)(x, i), 1e-13, 0.0));
+  }
+  auto flat = [](auto v, auto i) {
+    auto y = v * 3.0;
+    return dyn::dynamic_update_slice(y, dyn::slice(y, {0}, {y.shape(0) - 1}) - dyn::slice(y, {1}, {y.shape(0)}), {i});
+  };
+  auto jflat = dyn::jit(flat, dyn::polymorphic_shapes{"(n,)", "()"});
+  for (i64 n : {i64{2}, i64{9}, i64{1000}}) {
+    const Array<double> v = dyn::reshape(matrix(1, n), {n});
+    for (i64 i : {i64{0}, i64{1}, n}) {
+      CHECK(dyn::array_equal(jflat(v, i), dyn::eager(flat)(v, i)));
+      CHECK(dyn::array_equal(dyn::jit(flat)(v, i), dyn::eager(flat)(v, i)));  // static: one pass
+    }
+  }
+  CHECK(jflat.stats().compiles == 1);
+}
+
 TEST_CASE("donate_argnums: a donated argument's buffer is updated in place and becomes the result") {
   auto jf = dyn::jit(row_update, dyn::donate_argnums<0>{});
   const Array<double> want = Array<double>(dyn::eager(row_update)(matrix(N, M)));

@@ -65,6 +65,15 @@ void same_as_eager(const F& f, double rtol, const A&... args) {
   else CHECK(dyn::allclose(got, want, rtol, 1e-12));
 }
 
+// The fusion plan of a traced function's kernel (plan_str: one line per
+// equation, "#v = prim: fused" or "buffer (why)").
+template <class F, class... A>
+std::string plan_of(const F& f, const A&... args) {
+  const dyn::Jaxpr j = dyn::detail::canonicalize_dots(*dyn::make_jaxpr(f)(args...).jaxpr);
+  return dyn::detail::plan_str(j, dyn::detail::plan_fusion(j));
+}
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
 }  // namespace
 
 TEST_SUITE("jit") {
@@ -240,6 +249,78 @@ TEST_CASE("layout maps: a loop's initial state is a dense buffer: one copy") {
   };
   CHECK(copies(f, x) == Why{"control operand"});
   same_as_eager(f, 0, x);
+}
+
+// A concatenate along an axis before the last whose pieces are buffers
+// (arguments, loop state, collective results) stays fused (fusion.hpp,
+// rows_of_buffers): each reader picks the piece per row and reads it in
+// place (lower_remap.hpp, concatenated). Along the last axis, or with a
+// computed piece, it keeps its nest and buffer.
+TEST_CASE("layout maps: a concatenate of buffers along an outer axis is read in place, no buffer") {
+  const i64 r = 37, c = 53;
+  const auto u = wavy({r, c}, 0.1), top = wavy({1, c}, 0.7), bottom = wavy({2, c}, 1.3);
+  // The halo stencil of examples/17: five shifted slices of [top; u; bottom].
+  auto halo = [](auto u, auto top, auto bottom) {
+    auto r = u.shape(0), c = u.shape(1);
+    auto ext = dyn::concatenate({top, u, bottom}, 0);
+    auto at = [&](i64 dr, i64 dc) { return dyn::slice(ext, {dr, dc}, {dr + r, dc + c - 2}); };
+    return at(1, 1) + 0.25 * (at(0, 1) + at(2, 1) + at(1, 0) + at(1, 2) - 4.0 * at(1, 1)) + at(3, 1);
+  };
+  const std::string plan = plan_of(halo, u, top, bottom);
+  INFO(plan);
+  CHECK(has(plan, "concatenate: fused"));
+  CHECK(copies(halo, u, top, bottom) == Why{});
+  same_as_eager(halo, 0, u, top, bottom);
+  // Three axes, along the middle one, read through a transpose (strided) and
+  // reduced; pieces of 1, 4 and 2 rows; f32, bool, complex and integer pieces.
+  const auto a = wavy({3, 1, 5}, 0.2), b = wavy({3, 4, 5}, 0.4), d = wavy({3, 2, 5}, 0.6);
+  auto mid = [](auto a, auto b, auto d) {
+    auto t = dyn::transpose(dyn::concatenate({a, b, d, a}, 1), {2, 0, 1});  // [5, 3, 8]
+    return dyn::sum(t * 2.0, {2}) + dyn::reshape(dyn::slice(t, {0, 0, 3}, {5, 3, 4}), {5, 3});
+  };
+  CHECK(has(plan_of(mid, a, b, d), "concatenate: fused"));
+  same_as_eager(mid, 0, a, b, d);
+  auto as = [](auto x, auto t) { return dyn::eager([](auto v) { return dyn::astype<decltype(t)>(v * 10.0); })(x); };
+  auto stack = [](auto a, auto b, auto d) { return dyn::concatenate({b, a, d}, 1) + dyn::concatenate({d, b, a}, 1); };
+  same_as_eager(stack, 0, as(a, float{}), as(b, float{}), as(d, float{}));
+  same_as_eager(stack, 0, as(a, std::int32_t{}), as(b, std::int32_t{}), as(d, std::int32_t{}));
+  auto bits = [](auto a, auto b, auto d) { return dyn::concatenate({b > 0.0, a > 0.5, d < 0.0}, 1) != dyn::concatenate({d > 0.0, b < 0.2, a > 0.0}, 1); };
+  same_as_eager(bits, 0, a, b, d);
+  auto cplx = [](auto a, auto b, auto d) {
+    auto z = [](auto x) { return dyn::complex(x, x * 0.5); };
+    return dyn::concatenate({z(b), z(a), z(d)}, 1) * dyn::concatenate({z(d), z(a), z(b)}, 1);
+  };
+  same_as_eager(cplx, 0, a, b, d);
+  // Along the last axis the piece changes within a row: a buffer. So with
+  // a computed piece (it would be computed for every element).
+  auto last = [](auto u, auto) { return dyn::concatenate({u, u}, 1) * 2.0; };
+  CHECK(has(plan_of(last, u, top), "concatenate: buffer (concatenate)"));
+  same_as_eager(last, 0, u, top);
+  auto computed = [](auto u, auto top) { return dyn::concatenate({top * 2.0, u}, 0) + 1.0; };
+  CHECK(has(plan_of(computed, u, top), "concatenate: buffer (concatenate)"));
+  same_as_eager(computed, 0, u, top);
+}
+
+TEST_CASE("layout maps: a fused concatenate with symbolic sizes: one kernel for every piece size") {
+  auto f = [](auto a, auto b) {
+    auto cat = dyn::concatenate({a, b, a}, 0);
+    return dyn::slice(cat, {1, 0}, {cat.shape(0), cat.shape(1)}) * 3.0 - dyn::slice(cat, {0, 0}, {cat.shape(0) - 1, cat.shape(1)});
+  };
+  auto jf = dyn::jit(f, dyn::polymorphic_shapes{"(n, m)", "(k, m)"});
+  for (auto [n, k, m] : {std::tuple<i64, i64, i64>{3, 4, 7}, {1, 5, 9}, {6, 1, 2}, {1, 1, 1}, {40, 3, 33}}) {
+    CAPTURE(n);
+    CAPTURE(k);
+    const auto a = wavy({n, m}, 0.5), b = wavy({k, m}, 0.9);
+    CHECK(dyn::array_equal(jf(a, b), dyn::eager(f)(a, b)));
+  }
+  CHECK(jf.stats().compiles == 1);
+  // Stacked index rows read by a gather: an outer-axis concatenate as a
+  // gather's indices is read through its pieces too.
+  auto g = [](auto x, auto i, auto j) { return x.at(dyn::concatenate({i, j}, 0)).get() * 2.0; };
+  const auto x = wavy({9, 4}, 0.3);
+  const Array<std::int64_t> i({2, 1}, {3, -1}), j({3, 1}, {0, 8, 4});
+  CHECK(has(plan_of(g, x, i, j), "concatenate: fused"));
+  CHECK(dyn::array_equal(dyn::jit(g)(x, i, j), dyn::eager(g)(x, i, j)));
 }
 
 TEST_CASE("layout maps: symbolic sizes, one kernel for two sizes, the same copies") {

@@ -208,6 +208,19 @@ TEST_CASE("threads: large window writes are streamed row by row, also from an un
   auto jf = dyn::jit(heat_like);
   CHECK(count_of(jf.llvm_ir(u), "!nontemporal") >= 1);
   CHECK(dyn::array_equal(jf(u), dyn::eager(heat_like)(u)));
+  // An update that reads the loop state itself is written in one pass into
+  // the other state buffer (lower_windows.hpp, emit_update_pass): streamed
+  // too, in tasks of whole rows, the same bits for every thread count.
+  auto stencil_loop = [](auto a0) {
+    return dyn::for_loop(0, 3, 1)([](auto, auto a) {
+      auto mid = dyn::slice(a, {0, 1}, {rows, cols - 1}) * 0.5 + dyn::slice(a, {0, 0}, {rows, cols - 2});
+      return dyn::dynamic_update_slice(a, mid, {0, 1});
+    })(a0);
+  };
+  auto js = dyn::jit(stencil_loop);
+  CHECK(count_of(js.llvm_ir(u), "!nontemporal") >= 1);
+  CHECK(dyn::array_equal(same_for_every_thread_count(js, u), dyn::eager(stencil_loop)(u)));
+  CHECK(tasks_run([&] { (void)js(u); }) >= 2 * 3);
   // A small update of a large carry, in place, is read again by the next
   // iteration: not streamed (what the root writes is the update).
   auto rows_loop = [](auto c) {

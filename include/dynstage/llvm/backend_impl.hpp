@@ -49,8 +49,10 @@
 #include "lower_scatter.hpp"
 #include "lower_dot.hpp"
 #include "lower_expr.hpp"
+#include "lower_remap.hpp"
 #include "lower_complex.hpp"
 #include "lower_roots.hpp"
+#include "lower_windows.hpp"
 #include "session.hpp"
 
 namespace dyn::detail {

@@ -25,7 +25,15 @@
 //     read of the old value happens before the first write; a loop whose
 //     other operands include x keeps its copy;
 //   - v is not a result of the function, unless the result is PAIRED with
-//     the argument x's chain starts from (below).
+//     the argument x's chain starts from (below);
+//   - for a dynamic_update_slice whose update reads x elsewhere than at the
+//     element it writes: the update holds less than half of x's elements.
+//     In place, such an update is first written to a temporary and copied
+//     into x (4 accesses per update element: x read, the temporary written
+//     and read, x written); into a buffer of its own the lowering writes
+//     each element of the result once and reads x only outside the window
+//     (2 per element of x). A stencil step `dus(u, stencil(u), {0, 1})` so
+//     moves half the memory; in a loop its state is double buffered.
 // A reused buffer is freed after the last read of whichever value holds it
 // last (last_read is extended along the chain at the end).
 //
@@ -65,6 +73,13 @@ struct BufferOwnership {
            std::find_if(pair.begin(), pair.end(), [](int p) { return p >= 0; }) == pair.end();
   }
 };
+
+// Whether update type u provably holds at least half the elements of x.
+// (Sizes with different run-time factors never compare: false.)
+inline bool covers_half(const Type& u, const Type& x) {
+  const SymNumel a = sym_numel(u), b = sym_numel(x);
+  return a.vars == b.vars && 2 * a.k >= b.k;
+}
 
 // The same buffer layout: dtype and shape (weak typing aside).
 inline bool same_type(const Type& a, const Type& b) { return a.dtype == b.dtype && a.shape == b.shape; }
@@ -174,6 +189,9 @@ inline bool assign_buffers(const Jaxpr& j, FusionPlan& plan, const BufferOwnersh
       bool direct = false;
       for (std::size_t k = 1; k < hi; ++k) direct = direct || (e.inputs[k].is_var() && e.inputs[k].var == x.var);
       if (direct) continue;
+      if (e.prim == Prim::dynamic_update_slice && reads(e.inputs[1], x.var, e, true) &&
+          covers_half(j.type_of(e.inputs[1]), j.type_of(x)))
+        continue;  // one pass into a buffer of its own (below)
       for (std::size_t k = 1; k < hi; ++k)
         if (reads(e.inputs[k], x.var, e, k == 1)) {
           plan.materialised[static_cast<std::size_t>(e.inputs[k].var)] = true;

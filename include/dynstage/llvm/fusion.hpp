@@ -16,7 +16,8 @@
 //     slice, dynamic_slice, gather, iota). They never get a buffer of their own
 //     unless rule 3 says so.
 //  2. Materialisation points (own loop nests): jaxpr inputs and outputs,
-//     reductions, cumulative ops, scatters, dot_general, concatenate,
+//     reductions, cumulative ops, scatters, dot_general, concatenate
+//     (except the pieces of an index vector and rows of buffers, below),
 //     dynamic_update_slice.
 //     A dot_general operand must be a buffer: if it is not one (possibly
 //     through reshapes, which keep the row-major order, and slices of
@@ -318,6 +319,27 @@ inline std::vector<bool> index_vector_pieces(const Jaxpr& j, const FusionPlan& p
   return ok;
 }
 
+// Rows of buffers (the other exception to rule 2): a concatenate along an
+// axis before the last whose pieces all have buffers by rule 2 (arguments,
+// loop state, results of nests of their own: a halo exchange's
+// `concatenate({above, u, below}, 0)`, a row appended to a matrix) stays
+// fused. Along such an axis a whole run of the innermost axis lies in one
+// piece, so its readers choose the piece per row: a select of the pieces'
+// buffers, hoisted out of the inner loop, then a contiguous load there
+// (Lowering::concatenated). The copy of every piece into a temporary that is
+// read once, about as large as the pieces together, is gone. A concatenate
+// along the last axis changes piece within a row (the choice would be per
+// element: a gather), and fused pieces would be computed for every element
+// of every piece; both keep their nest.
+inline bool rows_of_buffers(const Jaxpr& j, const FusionPlan& plan, const Eqn& e) {
+  if (e.prim != Prim::concatenate) return false;
+  const Type& t = j.types[static_cast<std::size_t>(e.outputs[0])];
+  if (std::get<ConcatenateParams>(e.params).dimension + 1 >= t.rank()) return false;
+  for (const Atom& a : e.inputs)
+    if (!a.is_var() || !plan.materialised[static_cast<std::size_t>(a.var)]) return false;
+  return true;
+}
+
 // Whether the fused expression of `v` reads every buffer it reaches at v's
 // own row-major linear index: elementwise operations (scalars aside) and
 // reshapes down to buffers (inputs, and values with nests of their own). A
@@ -434,7 +456,7 @@ inline FusionPlan plan_fusion(const Jaxpr& j, const BufferOwnership& own = {}) {
   for (std::size_t i = 0; i < ne; ++i) {
     const Eqn& e = j.eqns[i];
     if (!plan.live[i]) continue;
-    if (!is_fusible(e.prim) && !pieces[i])
+    if (!is_fusible(e.prim) && !pieces[i] && !rows_of_buffers(j, plan, e))
       for (int v : e.outputs) mark(plan, v, std::string(prim_name(e.prim)));
     // Control flow is a materialisation barrier: its bodies are functions
     // of their own that take buffers (lower_control.hpp).

@@ -29,8 +29,10 @@
 //
 // The pipeline of one function, one file per step:
 //   lower.hpp        this class: dimensions, values at an index
-//   lower_expr.hpp   expression codegen (`fused`, scalar helpers, index maps)
+//   lower_expr.hpp   expression codegen (`fused`, scalar helpers)
+//   lower_remap.hpp  the operand element of a layout primitive (index maps)
 //   lower_roots.hpp  the loop nest of every materialised root
+//   lower_windows.hpp  concatenate and dynamic_update_slice roots
 //   lower_control.hpp  for_loop, while_loop, cond
 //   lower_dot.hpp    dot_general's matrix product
 //   lower_body.hpp   the function: parameters, buffers, roots in order, results
@@ -245,6 +247,7 @@ private:
   // (ir/index_map.hpp); the operand index is built once per (e, ix).
   llvm::Value* remapped(const Eqn& e, Ix& ix);
   llvm::Value* padded(const Eqn& e, Ix& ix, Ix& r);  // remapped's form pad
+  llvm::Value* concatenated(const Eqn& e, Ix& ix);   // a fused concatenate (rows of buffers)
   // The start of an axis map, as i64. `limit`: the largest start a clamped
   // or gathered one may take (the larger array's dimension minus the
   // smaller's); `ix`: the index whose index vector a gathered or scattered
@@ -302,6 +305,7 @@ private:
   };
   void emit_windows(const std::vector<Window>& ws, std::size_t k);
   void emit_window_root(const Eqn& e, llvm::Value* out, const Window* twin = nullptr);
+  void emit_update_pass(const Eqn& e, llvm::Value* out);  // a dynamic_update_slice not in place
   int concatenate_twin(std::size_t i);
   bool fused_reads(const Atom& a, int v, std::set<int>& seen);
   void emit_dot(const Eqn& e, llvm::Value* out);

@@ -1,9 +1,9 @@
 // dynstage: expression codegen: one element of a fused primitive.
 // Part of the backend implementation (DYNSTAGE_IMPLEMENTATION): members of
 // Lowering (lower.hpp). The scalar helpers (libm and vector math,
-// integer division and power, conversions), the operand index of a layout
-// primitive from its index map, and `fused`: the lowering rule of every
-// fusible primitive at one element.
+// integer division and power, conversions) and `fused`: the lowering rule
+// of every fusible primitive at one element. The operand index of a layout
+// primitive from its index map: lower_remap.hpp.
 //
 // Scalar semantics mirror eager/kernels.hpp exactly (wrapping integers, INT_MIN / -1,
 // NaN-propagating max/min, saturating float -> int, C fmod for float rem),
@@ -283,150 +283,6 @@ inline llvm::Value* Lowering::max_min(bool is_max, DType d, llvm::Value* x, llvm
   return b.CreateBinaryIntrinsic(is_max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, x, y);
 }
 
-inline llvm::Value* Lowering::index_vector_component(const Eqn& e, const AxisMap& m, Ix& ix) {
-  // A fused concatenate of index pieces (fusion.hpp, index_vector_pieces):
-  // component c is component c - offset of the piece that holds it.
-  Atom idx = e.inputs[1];
-  std::int64_t c = m.value;
-  while (idx.is_var() && !buf_[static_cast<std::size_t>(idx.var)] && !plan_.materialised[static_cast<std::size_t>(idx.var)] &&
-         def_eqn(idx.var).prim == Prim::concatenate) {
-    const Eqn& cat = def_eqn(idx.var);
-    std::size_t k = 0;
-    for (; k + 1 < cat.inputs.size(); ++k) {
-      const std::int64_t n = type(cat.inputs[k].var).shape.back().value;
-      if (c < n) break;
-      c -= n;
-    }
-    idx = cat.inputs[k];
-  }
-  // (A scatter's updates may be a literal: rank 0.)
-  const Atom& upd = e.inputs.at(e.prim == Prim::gather ? 0 : 2);
-  const IndexMap iv = e.prim == Prim::gather ? index_map(j_, e, 1)
-                                              : index_vector_map(std::get<ScatterParams>(e.params).update_window_dims,
-                                                                 upd.is_var() ? type(upd.var).rank() : 0);
-  Ix& r = new_ix(dims_of(idx.var));
-  for (const AxisMap& a : iv.axes)
-    r.multi.push_back(a.out_axis >= 0 ? axis(ix, static_cast<std::size_t>(a.out_axis)) : E.c64(c));
-  return b.CreateSExt(operand(idx, r), E.i64);
-}
-
-inline llvm::Value* Lowering::start_of(const Eqn& e, const AxisMap& m, std::size_t axis, llvm::Value* limit, Ix* ix) {
-  switch (m.start) {
-    case AxisMap::Start::constant: return E.c64(m.value);
-    case AxisMap::Start::dim_operand: return dim_operand(e.inputs[static_cast<std::size_t>(m.input)]);
-    case AxisMap::Start::clamped: {
-      llvm::Value* s = b.CreateSExt(operand(e.inputs[static_cast<std::size_t>(m.input)], scalar_ix()), E.i64);
-      s = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, E.c64(0));
-      return b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, limit);
-    }
-    case AxisMap::Start::gathered: {
-      // An empty operand axis has nothing to read: stop the kernel (eager
-      // raises the same IndexError). Static limits are checked here.
-      if (const auto k = Emitter::konst(limit); k && *k < 0) {
-        E.exit_with(b.getInt32(kKernelGatherEmpty));
-        b.SetInsertPoint(llvm::BasicBlock::Create(E.ctx, "gather.dead", b.GetInsertBlock()->getParent()));
-      } else if (!Emitter::konst(limit)) {
-        E.exit_when(b.CreateICmpSLT(limit, E.c64(0)), kKernelGatherEmpty, "gather.empty");
-      }
-      auto clamp = [&](llvm::Value* s) {
-        s = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, E.c64(0));
-        return std::make_pair(b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, s, limit), b.getTrue());
-      };
-      note_gather_operand(e.inputs[0]);
-      llvm::Value* s = index_vector_component(e, m, *ix);
-      // Branching on the likely case pays in a scalar nest only: a branch in
-      // a vectorised elementwise nest became a slower masked form (7%).
-      if (scalar_nest_)
-        if (const auto fast = E.likely_in_range(s, limit, clamp)) return fast->first;
-      return clamp(s).first;
-    }
-    case AxisMap::Start::scattered: return index_vector_component(e, m, *ix);
-    case AxisMap::Start::last: return b.CreateSub(dims_of(e.inputs[0].var)[axis], E.c64(1));
-    case AxisMap::Start::concat_offset: {
-      llvm::Value* off = E.c64(0);
-      for (std::size_t k = 0; k < static_cast<std::size_t>(m.input); ++k) off = E.add(off, dims_of(e.inputs[k].var)[axis]);
-      return off;
-    }
-  }
-  internal_error("LLVM lowering: an axis map with an unknown start");
-}
-
-inline llvm::Value* Lowering::remapped(const Eqn& e, Ix& ix) {
-  const IndexMap m = index_map(j_, e);
-  if (m.form == IndexMap::Form::iota)
-    return convert(DType::i64, type(e.outputs[0]).dtype, axis(ix, static_cast<std::size_t>(m.dimension)));
-  if (m.form == IndexMap::Form::window) internal_error("LLVM lowering: a window write reached the fused emitter");
-  const Atom& x = e.inputs[0];
-  if (!x.is_var() || type(x.var).rank() == 0) return operand(x, ix);
-  const auto key = std::make_pair(static_cast<int>(&e - j_.eqns.data()), ix.id);
-  auto it = remaps_.find(key);
-  if (it == remaps_.end()) {
-    const Dims xd = dims_of(x.var);
-    Ix& r = new_ix(xd);
-    if (m.form == IndexMap::Form::linear) {  // row-major order is unchanged
-      r.lin = lin(ix);
-    } else if (m.form == IndexMap::Form::pad) {
-      return padded(e, ix, r);
-    } else {
-      const Dims od = dims_of(e.outputs[0]);
-      for (std::size_t i = 0; i < xd.size(); ++i) {
-        const AxisMap& a = m.axes[i];
-        if (a.out_axis < 0) {  // a constant, or a collapsed gathered axis (slice size 1)
-          r.multi.push_back(start_of(e, a, i, b.CreateSub(xd[i], E.c64(1)), &ix));
-          continue;
-        }
-        const auto oa = static_cast<std::size_t>(a.out_axis);
-        llvm::Value* o = axis(ix, oa);
-        // (A negative stride, rev's -1, wraps as unsigned: no nuw there.)
-        const bool nuw = a.stride > 0;
-        if (a.stride != 1) o = b.CreateMul(o, E.c64(a.stride), "", nuw, true);
-        llvm::Value* start = start_of(e, a, i, b.CreateSub(xd[i], od[oa]), &ix);
-        r.multi.push_back(Emitter::is_k(start, 0) ? o : b.CreateAdd(start, o, "", nuw, true));
-      }
-    }
-    it = remaps_.emplace(key, &r).first;
-  }
-  return operand(x, *it->second);
-}
-
-// pad (form pad): the operand at ((o - lo) / (interior + 1)) per axis where
-// that is an integer inside the operand on every axis (pad_source), else the
-// padding value. The operand is read at the index clamped into range and
-// the select picks: a fused operand has no branch to hide behind. An operand
-// empty at run time (size 0 along some axis) is read at index 0 on every
-// axis, its element 0, which every buffer has room for (buffers are at
-// least 64 bytes: Emitter::temp, allocate_buffer); a statically empty one
-// is not read at all.
-inline llvm::Value* Lowering::padded(const Eqn& e, Ix& ix, Ix& r) {
-  const IndexMap m = index_map(j_, e);
-  const Atom& x = e.inputs[0];
-  const Dims xd = dims_of(x.var);
-  llvm::Value* nonempty = nullptr;  // null: every size is a constant > 0
-  for (llvm::Value* d : xd) {
-    if (Emitter::is_k(d, 0)) return operand(e.inputs[1], ix);
-    if (!Emitter::konst(d)) {
-      llvm::Value* p = b.CreateICmpSGT(d, E.c64(0));
-      nonempty = nonempty ? b.CreateAnd(nonempty, p) : p;
-    }
-  }
-  llvm::Value* inside = b.getTrue();
-  for (std::size_t i = 0; i < xd.size(); ++i) {
-    const AxisMap& a = m.axes[i];
-    llvm::Value* t = axis(ix, static_cast<std::size_t>(a.out_axis));
-    if (a.value != 0) t = b.CreateSub(t, E.c64(a.value), "", false, true);
-    llvm::Value* q = t;
-    if (a.stride != 1) {  // t >= 0 where it counts: the remainder is checked with it
-      q = b.CreateSDiv(t, E.c64(a.stride));
-      inside = b.CreateAnd(inside, b.CreateICmpEQ(b.CreateSRem(t, E.c64(a.stride)), E.c64(0)));
-    }
-    inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(q, E.c64(0)), b.CreateICmpSLT(q, xd[i])));
-    q = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, q, b.CreateSub(xd[i], E.c64(1)));
-    q = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, q, E.c64(0));
-    r.multi.push_back(nonempty ? b.CreateSelect(nonempty, q, E.c64(0)) : q);
-  }
-  return b.CreateSelect(inside, operand(x, r), operand(e.inputs[1], ix));
-}
-
 // ---------------------------------------------------------------------------
 // The lowering rule of every primitive at one element. Non-fusible
 // primitives never get here (their outputs are materialised).
@@ -582,8 +438,8 @@ inline llvm::Value* Lowering::fused(const Eqn& e, Ix& ix) {
     case Prim::iota:
     case Prim::rev:
     case Prim::pad: return remapped(e, ix);
+    case Prim::concatenate: return concatenated(e, ix);  // rows of buffers (fusion.hpp)
 
-    case Prim::concatenate:
     case Prim::dynamic_update_slice:
     DYN_SCATTER_PRIMITIVES(DYN_CASE_LABEL)
     case Prim::reduce_sum:
