@@ -159,3 +159,63 @@ TEST_CASE_TEMPLATE("jit diff: argmax and argmin along the last axis: first occur
     CHECK(values<std::int32_t>(g[1]) == std::vector<std::int32_t>{45, 64, 0, 0});
   }
 }
+
+// After the whole blocks of a row, the kernel looks at the block that ends
+// at the row's end (llvm/lower_argreduce.hpp): it overlaps positions already
+// seen, which must never win again (ties keep the first index, a NaN seen
+// before stays the answer). Rows of every length around the block (32 f32
+// or i32, 16 f64 or i64), static and symbolic, planted and random (few
+// distinct values: ties; NaNs and infinities for floats), exactly eager's.
+TEST_CASE_TEMPLATE("jit diff: argmax and argmin: the last block overlaps the previous one", T, float, double,
+                   std::int32_t, std::int64_t) {
+  const i64 B = 32 / static_cast<i64>(sizeof(T));
+  const auto f = [](const auto& a) { return std::make_tuple(dyn::argmax(a, 1), dyn::argmin(a, 1)); };
+  auto jp = dyn::jit(f, dyn::polymorphic_shapes{"(r, n)"});
+  for (i64 n : {i64{1}, i64{5}, B - 1, B, B + 1, B + 5, 2 * B - 1, 2 * B, 2 * B + 3, 4 * B - 1, i64{100}}) {
+    CAPTURE(n);
+    // Planted rows (n > B + 3): the extremum in the overlap and again,
+    // equal, after it; a larger one after it, twice; a NaN in the overlap
+    // and another after it; the extremum at 0 and again at the end.
+    std::vector<T> v(static_cast<std::size_t>(6 * n), T(1));
+    auto at = [&](i64 r, i64 k) -> T& { return v[static_cast<std::size_t>(r * n + k)]; };
+    if (n > B + 3) {
+      const i64 o = n - B + 1;  // in the last block (for most n in the block before it too)
+      at(0, o) = T(5), at(0, n - 1) = T(5), at(0, o + 1) = T(-5), at(0, n - 2) = T(-5);
+      at(1, o) = T(5), at(1, B + 1) = T(6), at(1, n - 1) = T(6), at(1, 2) = T(-5), at(1, B + 2) = T(-6);
+      at(3, 0) = T(9), at(3, n - 1) = T(9), at(3, 1) = T(-9), at(3, n - 2) = T(-9);
+      if constexpr (std::is_floating_point_v<T>) {
+        at(2, o) = at(2, n - 1) = std::numeric_limits<T>::quiet_NaN();
+        at(4, n - 1) = std::numeric_limits<T>::quiet_NaN();
+      }
+    }
+    const dyn::Array<T> planted({6, n}, v);
+    const auto x = gen<T>({7, n}, 900 + static_cast<std::uint64_t>(n), Gen::mild);
+    for (const auto* a : {&planted, &x}) {
+      const auto want = leaves(dyn::eager(f)(*a));
+      const auto got = leaves(dyn::jit(f)(*a));
+      const auto poly = leaves(jp(*a));
+      for (std::size_t k = 0; k < 2; ++k) {
+        CHECK(values<std::int32_t>(got[k]) == values<std::int32_t>(want[k]));
+        CHECK(values<std::int32_t>(poly[k]) == values<std::int32_t>(want[k]));
+      }
+    }
+    if (n > B + 3) {
+      const auto got = leaves(dyn::jit(f)(planted));
+      const auto mx = values<std::int32_t>(got[0]), mn = values<std::int32_t>(got[1]);
+      const auto o = static_cast<std::int32_t>(n - B + 1), last = static_cast<std::int32_t>(n - 1);
+      CHECK(mx[0] == o);
+      CHECK(mn[0] == o + 1);
+      CHECK(mx[1] == B + 1);
+      CHECK(mn[1] == B + 2);
+      CHECK(mx[3] == 0);
+      CHECK(mn[3] == 1);
+      if constexpr (std::is_floating_point_v<T>) {
+        CHECK(mx[2] == o);
+        CHECK(mn[2] == o);
+        CHECK(mx[4] == last);
+        CHECK(mn[4] == last);
+      }
+    }
+  }
+  CHECK(jp.stats().compiles == 1);
+}

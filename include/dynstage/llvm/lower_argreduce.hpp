@@ -31,7 +31,9 @@
 // NaN). So the answer is the sequential scan's, bit for bit, and on
 // unsorted data, where few blocks hold a new best, the scan runs at the
 // speed of a vector compare. A NaN best is final: no block is looked at
-// after it. The tail after the last whole block is scalar.
+// after it. After the last whole block, the block ending at the row's end
+// is looked at the same way (it overlaps positions already seen, which are
+// never better); a row shorter than a block is scanned by the scalar loop.
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
@@ -152,9 +154,8 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
         b.CreateStore(element(ol, E.c64(0), il), best);
         b.CreateStore(E.c64(0), at);
         if (!blocks) return scan_range(ol, il, E.c64(1), b.CreateSub(n, E.c64(1)));
-        llvm::Value* nb = b.CreateUDiv(n, E.c64(block));
-        E.loop(nb, [&](llvm::Value* s) {
-          llvm::Value* base = b.CreateMul(s, E.c64(block), "", true, true);
+        // The block at [base, base + block): skipped unless a lane may be better.
+        auto block_at = [&](llvm::Value* base) {
           llvm::Value* bv = b.CreateLoad(st, best);
           llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(W), bv);
           std::vector<llvm::Value*> vs;
@@ -167,11 +168,23 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
           llvm::Value* hit = b.CreateOrReduce(any);
           if (is_float(d)) hit = b.CreateAnd(hit, b.CreateFCmpORD(bv, bv));  // a NaN best is final
           E.when(hit, [&] { locate(ol, il, base, vs); });
-        }, LoopHint::plain);
-        // The tail (and position 0's block-less rows): from the first position after the blocks.
-        llvm::Value* k0 = b.CreateMul(nb, E.c64(block), "", true, true);
-        k0 = b.CreateSelect(b.CreateICmpEQ(k0, E.c64(0)), E.c64(1), k0);
-        scan_range(ol, il, k0, b.CreateSub(n, k0));
+        };
+        llvm::Value* nb = b.CreateUDiv(n, E.c64(block));
+        E.loop(nb, [&](llvm::Value* s) { block_at(b.CreateMul(s, E.c64(block), "", true, true)); }, LoopHint::plain);
+        // The tail: the last block again, ending at n, when there is one
+        // (a scalar tail cost as much as the row's blocks: 20% of a
+        // 1000-element row). Its first positions were seen already and are
+        // not better than the best (no NaN among them, or the best would be
+        // that NaN, which is final), so the block ends with the (best, index)
+        // the sequential scan of the remaining positions would. Rows shorter
+        // than a block: the scalar scan from position 1.
+        const auto kn = Emitter::konst(n);
+        llvm::Value* rem = b.CreateURem(n, E.c64(block));
+        if (!kn || (*kn >= block && *kn % block != 0))
+          E.when(b.CreateAnd(b.CreateICmpUGE(n, E.c64(block)), b.CreateICmpNE(rem, E.c64(0))),
+                 [&] { block_at(b.CreateSub(n, E.c64(block), "", true, true)); });
+        if (!kn || *kn < block)
+          E.when(b.CreateICmpULT(n, E.c64(block)), [&] { scan_range(ol, il, E.c64(1), b.CreateSub(n, E.c64(1))); });
       };
       b.CreateStore(E.c64(0), at);
       if (auto k = Emitter::konst(n)) {
