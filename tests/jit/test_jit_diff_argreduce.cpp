@@ -130,13 +130,13 @@ TEST_CASE("jit diff: argmax of an array whose length is a traced size; a runtime
   CHECK(jf.stats().compiles == 1);
 }
 
-// Along the last axis the kernel scans lanes (llvm/lower_argreduce.hpp: 4
-// vectors of 32 bytes, chunks of 32 f32 or 16 f64, then a merge and a
-// scalar tail): the first occurrence must win across lanes, chunks, the
-// merge and the tail.
+// Along the last axis the kernel scans lanes (llvm/lower_argreduce.hpp:
+// blocks of 16 elements in 32-byte vectors, a merge, and the last block
+// overlapping the one before): the first occurrence must win across lanes,
+// blocks, the merge and the overlap.
 TEST_CASE_TEMPLATE("jit diff: argmax and argmin along the last axis: first occurrence across lanes and the tail", T,
                    float, double, std::int32_t, std::int64_t) {
-  const i64 n = 70;  // two chunks of 32 f32 (four of 16 f64) and a tail
+  const i64 n = 70;  // four blocks of 16 and an overlapping fifth
   std::vector<T> v(static_cast<std::size_t>(4 * n), T(1));
   auto row = [&](i64 r) { return v.begin() + r * n; };
   // Row 0: the maximum 5 at 40 (a later chunk, lane 0) and at 3 (chunk 0, lane 3): 3 wins.
@@ -163,12 +163,12 @@ TEST_CASE_TEMPLATE("jit diff: argmax and argmin along the last axis: first occur
 // After the whole blocks of a row, the kernel looks at the block that ends
 // at the row's end (llvm/lower_argreduce.hpp): it overlaps positions already
 // seen, which must never win again (ties keep the first index, a NaN seen
-// before stays the answer). Rows of every length around the block (32 f32
-// or i32, 16 f64 or i64), static and symbolic, planted and random (few
-// distinct values: ties; NaNs and infinities for floats), exactly eager's.
+// before stays the answer). Rows of every length around the block (16
+// elements), static and symbolic, planted and random (few distinct values:
+// ties; NaNs and infinities for floats), exactly eager's.
 TEST_CASE_TEMPLATE("jit diff: argmax and argmin: the last block overlaps the previous one", T, float, double,
                    std::int32_t, std::int64_t) {
-  const i64 B = 32 / static_cast<i64>(sizeof(T));
+  const i64 B = 16;  // kArgBlockElems
   const auto f = [](const auto& a) { return std::make_tuple(dyn::argmax(a, 1), dyn::argmin(a, 1)); };
   auto jp = dyn::jit(f, dyn::polymorphic_shapes{"(r, n)"});
   for (i64 n : {i64{1}, i64{5}, B - 1, B, B + 1, B + 5, 2 * B - 1, 2 * B, 2 * B + 3, 4 * B - 1, i64{100}}) {

@@ -21,7 +21,7 @@
 //
 // Along the last axis (contiguous rows) whole blocks are skipped with
 // vector code (LLVM 19's vectoriser leaves a select that carries an index
-// scalar): for each block of kArgVectors 32-byte vectors (32 f32, 16 f64),
+// scalar): for each block of kArgBlockElems elements (32-byte vectors),
 // one vector compare per vector asks whether any element is better than the
 // current best (`v > best` or v NaN; argmin `<`). A block with nothing
 // better leaves (best, index) unchanged in the sequential scan too; a block
@@ -37,6 +37,7 @@
 #pragma once
 #ifdef DYNSTAGE_IMPLEMENTATION
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,13 @@
 
 namespace dyn::detail::llvmjit {
 
-// The vectors of a block (4: 32 f32 per block, compares that pipeline).
-inline constexpr std::int64_t kArgVectors = 4;
+// The elements of a block: 16 (two 32-byte vectors of f32, four of f64;
+// one vector of narrower types). Measured after the overlapping last
+// block, 1000 x 1000 rows, one thread: f32 blocks of 8, 16, 32, 64 took
+// 150, 79, 92, 112 us; f64 blocks of 8 and 16 took 159 and 147 us (10000 x
+// 100: 438 and 226 us); 16 was also the fastest f32 block on 100 x 10000
+// and 10000 x 100.
+inline constexpr std::int64_t kArgBlockElems = 16;
 
 inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
   const Atom& x = e.inputs[0];
@@ -81,7 +87,7 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
   // load from a buffer, else the fused expression per lane (packed by SLP).
   const bool blocks = a + 1 == r && d != DType::bool_;
   const auto W = static_cast<std::int64_t>(32 / dtype_size(d));
-  const std::int64_t block = W * kArgVectors;
+  const std::int64_t vectors = std::max<std::int64_t>(1, kArgBlockElems / W), block = W * vectors;
   const bool from_buffer = buf_[static_cast<std::size_t>(x.var)] && !plan_.row_local[static_cast<std::size_t>(x.var)];
   auto* vt = llvm::FixedVectorType::get(st, static_cast<unsigned>(W));
   auto vector_at = [&](llvm::Value* ol, llvm::Value* k) -> llvm::Value* {
@@ -160,7 +166,7 @@ inline void Lowering::emit_arg_reduction(const Eqn& e, llvm::Value* out) {
           llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(W), bv);
           std::vector<llvm::Value*> vs;
           llvm::Value* any = nullptr;
-          for (std::int64_t u = 0; u < kArgVectors; ++u) {
+          for (std::int64_t u = 0; u < vectors; ++u) {
             vs.push_back(vector_at(ol, E.add(base, E.c64(u * W))));
             llvm::Value* t = maybe_better(vs.back(), splat);
             any = any ? b.CreateOr(any, t) : t;
