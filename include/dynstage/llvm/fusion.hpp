@@ -186,11 +186,7 @@ struct Walk {
   // Whether a broadcast from `from` to `to` repeats elements. With runtime
   // dimensions: unless the sizes are provably equal (conservative: an
   // expensive operand is then materialised rather than recomputed).
-  static bool expands(const Type& from, const Type& to) {
-    const SymNumel a = sym_numel(from), b = sym_numel(to);
-    if (a.is_static() && b.is_static()) return a.k < b.k;
-    return !(a == b);
-  }
+  static bool expands(const Type& from, const Type& to) { return may_grow(sym_numel(from), sym_numel(to)); }
 
   // Walk the nest(s) of root eqn `ei`.
   void walk_root(int ei) {

@@ -48,6 +48,14 @@ inline SymNumel sym_numel(const std::vector<JDim>& dims, std::size_t from = 0) {
 }
 inline SymNumel sym_numel(const Type& t) { return sym_numel(t.shape); }
 
+// Whether `to` may hold more elements than `from`: with run-time factors,
+// unless the sizes are provably equal (decisions taken on it stay correct
+// for any value).
+inline bool may_grow(const SymNumel& from, const SymNumel& to) {
+  if (from.is_static() && to.is_static()) return from.k < to.k;
+  return !(from == to);
+}
+
 // A dimension that is statically 1 (a runtime dimension never counts as 1:
 // decisions taken for "not 1" stay correct when it is 1 at run time).
 inline bool is_unit(const JDim& d) { return d.is_static() && d.value == 1; }

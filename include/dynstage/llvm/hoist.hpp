@@ -58,15 +58,15 @@ inline bool hoistable_prim(const Jaxpr& body, const Eqn& e) {
 // together (sizes that do not provably compare count as more).
 inline bool inflates(const Jaxpr& body, const Eqn& e) {
   const SymNumel r = sym_numel(body.types[static_cast<std::size_t>(e.outputs[0])]);
-  std::int64_t in = 0;
+  SymNumel in{0, {}};  // the operands' elements together, while static
   for (const Atom& a : e.inputs) {
     if (!a.is_var()) continue;
     const SymNumel x = sym_numel(body.type_of(a));
     if (x == r) return false;
     if (!x.is_static()) return true;
-    in += x.k;
+    in.k += x.k;
   }
-  return !r.is_static() || r.k > in;
+  return may_grow(in, r);
 }
 
 // The loop equation `e` of `out` (its body at params, its body's constants

@@ -303,6 +303,7 @@ private:
     const Eqn* e;
     llvm::Value* out;
   };
+  std::vector<llvm::Value*> window_starts(const Eqn& e, std::size_t k);
   void emit_windows(const std::vector<Window>& ws, std::size_t k);
   void emit_window_root(const Eqn& e, llvm::Value* out, const Window* twin = nullptr);
   void emit_update_pass(const Eqn& e, llvm::Value* out);  // a dynamic_update_slice not in place

@@ -178,19 +178,18 @@ inline llvm::Value* Lowering::concatenated(const Eqn& e, Ix& ix) {
   llvm::Value* i = axis(ix, a);
   llvm::Value *base = nullptr, *off = nullptr, *size = nullptr;
   Dims pd;
-  llvm::Value* at = E.c64(0);  // the offset of piece p
   std::vector<std::tuple<llvm::Value*, llvm::Value*, llvm::Value*>> pieces;  // (base, offset, size)
   llvm::Value* first = nullptr;
-  for (const Atom& x : e.inputs) {
-    const auto v = static_cast<std::size_t>(x.var);
+  for (std::size_t k = 0; k < e.inputs.size(); ++k) {
+    const auto v = static_cast<std::size_t>(e.inputs[k].var);
     if (!buf_[v]) internal_error("LLVM lowering: a fused concatenate's piece has no buffer");
-    pd = dims_of(x.var);
+    pd = dims_of(e.inputs[k].var);
     llvm::Value* p = buf_[v];
     if (llvm::Value* row = rowoff_[v])
       p = b.CreateGEP(E.i8, p, b.CreateMul(row, E.c64(-static_cast<std::int64_t>(dtype_size(d)))));
     if (!first) first = p;
-    if (!Emitter::is_k(pd[a], 0)) pieces.emplace_back(p, at, pd[a]);
-    at = E.add(at, pd[a]);
+    // The piece's offset along a: its box's start (the window form of the map).
+    if (!Emitter::is_k(pd[a], 0)) pieces.emplace_back(p, window_starts(e, k)[a], pd[a]);
   }
   // Every piece statically empty: so is the concatenate, and its readers'
   // loops never run; the load below reads a buffer that exists.

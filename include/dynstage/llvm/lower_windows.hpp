@@ -18,6 +18,21 @@
 
 namespace dyn::detail::llvmjit {
 
+// Where input k of window primitive e starts in e's output, per axis (the
+// window form of its index map): a concatenate's offsets, an update's
+// starts clamped so that the box fits.
+inline std::vector<llvm::Value*> Lowering::window_starts(const Eqn& e, std::size_t k) {
+  if (!e.inputs[k].is_var()) return {};  // a literal update: rank 0, no axes
+  const Dims od = dims_of(e.outputs[0]), ud = dims_of(e.inputs[k].var);
+  const IndexMap m = index_map(j_, e, k);
+  std::vector<llvm::Value*> start;
+  for (std::size_t i = 0; i < ud.size(); ++i) {
+    const AxisMap& a = m.axes[i];
+    start.push_back(start_of(e, a, i, a.start == AxisMap::Start::clamped ? b.CreateSub(od[i], ud[i]) : nullptr));
+  }
+  return start;
+}
+
 // Input k of window primitives written into its box of their outputs (the
 // window form of the index map): output index = input index + start. The
 // windows share the first one's shapes and starts (concatenate_twin).
@@ -26,13 +41,8 @@ inline void Lowering::emit_windows(const std::vector<Window>& ws, std::size_t k)
   const Dims od = dims_of(e.outputs[0]);
   const Atom& u = e.inputs[k];
   const Dims ud = u.is_var() ? dims_of(u.var) : Dims{};
-  const IndexMap m = index_map(j_, e, k);
   begin_body();
-  std::vector<llvm::Value*> start;
-  for (std::size_t i = 0; i < ud.size(); ++i) {
-    const AxisMap& a = m.axes[i];
-    start.push_back(start_of(e, a, i, a.start == AxisMap::Start::clamped ? b.CreateSub(od[i], ud[i]) : nullptr));
-  }
+  const std::vector<llvm::Value*> start = window_starts(e, k);
   const auto ost = strides_of(od);
   if (ws.size() == 1 && !ud.empty()) {
     // Row by row (the innermost axis is contiguous in the output), each row
@@ -99,9 +109,7 @@ inline void Lowering::emit_update_pass(const Eqn& e, llvm::Value* out) {
   begin_body();
   if (r == 0) return E.store(out, d, E.c64(0), operand(u, scalar_ix()));
   const Dims ud = dims_of(u.var);
-  const IndexMap m = index_map(j_, e, 1);
-  std::vector<llvm::Value*> start;
-  for (std::size_t i = 0; i < r; ++i) start.push_back(start_of(e, m.axes[i], i, b.CreateSub(od[i], ud[i])));
+  const std::vector<llvm::Value*> start = window_starts(e, 1);
   llvm::Value* written = stream_total(v, numel(od));
   auto row = [&](std::vector<llvm::Value*>& multi, llvm::Value* l) {
     llvm::Value* inside = b.getTrue();
